@@ -1,0 +1,111 @@
+package plexus
+
+import "time"
+
+// ConnectGrant is one starting standing grant the owner hands an agent when
+// connecting it. Verbs default to read.
+type ConnectGrant struct {
+	CapabilityID string           `json:"capabilityId"`
+	Verbs        []Verb           `json:"verbs,omitempty"`
+	TrustWindow  *TrustWindow     `json:"trustWindow,omitempty"`
+	Constraint   *ScopeConstraint `json:"constraint,omitempty"`
+}
+
+// ConnectRequest is the body of POST /admin/api/agents/connect.
+type ConnectRequest struct {
+	AgentID string         `json:"agentId"`
+	Label   string         `json:"label,omitempty"`
+	Grants  []ConnectGrant `json:"grants,omitempty"`
+}
+
+// ConnectResponse carries the one-time enrollment code (shown once) and the
+// command that redeems it.
+type ConnectResponse struct {
+	AgentID        string          `json:"agentId"`
+	Code           string          `json:"code"`
+	ExpiresAt      time.Time       `json:"expiresAt"`
+	InstallCommand string          `json:"installCommand"`
+	Grants         []StandingGrant `json:"grants"`
+	Declined       []Declined      `json:"declined,omitempty"`
+}
+
+// AgentRevokeRequest is the body of POST /admin/api/agents/revoke.
+type AgentRevokeRequest struct {
+	AgentID string `json:"agentId"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// AgentRevokeResponse reports what revoking an agent ended.
+type AgentRevokeResponse struct {
+	OK              bool     `json:"ok"`
+	AgentID         string   `json:"agentId"`
+	RevokedSessions []string `json:"revokedSessions"`
+	RevokedJTIs     []string `json:"revokedJtis"`
+	RevokedGrants   int      `json:"revokedGrants"`
+}
+
+// DecideRequest is the body of POST /admin/api/pending/{id}[/approve|/deny].
+// Window, Verbs and Capabilities may only narrow what was asked.
+type DecideRequest struct {
+	Action       string       `json:"action,omitempty"`
+	Reason       string       `json:"reason,omitempty"`
+	TrustWindow  *TrustWindow `json:"trustWindow,omitempty"`
+	Verbs        []Verb       `json:"verbs,omitempty"`
+	Capabilities []string     `json:"capabilities,omitempty"`
+}
+
+// Decision is one decision on a pending request, whichever channel made it.
+type Decision struct {
+	PendingID string
+	Approve   bool
+	// DecidedBy names who decided (an owner name, "system"); Via the channel.
+	DecidedBy string
+	Via       string
+	Reason    string
+	// Narrowing applied before approval; each may only narrow the request.
+	TrustWindow  *TrustWindow
+	Verbs        []Verb
+	Capabilities []string
+}
+
+// PendingListResponse is the body of GET /admin/api/pending.
+type PendingListResponse struct {
+	Pending []Pending `json:"pending"`
+}
+
+// KeyRotateResponse returns the new connection-key once.
+type KeyRotateResponse struct {
+	ConnectionKey   string   `json:"connectionKey"`
+	RevokedSessions []string `json:"revokedSessions"`
+	RevokedJTIs     []string `json:"revokedJtis"`
+}
+
+// IntegrationResponse is the body of GET /integration/{agentId}.
+type IntegrationResponse struct {
+	AgentID        string `json:"agentId"`
+	BaseURL        string `json:"baseUrl"`
+	InstallCommand string `json:"installCommand"`
+	Enrolled       bool   `json:"enrolled"`
+	Instructions   string `json:"instructions"`
+}
+
+// StatusResponse is the body of GET /admin/api/status.
+type StatusResponse struct {
+	Gateway  GatewayInfo    `json:"gateway"`
+	Home     string         `json:"home"`
+	Revision int64          `json:"revision"`
+	Entries  int            `json:"entries"`
+	Sources  []SourceStatus `json:"sources"`
+	Agents   int            `json:"agents"`
+	Pending  int            `json:"pending"`
+	Grants   int            `json:"grants"`
+	Started  time.Time      `json:"started"`
+}
+
+// SourceStatus is one source's line in StatusResponse.
+type SourceStatus struct {
+	ID         string     `json:"id"`
+	Provenance Provenance `json:"provenance"`
+	Entries    int        `json:"entries"`
+	Health     Health     `json:"health"`
+}

@@ -1,0 +1,68 @@
+package gateway
+
+// This file is the surface the http package and cmd/plexus call. Each method
+// returns a *plexus.Error (via error) whose Code the edge maps to a status.
+
+import (
+	"context"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// Credentials presented on a request, as the edge found them. The gateway
+// decides what they mean; the edge never interprets a credential itself.
+type Credentials struct {
+	// Bearer is the Authorization: Bearer value (a PAT, a JWT or a
+	// connection-key), without the scheme.
+	Bearer string
+	// ConnectionKey is the X-Plexus-Connection-Key header value.
+	ConnectionKey string
+	// SessionID is the X-Plexus-Session header value.
+	SessionID string
+	// Remote identifies the caller for throttling (the remote address).
+	Remote string
+}
+
+// API is what the loopback HTTP server needs from the gateway. It exists so
+// that http tests can state exactly which operations they exercise; *Gateway
+// implements it.
+type API interface {
+	WellKnown() plexus.WellKnownDocument
+	Enroll(ctx context.Context, remote string, req plexus.EnrollRequest) (plexus.EnrollResponse, error)
+	// Handshake takes the PAT path when c.Bearer is set and the admin path
+	// when req.ConnectionKey is set; both set, or neither, is an error. The
+	// two paths never fall through to each other.
+	Handshake(ctx context.Context, c Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error)
+	Manifest(ctx context.Context, c Credentials) (plexus.ManifestResponse, error)
+	// RequestGrants answers a token, or a pending notice, never both nil.
+	RequestGrants(ctx context.Context, c Credentials, req plexus.GrantRequest) (*plexus.ScopedToken, *plexus.GrantPendingResponse, error)
+	GrantStatus(ctx context.Context, c Credentials, pendingID string) (plexus.GrantStatusResponse, error)
+	Refresh(ctx context.Context, c Credentials, req plexus.RefreshRequest) (plexus.RefreshResponse, error)
+	Revoke(ctx context.Context, c Credentials, req plexus.RevokeRequest) (plexus.RevokeResponse, error)
+	StandingGrants(ctx context.Context, c Credentials) (plexus.GrantsListResponse, error)
+	// Invoke always answers an InvokeResponse; a denial has OK false and an
+	// Error whose code the edge maps to the HTTP status.
+	Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse
+	// Subscribe opens an event stream for the session c names. Events after
+	// lastEventID are replayed from the journal first (without tokens). The
+	// channel closes when ctx ends or the subscriber falls too far behind.
+	Subscribe(ctx context.Context, c Credentials, lastEventID int64) (<-chan plexus.Event, error)
+
+	// Admin plane: every method checks the connection-key in c first.
+	AdminCheck(ctx context.Context, c Credentials) error
+	ConnectAgent(ctx context.Context, c Credentials, req plexus.ConnectRequest) (plexus.ConnectResponse, error)
+	RevokeAgent(ctx context.Context, c Credentials, req plexus.AgentRevokeRequest) (plexus.AgentRevokeResponse, error)
+	AdminGrants(ctx context.Context, c Credentials) (plexus.GrantsListResponse, error)
+	AdminPending(ctx context.Context, c Credentials) (plexus.PendingListResponse, error)
+	AdminDecide(ctx context.Context, c Credentials, pendingID string, req plexus.DecideRequest) (plexus.Pending, error)
+	RotateKey(ctx context.Context, c Credentials) (plexus.KeyRotateResponse, error)
+	Integration(ctx context.Context, c Credentials, agentID string) (plexus.IntegrationResponse, error)
+	AdminAgents(ctx context.Context, c Credentials) ([]plexus.Agent, error)
+	// AddSource persists an owner-configured source (Kind "portal" with
+	// Config {"path": …, "alias": …}) and brings it online at once.
+	AddSource(ctx context.Context, c Credentials, cfg plexus.SourceConfig) (plexus.SourceConfig, error)
+	RemoveSource(ctx context.Context, c Credentials, id string) error
+	Sources(ctx context.Context, c Credentials) ([]plexus.SourceConfig, error)
+	// Status is a small health summary for `plexus status`.
+	Status(ctx context.Context, c Credentials) (plexus.StatusResponse, error)
+}

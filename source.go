@@ -1,0 +1,66 @@
+package plexus
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Source is one origin of entries: a first-party adapter, an extension, an MCP
+// server. The registry aggregates sources; the core never branches on which
+// source it is talking to.
+//
+// Implementations must be safe for concurrent use: the registry may call Scan
+// and Health from different goroutines.
+type Source interface {
+	// ID is the source id; every entry it returns carries it in Entry.Source.
+	ID() string
+	// Provenance is the source-class of every entry the source contributes.
+	Provenance() Provenance
+	// Scan enumerates the source's entries. Route carries transport-private
+	// configuration; the registry stamps provenance, sensitivity and windows.
+	Scan(ctx context.Context) ([]Entry, error)
+	// Health is a cheap availability probe; the registry caches it briefly.
+	Health(ctx context.Context) Health
+}
+
+// InvokeContext is the authorization context of one call, threaded through
+// re-entrant dispatch so a workflow member runs under the same token.
+type InvokeContext struct {
+	JTI       string
+	SessionID string
+	AgentID   string
+	TraceID   string
+	Scopes    []TokenScope
+}
+
+// DispatchContext is handed to every dispatch. Leaf transports ignore
+// InvokeByID; the workflow transport re-enters the pipeline through it.
+type DispatchContext struct {
+	Invoke     InvokeContext
+	InvokeByID func(ctx context.Context, req InvokeRequest, ic InvokeContext) InvokeResponse
+}
+
+// TransportResult is what a transport returns. A failed call is a result
+// (OK false with Error), not a Go error escaping the pipeline.
+type TransportResult struct {
+	OK        bool
+	Data      any
+	MCPResult json.RawMessage
+	Error     *Error
+}
+
+// Transport reaches the software behind entries of one kind.
+//
+// Dispatch may be called concurrently; it must honour ctx cancellation.
+type Transport interface {
+	Kind() TransportKind
+	Dispatch(ctx context.Context, entry Entry, input map[string]any, dc DispatchContext) TransportResult
+}
+
+// Authorizer decides a requested grant: allow, deny or pending. Swapping the
+// policy never changes the wire. Implementations must be safe for concurrent
+// use and must not block on I/O.
+type Authorizer interface {
+	Policy() string
+	Authorize(ctx context.Context, ac AuthorizationContext) AuthorizationDecision
+}

@@ -1,0 +1,251 @@
+package plexus
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by state lookups that find nothing.
+var ErrNotFound = errors.New("not found")
+
+// Agent is an enrolled (or connected, not yet enrolled) agent identity.
+type Agent struct {
+	ID        string    `json:"agentId"`
+	Label     string    `json:"label,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	// PATHash is the keyed hash of the agent's PAT; empty until enrolled.
+	PATHash    []byte     `json:"-"`
+	EnrolledAt *time.Time `json:"enrolledAt,omitempty"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+}
+
+// EnrollCode is a one-time enrollment code, stored by keyed hash only.
+type EnrollCode struct {
+	Hash       []byte
+	AgentID    string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	ConsumedAt *time.Time
+	TraceID    string
+}
+
+// SessionKind is how a session was bootstrapped.
+type SessionKind string
+
+// Session kinds: under a PAT, under the connection-key, or anonymous.
+const (
+	SessionAgent SessionKind = "agent"
+	SessionAdmin SessionKind = "admin"
+	SessionAnon  SessionKind = "anon"
+)
+
+// Session is a handshake session.
+type Session struct {
+	ID            string
+	AgentID       string
+	Kind          SessionKind
+	ClientName    string
+	ClientVersion string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	RevokedAt     *time.Time
+	// KeyEpoch is the connection-key generation an admin session was opened
+	// under; rotating the key ends every admin session of older epochs.
+	KeyEpoch int64
+}
+
+// Live reports whether s can still be used at now.
+func (s *Session) Live(now time.Time) bool {
+	return s.RevokedAt == nil && now.Before(s.ExpiresAt)
+}
+
+// Grant is a persisted grant: the standing-grant ledger row plus bookkeeping.
+// One live grant exists per (agent, capability); a newer approval replaces it.
+type Grant struct {
+	ID string
+	StandingGrant
+	PendingID string
+	TraceID   string
+	RevokedAt *time.Time
+	// UsedAt is set when a once grant has served its single invocation.
+	UsedAt *time.Time
+}
+
+// Live reports whether g can authorize a call at now.
+func (g *Grant) Live(now time.Time) bool {
+	if g.RevokedAt != nil || g.UsedAt != nil {
+		return false
+	}
+	if !g.Standing {
+		return true // a once grant lives until used or revoked
+	}
+	return now.Before(g.ExpiresAt)
+}
+
+// TokenRecord is the jti registry row of a minted token. The token string
+// itself is never stored.
+type TokenRecord struct {
+	JTI            string
+	AgentID        string
+	SessionID      string
+	Scopes         []TokenScope
+	IssuedAt       time.Time
+	ExpiresAt      time.Time
+	GrantExpiresAt time.Time
+	RevokedAt      *time.Time
+	RevokeReason   string
+	TraceID        string
+}
+
+// Pending-decision kinds.
+const (
+	PendingGrant     = "grant"
+	PendingExtension = "extension"
+	PendingInstall   = "install"
+)
+
+// PendingItem is one capability a pending grant decision covers.
+type PendingItem struct {
+	CapabilityID string           `json:"capabilityId"`
+	Verbs        []Verb           `json:"verbs"`
+	TrustWindow  TrustWindow      `json:"trustWindow"`
+	Constraint   *ScopeConstraint `json:"constraint,omitempty"`
+	Provenance   Provenance       `json:"provenance"`
+	Sensitivity  Sensitivity      `json:"sensitivity"`
+	// Members are the synthesized scopes a workflow item brings.
+	Members []TokenScope `json:"members,omitempty"`
+}
+
+// Pending is a decision waiting for the owner (or decided: State says which).
+type Pending struct {
+	ID        string             `json:"id"`
+	Kind      string             `json:"kind"`
+	AgentID   string             `json:"agentId"`
+	SessionID string             `json:"sessionId"`
+	State     string             `json:"state"`
+	CreatedAt time.Time          `json:"createdAt"`
+	ExpiresAt time.Time          `json:"expiresAt"`
+	DecidedAt *time.Time         `json:"decidedAt,omitempty"`
+	DecidedBy string             `json:"decidedBy,omitempty"`
+	Via       string             `json:"via,omitempty"`
+	Reason    string             `json:"reason,omitempty"`
+	Items     []PendingItem      `json:"items"`
+	Narration []PendingNarration `json:"pendingNarration,omitempty"`
+	// Purpose is the agent's free text: transparency only, capped at 280.
+	Purpose  string         `json:"purpose,omitempty"`
+	BundleID string         `json:"bundleId,omitempty"`
+	Bundle   *BundleRequest `json:"bundle,omitempty"`
+	TraceID  string         `json:"traceId"`
+}
+
+// SourceConfig is an owner-configured source persisted across restarts.
+type SourceConfig struct {
+	ID         string     `json:"id"`
+	Kind       string     `json:"kind"`
+	Provenance Provenance `json:"provenance"`
+	Config     []byte     `json:"config"`
+	CreatedAt  time.Time  `json:"createdAt"`
+}
+
+// Store is the durable state behind the gateway. Every state transition runs
+// in one Update together with the activity rows that record it, so the two
+// commit or roll back together.
+//
+// Update serializes writers (one writer connection, BEGIN IMMEDIATE). When
+// durable is true the commit is synchronous=FULL: use it for decisions,
+// grants and revocations, anything acknowledged to someone. View runs on a
+// reader connection and never blocks the writer.
+type Store interface {
+	Update(ctx context.Context, durable bool, fn func(tx StateTx) error) error
+	View(ctx context.Context, fn func(tx StateTx) error) error
+}
+
+// StateTx is the set of state operations one transaction offers. Lookups
+// return an error wrapping [ErrNotFound] when nothing matches. Calling a
+// mutating method inside View returns an error.
+type StateTx interface {
+	ActivityRecorder
+	AgentState
+	SessionState
+	GrantState
+	TokenState
+	PendingState
+	MetaState
+}
+
+// ActivityRecorder appends to the activity journal and the event log.
+type ActivityRecorder interface {
+	// Record appends a, redacting its payload and chaining its hash, and sets
+	// a.ID, a.PrevHash and a.Hash. If the row cannot be written the whole
+	// transaction fails: nothing happens without its audit row.
+	Record(a *Activity) error
+	// Publish persists e (Data only, never Secret) for Last-Event-ID replay
+	// and sets e.ID. The caller delivers it live after the commit.
+	Publish(e *Event) error
+}
+
+// AgentState holds agents and their enrollment codes.
+type AgentState interface {
+	PutAgent(a *Agent) error
+	Agent(id string) (*Agent, error)
+	AgentByPATHash(hash []byte) (*Agent, error)
+	Agents() ([]Agent, error)
+	PutEnrollCode(c *EnrollCode) error
+	EnrollCode(hash []byte) (*EnrollCode, error)
+	// ConsumeEnrollCode marks the code consumed at now if it was not yet;
+	// it reports false when another redemption got there first.
+	ConsumeEnrollCode(hash []byte, now time.Time) (bool, error)
+}
+
+// SessionState holds handshake sessions.
+type SessionState interface {
+	PutSession(s *Session) error
+	Session(id string) (*Session, error)
+	// RevokeSessions ends every live session matching kind (and agentID when
+	// non-empty; and only epochs below beforeEpoch when it is > 0) and
+	// returns their ids.
+	RevokeSessions(kind SessionKind, agentID string, beforeEpoch int64, now time.Time) ([]string, error)
+}
+
+// GrantState holds persisted grants.
+type GrantState interface {
+	// PutGrant inserts or replaces the grant for (AgentID, CapabilityID).
+	PutGrant(g *Grant) error
+	// Grant returns the latest grant row for (agentID, capabilityID), live or not.
+	Grant(agentID, capabilityID string) (*Grant, error)
+	// Grants lists grants that are neither revoked nor used nor past their
+	// window at now; agentID "" lists every agent's.
+	Grants(agentID string, now time.Time) ([]Grant, error)
+	RevokeGrant(id string, now time.Time) error
+	MarkGrantUsed(id string, now time.Time) error
+}
+
+// TokenState is the jti registry.
+type TokenState interface {
+	PutToken(t *TokenRecord) error
+	Token(jti string) (*TokenRecord, error)
+	RevokeToken(jti, reason string, now time.Time) (bool, error)
+	// LiveTokens lists unrevoked, unexpired tokens of agentID (all agents when
+	// empty), optionally only those carrying a scope for capabilityID or
+	// belonging to sessionID.
+	LiveTokens(agentID, capabilityID, sessionID string, now time.Time) ([]TokenRecord, error)
+}
+
+// PendingState holds pending decisions.
+type PendingState interface {
+	PutPending(p *Pending) error
+	Pending(id string) (*Pending, error)
+	// PendingList lists decisions in state ("" for all), oldest first.
+	PendingList(state string) ([]Pending, error)
+}
+
+// MetaState holds small gateway-wide values (the key epoch, the revision)
+// and owner-configured sources.
+type MetaState interface {
+	Meta(key string) (string, error)
+	SetMeta(key, value string) error
+	PutSource(c *SourceConfig) error
+	DeleteSource(id string) error
+	Sources() ([]SourceConfig, error)
+}
