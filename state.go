@@ -2,6 +2,7 @@ package plexus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -141,11 +142,11 @@ type Pending struct {
 
 // SourceConfig is an owner-configured source persisted across restarts.
 type SourceConfig struct {
-	ID         string     `json:"id"`
-	Kind       string     `json:"kind"`
-	Provenance Provenance `json:"provenance"`
-	Config     []byte     `json:"config"`
-	CreatedAt  time.Time  `json:"createdAt"`
+	ID         string          `json:"id"`
+	Kind       string          `json:"kind"`
+	Provenance Provenance      `json:"provenance"`
+	Config     json.RawMessage `json:"config"`
+	CreatedAt  time.Time       `json:"createdAt"`
 }
 
 // Store is the durable state behind the gateway. Every state transition runs

@@ -12,6 +12,10 @@ const SessionHeader = "X-Plexus-Session"
 // the connection-key in.
 const ConnectionKeyHeader = "X-Plexus-Connection-Key"
 
+// ViaHeader lets an owner's client say which channel a decision came
+// through ("cli"); absent, the admin API is recorded.
+const ViaHeader = "X-Plexus-Via"
+
 // Credential prefixes. They make a leaked secret recognisable to scanners
 // and to the redaction pass.
 const (

@@ -1,0 +1,37 @@
+# Plexus — the two commands a new machine needs are `make run` and `make test`.
+GO          ?= go
+BIN         := bin/plexus
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+export CGO_ENABLED := 1
+
+.PHONY: build run test bench lint fmt clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/plexus
+
+# Starts the gateway in the foreground on its embedded defaults
+# (PLEXUS_HOME=~/.plexus, 127.0.0.1:7077), creating the home on first start.
+run: build
+	./$(BIN) serve
+
+# vet, staticcheck, then every unit and integration test with the race detector.
+test:
+	$(GO) mod download
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) test -race -count=1 ./...
+
+# Benchmarks print ratios against a baseline measured in the same run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./bench/
+
+lint:
+	gofmt -l . | tee /dev/stderr | (! read)
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+fmt:
+	gofmt -w .
+
+clean:
+	rm -rf bin

@@ -1,0 +1,249 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// Default timeouts. An invoke may run a long capability, so it gets its own,
+// longer bound; every other request is a quick state lookup.
+const (
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultInvokeTimeout  = 10 * time.Minute
+)
+
+// maxBody caps how much of a response is read, so a confused peer cannot
+// exhaust memory.
+const maxBody = 64 << 20
+
+// Option configures an [Agent] or an [Admin].
+type Option func(*config)
+
+type config struct {
+	httpClient     *http.Client
+	host           string
+	info           plexus.ClientInfo
+	now            func() time.Time
+	requestTimeout time.Duration
+	invokeTimeout  time.Duration
+	via            string
+}
+
+// WithHTTPClient replaces the default HTTP client. The default dials with a
+// 5s timeout, never uses a proxy and never follows redirects: a token must
+// not travel anywhere but the gateway.
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// WithHost sets the Host header. By default it is the authority of the base
+// URL (127.0.0.1:<port> or localhost:<port>), which is what the gateway's
+// Host guard expects.
+func WithHost(host string) Option { return func(c *config) { c.host = host } }
+
+// WithVia makes an [Admin] say which channel its requests come through
+// (plexus.ViaCLI for the command line); without it the gateway records the
+// admin API.
+func WithVia(channel string) Option { return func(c *config) { c.via = channel } }
+
+// WithClientInfo sets the client metadata an [Agent] sends at handshake.
+func WithClientInfo(info plexus.ClientInfo) Option { return func(c *config) { c.info = info } }
+
+// WithClock sets the clock an [Agent] judges token and session expiry by.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithTimeouts sets the per-request timeout and the /invoke timeout; zero
+// keeps the default.
+func WithTimeouts(request, invoke time.Duration) Option {
+	return func(c *config) {
+		if request > 0 {
+			c.requestTimeout = request
+		}
+		if invoke > 0 {
+			c.invokeTimeout = invoke
+		}
+	}
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{
+		info:           plexus.ClientInfo{Name: "plexus-client", Version: plexus.Version},
+		now:            time.Now,
+		requestTimeout: DefaultRequestTimeout,
+		invokeTimeout:  DefaultInvokeTimeout,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.httpClient == nil {
+		c.httpClient = defaultHTTPClient()
+	}
+	return c
+}
+
+func defaultHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			// Never a proxy: it would see PATs and tokens. The gateway is local.
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			TLSHandshakeTimeout: 5 * time.Second,
+			MaxIdleConns:        4,
+			IdleConnTimeout:     30 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// conn is the HTTP plumbing both clients share. It is immutable after
+// construction and safe for concurrent use.
+type conn struct {
+	base          *url.URL
+	host          string
+	hc            *http.Client
+	reqTimeout    time.Duration
+	invokeTimeout time.Duration
+	via           string
+}
+
+func newConn(baseURL string, cfg *config) (*conn, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("base URL: %w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("base URL %q: scheme must be http or https", baseURL)
+	case u.Hostname() == "":
+		return nil, fmt.Errorf("base URL %q: no host", baseURL)
+	case u.Port() == "":
+		// The Host guard compares the whole authority, port included.
+		return nil, fmt.Errorf("base URL %q: no port", baseURL)
+	case u.User != nil:
+		return nil, errors.New("base URL: must not carry credentials")
+	case u.RawQuery != "" || u.Fragment != "":
+		return nil, fmt.Errorf("base URL %q: must not carry a query or fragment", baseURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	host := cfg.host
+	if host == "" {
+		host = u.Host
+	}
+	return &conn{base: u, host: host, hc: cfg.httpClient,
+		reqTimeout: cfg.requestTimeout, invokeTimeout: cfg.invokeTimeout, via: cfg.via}, nil
+}
+
+// baseURL is the canonical base URL, without a trailing slash.
+func (c *conn) baseURL() string { return c.base.String() }
+
+// request is one HTTP exchange. path is escaped. bearer and session are credentials: they go
+// in headers only and never into an error message.
+type request struct {
+	method  string
+	path    string
+	query   url.Values
+	bearer  string
+	session string
+	body    any
+	timeout time.Duration
+}
+
+// send performs r and returns the status and body, whatever the status. Only
+// transport failures are errors here.
+func (c *conn) send(ctx context.Context, r request) (int, []byte, error) {
+	timeout := r.timeout
+	if timeout == 0 {
+		timeout = c.reqTimeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if r.body != nil {
+		b, err := json.Marshal(r.body)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s %s: encode body: %w", r.method, r.path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	// r.path is already escaped (ids in it went through url.PathEscape).
+	unescaped, err := url.PathUnescape(r.path)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	u := *c.base
+	u.Path = c.base.Path + unescaped
+	u.RawPath = c.base.EscapedPath() + r.path
+	u.RawQuery = r.query.Encode()
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	req.Host = c.host
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "plexus-client/"+plexus.Version)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+r.bearer)
+	}
+	if r.session != "" {
+		req.Header.Set(plexus.SessionHeader, r.session)
+	}
+	if c.via != "" {
+		req.Header.Set(plexus.ViaHeader, c.via)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return 0, nil, fmt.Errorf("%s %s: %w at %s: %w", r.method, r.path, ErrUnreachable, c.base.Host, err)
+		}
+		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: read response: %w", r.method, r.path, err)
+	}
+	if len(data) > maxBody {
+		return 0, nil, fmt.Errorf("%s %s: response larger than %d bytes", r.method, r.path, maxBody)
+	}
+	return resp.StatusCode, data, nil
+}
+
+// call performs r, decodes a 2xx body into out (when out is non-nil) and
+// turns any other status into an *Error.
+func (c *conn) call(ctx context.Context, r request, out any) (int, error) {
+	status, data, err := c.send(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	if status < 200 || status > 299 {
+		return status, decodeError(status, data)
+	}
+	if err := decodeInto(data, out); err != nil {
+		return status, fmt.Errorf("%s %s: decode response: %w", r.method, r.path, err)
+	}
+	return status, nil
+}
+
+func decodeInto(data []byte, out any) error {
+	if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/urfave/cli/v3"
+)
+
+// agentCommand is the agent's side: enroll once, then list and call. It
+// needs no connection-key, only the agent's own credential.
+func agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "agent",
+		Usage: "act as an agent: enroll, list and call capabilities",
+		Commands: []*cli.Command{
+			agentEnrollCommand(),
+			agentListCommand(),
+			agentCallCommand(),
+		},
+	}
+}
+
+func agentEnrollCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "enroll",
+		Usage:     "redeem a one-time enrollment code and store the agent's credential",
+		ArgsUsage: "<code>",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace an existing credential"}},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := checkArgs(cmd, 1, "<code>"); err != nil {
+				return err
+			}
+			ag, store, addr, err := agentClient(cmd, false)
+			if err != nil {
+				return err
+			}
+			id, err := ag.Enroll(ctx, cmd.Args().First(), cmd.Bool("force"))
+			if errors.Is(err, client.ErrAlreadyEnrolled) {
+				return &codedError{code: exitError, msg: fmt.Sprintf("%v\n(re-run with --force to replace it, or use another --agent-home)", err)}
+			}
+			if err != nil {
+				return notRunning(addr, err)
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Enrolled as %q with the gateway at %s.\nCredential stored in %s (mode 0600).\n",
+				id, addr, store.Dir()+"/"+client.CredentialsFile)
+			return nil
+		},
+	}
+}
+
+func agentListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list capabilities: callable now, or needing the owner's approval",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := checkArgs(cmd, 0, ""); err != nil {
+				return err
+			}
+			ag, _, addr, err := agentClient(cmd, true)
+			if err != nil {
+				return err
+			}
+			entries, err := ag.List(ctx)
+			if err != nil {
+				return agentErr(addr, err)
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if entries == nil {
+					entries = []client.ListEntry{}
+				}
+				return printJSON(w, entries)
+			}
+			t := newTable(w)
+			fmt.Fprintln(t, "CAPABILITY\tVERBS\tPROVENANCE\tSENSITIVITY\tSTATUS\tLABEL")
+			for _, e := range entries {
+				status := "NEEDS APPROVAL"
+				if e.CallableNow {
+					status = "CALLABLE NOW"
+				}
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, verbsString(e.Verbs), e.Provenance,
+					dash(string(e.Sensitivity)), status, dash(e.Label))
+			}
+			return t.Flush()
+		},
+	}
+}
+
+func agentCallCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "call",
+		Usage:     "call a capability, asking for a grant first when needed",
+		ArgsUsage: "<capability> [key=value...]",
+		Description: "Each key=value becomes an input field; a value that parses as JSON (a number, true,\n" +
+			"an object) is taken as JSON, anything else as a string. Pairs override --input.\n" +
+			"Exit status 3 means the grant waits for the owner's approval.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "input", Usage: "the input as a JSON object"},
+			&cli.StringFlag{Name: "purpose", Usage: "why you ask, shown to the owner beside the gateway's own narration"},
+			&cli.BoolFlag{Name: "wait", Usage: "wait for the owner's decision when the grant pends"},
+			&cli.DurationFlag{Name: "timeout", Usage: "how long --wait waits", Value: 10 * time.Minute},
+			&cli.StringFlag{Name: "idempotency-key", Usage: "run the call at most once under this key"},
+			&cli.BoolFlag{Name: "json", Usage: "print the whole InvokeResponse as JSON"},
+		},
+		Action: agentCall,
+	}
+}
+
+func agentCall(ctx context.Context, cmd *cli.Command) error {
+	if cmd.Args().Len() < 1 {
+		return usageError(cmd, "usage: %s <capability> [key=value...]", cmd.FullName())
+	}
+	id := cmd.Args().First()
+	base, err := parseInput(cmd.String("input"))
+	if err != nil {
+		return usageError(cmd, "%v", err)
+	}
+	input, err := parseKeyValues(cmd.Args().Tail(), base)
+	if err != nil {
+		return usageError(cmd, "%v", err)
+	}
+	if len(input) == 0 {
+		input = nil
+	}
+	ag, _, addr, err := agentClient(cmd, true)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	asJSON := cmd.Bool("json")
+	var pendingID string // set by OnPending, read after Call returns
+	opts := client.CallOptions{
+		Purpose:        cmd.String("purpose"),
+		Wait:           cmd.Bool("wait"),
+		WaitTimeout:    cmd.Duration("timeout"),
+		IdempotencyKey: cmd.String("idempotency-key"),
+		OnPending: func(p plexus.GrantPendingResponse) {
+			pendingID = p.PendingID
+			narrate(stderr, id, p)
+			if cmd.Bool("wait") {
+				fmt.Fprintf(stderr, "Waiting up to %s for the owner's decision (pending %s)…\n", cmd.Duration("timeout"), p.PendingID)
+			}
+		},
+	}
+	resp, err := ag.Call(ctx, id, input, opts)
+	var ce *client.Error
+	switch {
+	case err == nil:
+		if asJSON {
+			return printJSON(stdout, resp)
+		}
+		return writeOutput(stdout, resp)
+	case errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser:
+		if asJSON {
+			_ = printJSON(stdout, map[string]any{"id": id, "status": ce.Body.Code, "pendingId": ce.Body.PendingID, "statusUrl": ce.Body.GrantStatusURL})
+		}
+		return &codedError{code: exitPending, msg: fmt.Sprintf("grant pending: %s\nask the owner to approve: plexus approve %s", ce.Body.PendingID, ce.Body.PendingID)}
+	case pendingID != "" && errors.Is(err, context.Canceled):
+		// Interrupted while waiting: the request still stands.
+		return &codedError{code: exitPending, msg: fmt.Sprintf("stopped waiting; grant still pending: %s\nask the owner to approve: plexus approve %s", pendingID, pendingID)}
+	case ce != nil:
+		if resp != nil && asJSON {
+			_ = printJSON(stdout, resp)
+		} else if resp != nil && len(resp.MCPResult) > 0 {
+			_ = writeOutput(stderr, resp) // an MCP tool's own error text
+		}
+		return &codedError{code: exitError, msg: fmt.Sprintf("%s: %s", ce.Body.Code, ce.Body.Message)}
+	default:
+		return agentErr(addr, err)
+	}
+}
+
+// narrate relays the gateway-authored narration of a pending grant.
+func narrate(w io.Writer, id string, p plexus.GrantPendingResponse) {
+	said := false
+	for _, n := range p.PendingNarration {
+		line := n.Summary
+		if line == "" {
+			line = n.NotificationLine
+		}
+		if line != "" {
+			fmt.Fprintln(w, line)
+			said = true
+		}
+	}
+	if !said {
+		fmt.Fprintf(w, "The grant for %s needs the owner's approval.\n", id)
+	}
+}
+
+// writeOutput prints an invoke's result: text raw (a string output, an
+// output object's "content" string, an MCP result's text content), anything
+// else as indented JSON.
+func writeOutput(w io.Writer, resp *plexus.InvokeResponse) error {
+	text, ok := outputText(resp)
+	if !ok {
+		v := resp.Output
+		if v == nil && len(resp.MCPResult) > 0 {
+			v = resp.MCPResult
+		}
+		if v == nil {
+			return nil
+		}
+		return printJSON(w, v)
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+func outputText(resp *plexus.InvokeResponse) (string, bool) {
+	switch v := resp.Output.(type) {
+	case string:
+		return v, true
+	case map[string]any:
+		s, ok := v["content"].(string)
+		return s, ok
+	case nil:
+	default:
+		return "", false
+	}
+	if len(resp.MCPResult) == 0 {
+		return "", false
+	}
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(resp.MCPResult, &r) != nil || len(r.Content) == 0 {
+		return "", false
+	}
+	parts := make([]string, len(r.Content))
+	for i, c := range r.Content {
+		if c.Type != "text" {
+			return "", false
+		}
+		parts[i] = c.Text
+	}
+	return strings.Join(parts, "\n"), true
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/urfave/cli/v3"
+)
+
+func agentsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "agents",
+		Usage: "connect, list and revoke agents",
+		Commands: []*cli.Command{
+			agentsConnectCommand(),
+			agentsListCommand(),
+			agentsRevokeCommand(),
+		},
+	}
+}
+
+func agentsConnectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "connect",
+		Usage:     "register an agent and print its one-time enrollment code",
+		ArgsUsage: "<agent-id>",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "label", Usage: "a human name for the agent"},
+			&cli.StringSliceFlag{Name: "grant", Usage: "a starting standing grant, `<capability>[=verbs]` (verbs comma-separated; default read); repeatable"},
+			&cli.StringFlag{Name: "window", Usage: "trust window of the starting grants: once, 1h, 1d, 7d, until-revoked or a duration"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		},
+		Action: withAdmin(1, "<agent-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			req := plexus.ConnectRequest{AgentID: cmd.Args().First(), Label: cmd.String("label")}
+			var window *plexus.TrustWindow
+			if s := cmd.String("window"); s != "" {
+				w, err := parseWindow(s)
+				if err != nil {
+					return usageError(cmd, "%v", err)
+				}
+				window = w
+			}
+			for _, s := range cmd.StringSlice("grant") {
+				g, err := parseGrant(s)
+				if err != nil {
+					return usageError(cmd, "%v", err)
+				}
+				g.TrustWindow = window
+				req.Grants = append(req.Grants, g)
+			}
+			resp, err := adm.Connect(ctx, req)
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return printJSON(w, resp)
+			}
+			install := "plexus agent enroll " + resp.Code
+			if addr := cmd.String("addr"); addr != defaultAddr {
+				install += " --addr " + addr
+			}
+			fmt.Fprintf(w, "Connected agent %q.\n\n", resp.AgentID)
+			fmt.Fprintf(w, "One-time enrollment code (shown once; valid until %s, %s from now):\n\n  %s\n\n",
+				resp.ExpiresAt.Local().Format("15:04:05"), roughly(time.Until(resp.ExpiresAt)), resp.Code)
+			fmt.Fprintf(w, "On the agent's side, run:\n\n  %s\n", install)
+			if len(resp.Grants) > 0 {
+				fmt.Fprintln(w, "\nStanding grants:")
+				if err := printGrants(w, resp.Grants, false); err != nil {
+					return err
+				}
+			}
+			for _, d := range resp.Declined {
+				fmt.Fprintf(w, "Declined %s: %s\n", d.ID, d.Reason)
+			}
+			return nil
+		}),
+	}
+}
+
+func agentsListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list connected agents",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: withAdmin(0, "", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			agents, err := adm.Agents(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if agents == nil {
+					agents = []plexus.Agent{}
+				}
+				return printJSON(w, agents)
+			}
+			t := newTable(w)
+			fmt.Fprintln(t, "AGENT\tLABEL\tSTATE\tCREATED")
+			for _, a := range agents {
+				state := "waiting for enrollment"
+				switch {
+				case a.RevokedAt != nil:
+					state = "revoked " + timeString(*a.RevokedAt)
+				case a.EnrolledAt != nil:
+					state = "enrolled " + timeString(*a.EnrolledAt)
+				}
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\n", a.ID, dash(a.Label), state, timeString(a.CreatedAt))
+			}
+			return t.Flush()
+		}),
+	}
+}
+
+func agentsRevokeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "revoke",
+		Usage:     "revoke an agent: its PAT, sessions, tokens and grants",
+		ArgsUsage: "<agent-id>",
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, for the journal"}},
+		Action: withAdmin(1, "<agent-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			resp, err := adm.RevokeAgent(ctx, cmd.Args().First(), cmd.String("reason"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Revoked agent %q: %d sessions ended, %d tokens and %d grants revoked.\n",
+				resp.AgentID, len(resp.RevokedSessions), len(resp.RevokedJTIs), resp.RevokedGrants)
+			return nil
+		}),
+	}
+}

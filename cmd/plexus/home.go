@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/urfave/cli/v3"
+)
+
+// connectionKeyFile is where the daemon keeps the connection-key in its home.
+const connectionKeyFile = "connection-key"
+
+// readConnectionKey reads the owner's connection-key from home.
+func readConnectionKey(home string) (string, error) {
+	path := filepath.Join(home, connectionKeyFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("no connection-key at %s: is Plexus initialised there? (plexus init, or pass --home)", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read connection-key: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		return "", fmt.Errorf("read connection-key: %s is empty", path)
+	}
+	return key, nil
+}
+
+// writeConnectionKey replaces the key file atomically, 0600.
+func writeConnectionKey(home, key string) error {
+	f, err := os.CreateTemp(home, "."+connectionKeyFile+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.WriteString(key + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(home, connectionKeyFile))
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// baseURL turns an --addr (host:port, or a URL) into the gateway's base URL.
+func baseURL(addr string) string {
+	if strings.Contains(addr, "://") {
+		return addr
+	}
+	return "http://" + addr
+}
+
+// notRunning rewrites a failure to connect into the owner's next step.
+func notRunning(addr string, err error) error {
+	if errors.Is(err, client.ErrUnreachable) {
+		return &codedError{code: exitError, msg: fmt.Sprintf("Plexus is not running at %s; start it with: plexus serve", addr)}
+	}
+	return err
+}
+
+// checkArgs fails with a usage error unless cmd got exactly n arguments.
+func checkArgs(cmd *cli.Command, n int, names string) error {
+	if got := cmd.Args().Len(); got != n {
+		if names == "" {
+			return usageError(cmd, "%s takes no arguments", cmd.FullName())
+		}
+		return usageError(cmd, "usage: %s %s", cmd.FullName(), names)
+	}
+	return nil
+}
+
+// ownerAction is an owner command's body, handed a ready admin client.
+type ownerAction func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error
+
+// withAdmin checks the argument count (names is the usage line, "" for
+// none), builds the admin client from --home and --addr and runs fn.
+func withAdmin(n int, names string, fn ownerAction) cli.ActionFunc {
+	return func(ctx context.Context, cmd *cli.Command) error {
+		if err := checkArgs(cmd, n, names); err != nil {
+			return err
+		}
+		addr := cmd.String("addr")
+		key, err := readConnectionKey(cmd.String("home"))
+		if err != nil {
+			return err
+		}
+		adm, err := client.NewAdmin(baseURL(addr), key, client.WithVia(plexus.ViaCLI))
+		if err != nil {
+			return err
+		}
+		return notRunning(addr, fn(ctx, cmd, adm))
+	}
+}
+
+// agentClient builds the agent client over the store in --agent-home. Unless
+// --addr (or PLEXUS_ADDR) is given, an enrolled agent dials the gateway it
+// enrolled with.
+func agentClient(cmd *cli.Command, useStored bool) (*client.Agent, *client.CredStore, string, error) {
+	store := client.NewCredStore(cmd.String("agent-home"))
+	base := baseURL(cmd.String("addr"))
+	if useStored && !cmd.IsSet("addr") {
+		if c, err := store.Credentials(); err == nil && c.BaseURL != "" {
+			base = c.BaseURL
+		}
+	}
+	ag, err := client.NewAgent(base, store, client.WithClientInfo(plexus.ClientInfo{Name: "plexus-cli", Version: plexus.Version}))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return ag, store, strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://"), nil
+}
+
+// agentErr explains the agent-side failures a person can act on.
+func agentErr(addr string, err error) error {
+	if errors.Is(err, client.ErrNotEnrolled) {
+		return &codedError{code: exitError, msg: "not enrolled: ask the owner for a code (plexus agents connect <id>), then run: plexus agent enroll <code>"}
+	}
+	return notRunning(addr, err)
+}

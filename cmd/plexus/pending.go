@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/urfave/cli/v3"
+)
+
+func pendingCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "pending",
+		Usage: "list decisions waiting for the owner",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: withAdmin(0, "", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			pending, err := adm.Pending(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if pending == nil {
+					pending = []plexus.Pending{}
+				}
+				return printJSON(w, pending)
+			}
+			t := newTable(w)
+			fmt.Fprintln(t, "ID\tAGENT\tASKS FOR\tWINDOW\tSENSITIVITY\tEXPIRES\tPURPOSE")
+			for _, p := range pending {
+				var asks []string
+				window, sens := "-", plexus.Sensitivity("")
+				for _, it := range p.Items {
+					asks = append(asks, it.CapabilityID+" ("+verbsString(it.Verbs)+")")
+					window = windowString(&it.TrustWindow)
+					if it.Sensitivity.Rank() > sens.Rank() {
+						sens = it.Sensitivity
+					}
+				}
+				if p.Kind != "" && p.Kind != plexus.PendingGrant {
+					asks = append([]string{p.Kind + ":"}, asks...)
+				}
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.AgentID, dash(strings.Join(asks, ", ")), window,
+					dash(string(sens)), timeString(p.ExpiresAt), dash(oneLine(p.Purpose, 60)))
+			}
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if len(pending) > 0 {
+				fmt.Fprintln(w, "\nDecide with: plexus approve <id> | plexus reject <id> --reason \"…\"")
+			}
+			return nil
+		}),
+	}
+}
+
+func approveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "approve",
+		Usage:     "approve a pending decision, optionally narrowing its trust window",
+		ArgsUsage: "<pending-id>",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "window", Usage: "a shorter trust window: once, 1h, 1d, 7d, until-revoked or a duration"},
+			&cli.StringFlag{Name: "reason", Usage: "why, for the journal"},
+		},
+		Action: withAdmin(1, "<pending-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			req := plexus.DecideRequest{Action: "approve", Reason: cmd.String("reason")}
+			if s := cmd.String("window"); s != "" {
+				w, err := parseWindow(s)
+				if err != nil {
+					return usageError(cmd, "%v", err)
+				}
+				req.TrustWindow = w
+			}
+			p, err := adm.Decide(ctx, cmd.Args().First(), true, req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Approved %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
+			return nil
+		}),
+	}
+}
+
+func rejectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "reject",
+		Usage:     "deny a pending decision",
+		ArgsUsage: "<pending-id>",
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, shown to the agent and kept in the journal", Required: true}},
+		Action: withAdmin(1, "<pending-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			req := plexus.DecideRequest{Action: "deny", Reason: cmd.String("reason")}
+			p, err := adm.Decide(ctx, cmd.Args().First(), false, req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Rejected %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
+			return nil
+		}),
+	}
+}
+
+func describeItems(items []plexus.PendingItem) string {
+	if len(items) == 0 {
+		return "-"
+	}
+	s := make([]string, len(items))
+	for i, it := range items {
+		s[i] = fmt.Sprintf("%s (%s, window %s)", it.CapabilityID, verbsString(it.Verbs), windowString(&it.TrustWindow))
+	}
+	return strings.Join(s, ", ")
+}
+
+// oneLine flattens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,182 @@
+package http
+
+import (
+	"encoding/json"
+	nethttp "net/http"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/gateway"
+)
+
+// The owner plane under /admin/api/ and GET /integration/{agentId}. Every
+// call hands the caller's credentials to the gateway, which checks the
+// connection-key first. When the edge refuses a request before calling the
+// gateway (a bad body, a contradictory action), it asks AdminCheck first, so
+// a caller without the key always learns "unauthorized" and nothing about
+// what a valid request would look like.
+
+// adminFail answers err for a request the edge refuses, unless the caller
+// is not the owner, in which case that is the answer.
+func (s *Server) adminFail(w nethttp.ResponseWriter, r *nethttp.Request, c gateway.Credentials, err error) {
+	if aerr := s.api.AdminCheck(r.Context(), c); aerr != nil {
+		s.writeError(w, r, aerr)
+		return
+	}
+	s.writeError(w, r, err)
+}
+
+// AgentsResponse is the body of GET /admin/api/agents.
+type AgentsResponse struct {
+	Agents []plexus.Agent `json:"agents"`
+}
+
+// SourcesResponse is the body of GET /admin/api/sources.
+type SourcesResponse struct {
+	Sources []SourceView `json:"sources"`
+}
+
+// SourceView is the wire form of a [plexus.SourceConfig]: Config travels as
+// the JSON value it holds (a portal's {"path": …, "alias": …}), not as the
+// base64 a byte slice would marshal to.
+type SourceView struct {
+	ID         string            `json:"id"`
+	Kind       string            `json:"kind"`
+	Provenance plexus.Provenance `json:"provenance,omitempty"`
+	Config     json.RawMessage   `json:"config,omitempty"`
+	CreatedAt  time.Time         `json:"createdAt,omitzero"`
+}
+
+func sourceView(c plexus.SourceConfig) SourceView {
+	v := SourceView{ID: c.ID, Kind: c.Kind, Provenance: c.Provenance, CreatedAt: c.CreatedAt}
+	if json.Valid(c.Config) {
+		v.Config = json.RawMessage(c.Config)
+	}
+	return v
+}
+
+// RemoveSourceResponse is the body of DELETE /admin/api/sources/{id}.
+type RemoveSourceResponse struct {
+	OK bool   `json:"ok"`
+	ID string `json:"id"`
+}
+
+// handleConnectAgent answers 201 Created: it creates the agent.
+func (s *Server) handleConnectAgent(w nethttp.ResponseWriter, r *nethttp.Request) {
+	c := credentials(r)
+	var req plexus.ConnectRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.adminFail(w, r, c, err)
+		return
+	}
+	resp, err := s.api.ConnectAgent(r.Context(), c, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nethttp.StatusCreated, resp)
+}
+
+func (s *Server) handleRevokeAgent(w nethttp.ResponseWriter, r *nethttp.Request) {
+	c := credentials(r)
+	var req plexus.AgentRevokeRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.adminFail(w, r, c, err)
+		return
+	}
+	resp, err := s.api.RevokeAgent(r.Context(), c, req)
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleAdminAgents(w nethttp.ResponseWriter, r *nethttp.Request) {
+	agents, err := s.api.AdminAgents(r.Context(), credentials(r))
+	if agents == nil {
+		agents = []plexus.Agent{}
+	}
+	s.reply(w, r, AgentsResponse{Agents: agents}, err)
+}
+
+func (s *Server) handleAdminGrants(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.AdminGrants(r.Context(), credentials(r))
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleAdminPending(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.AdminPending(r.Context(), credentials(r))
+	s.reply(w, r, resp, err)
+}
+
+// handleDecide serves the three spellings of a decision. With the action in
+// the path the body (a DecideRequest narrowing the approval) is optional and
+// an action it names must agree; on the bare path the body's action is
+// required.
+func (s *Server) handleDecide(pathAction string) nethttp.HandlerFunc {
+	return func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		c := credentials(r)
+		var req plexus.DecideRequest
+		if err := s.decode(w, r, &req, pathAction != ""); err != nil {
+			s.adminFail(w, r, c, err)
+			return
+		}
+		switch {
+		case pathAction != "" && req.Action != "" && req.Action != pathAction:
+			s.adminFail(w, r, c, plexus.Errorf(plexus.CodeInvalidRequest, "body action %q contradicts the %s path", req.Action, pathAction))
+			return
+		case pathAction != "":
+			req.Action = pathAction
+		case req.Action != "approve" && req.Action != "deny":
+			s.adminFail(w, r, c, plexus.Errorf(plexus.CodeInvalidRequest, `action must be "approve" or "deny"`))
+			return
+		}
+		resp, err := s.api.AdminDecide(r.Context(), c, r.PathValue("id"), req)
+		s.reply(w, r, resp, err)
+	}
+}
+
+func (s *Server) handleRotateKey(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.RotateKey(r.Context(), credentials(r))
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleStatus(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.Status(r.Context(), credentials(r))
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleSources(w nethttp.ResponseWriter, r *nethttp.Request) {
+	cfgs, err := s.api.Sources(r.Context(), credentials(r))
+	views := make([]SourceView, 0, len(cfgs))
+	for _, c := range cfgs {
+		views = append(views, sourceView(c))
+	}
+	s.reply(w, r, SourcesResponse{Sources: views}, err)
+}
+
+// handleAddSource answers 201 Created with the stored source. The body is a
+// SourceView: config is the JSON value itself.
+func (s *Server) handleAddSource(w nethttp.ResponseWriter, r *nethttp.Request) {
+	c := credentials(r)
+	var req SourceView
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.adminFail(w, r, c, err)
+		return
+	}
+	cfg := plexus.SourceConfig{ID: req.ID, Kind: req.Kind, Provenance: req.Provenance, Config: req.Config}
+	got, err := s.api.AddSource(r.Context(), c, cfg)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nethttp.StatusCreated, sourceView(got))
+}
+
+func (s *Server) handleRemoveSource(w nethttp.ResponseWriter, r *nethttp.Request) {
+	id := r.PathValue("id")
+	err := s.api.RemoveSource(r.Context(), credentials(r), id)
+	s.reply(w, r, RemoveSourceResponse{OK: true, ID: id}, err)
+}
+
+func (s *Server) handleIntegration(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.Integration(r.Context(), credentials(r), r.PathValue("agentId"))
+	s.reply(w, r, resp, err)
+}

@@ -1,0 +1,161 @@
+package http
+
+import (
+	"encoding/json"
+	nethttp "net/http"
+
+	"github.com/plexus-gw/plexus"
+)
+
+func (s *Server) handleWellKnown(w nethttp.ResponseWriter, r *nethttp.Request) {
+	s.writeJSON(w, r, nethttp.StatusOK, s.api.WellKnown())
+}
+
+func (s *Server) handleEnroll(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var req plexus.EnrollRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := s.api.Enroll(r.Context(), r.RemoteAddr, req)
+	s.reply(w, r, resp, err)
+}
+
+// handleHandshake accepts an empty body: an agent on the PAT path has nothing
+// to say beyond its Bearer.
+func (s *Server) handleHandshake(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var req plexus.HandshakeRequest
+	if err := s.decode(w, r, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := s.api.Handshake(r.Context(), credentials(r), req)
+	s.reply(w, r, resp, err)
+}
+
+// handleRequestGrants answers 200 with the ScopedToken when every grant was
+// decided, and 202 Accepted with the GrantPendingResponse when any waits for
+// the owner: the request was taken, its outcome comes later.
+func (s *Server) handleRequestGrants(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var req plexus.GrantRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c := credentials(r)
+	if err := reconcileSession(&c, &req.SessionID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tok, pending, err := s.api.RequestGrants(r.Context(), c, req)
+	switch {
+	case err != nil:
+		s.writeError(w, r, err)
+	case pending != nil:
+		s.writeJSON(w, r, nethttp.StatusAccepted, pending)
+	case tok != nil:
+		s.writeJSON(w, r, nethttp.StatusOK, tok)
+	default:
+		s.writeError(w, r, plexus.Errorf(plexus.CodeInternalError, "internal error"))
+	}
+}
+
+func (s *Server) handleStandingGrants(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.StandingGrants(r.Context(), credentials(r))
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleGrantStatus(w nethttp.ResponseWriter, r *nethttp.Request) {
+	id := r.URL.Query().Get("pendingId")
+	if id == "" {
+		s.writeError(w, r, plexus.Errorf(plexus.CodeInvalidRequest, "the pendingId query parameter is required"))
+		return
+	}
+	resp, err := s.api.GrantStatus(r.Context(), credentials(r), id)
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleRefresh(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var req plexus.RefreshRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c := credentials(r)
+	if err := reconcileSession(&c, &req.SessionID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := s.api.Refresh(r.Context(), c, req)
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleRevoke(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var req plexus.RevokeRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := s.api.Revoke(r.Context(), credentials(r), req)
+	s.reply(w, r, resp, err)
+}
+
+func (s *Server) handleManifest(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.Manifest(r.Context(), credentials(r))
+	s.reply(w, r, resp, err)
+}
+
+// handleInvoke always answers an InvokeResponse. A body that cannot be read
+// as an InvokeRequest with an id is an edge denial (auditId ""), 422, or
+// 413 when it is too large; everything else is the gateway's answer with
+// the status of its error code.
+func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
+	raw, err := s.readBody(w, r)
+	var req plexus.InvokeRequest
+	if err == nil && raw == nil {
+		err = errEmptyBody
+	}
+	if err == nil {
+		if err = json.Unmarshal(raw, &req); err != nil {
+			// Echo the id when it at least is readable.
+			var idOnly struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(raw, &idOnly)
+			req.ID = idOnly.ID
+		}
+	}
+	if err != nil {
+		b := &plexus.ErrorBody{Code: plexus.CodeSchemaValidationFailed, Message: bodyMessage(err), CapabilityID: req.ID}
+		s.writeInvokeDenial(w, r, req.ID, b, bodyStatus(err, func(plexus.ErrorCode) int {
+			return invokeStatusFor(plexus.CodeSchemaValidationFailed)
+		}))
+		return
+	}
+	if req.ID == "" {
+		b := &plexus.ErrorBody{Code: plexus.CodeSchemaValidationFailed, Message: "the id field is required"}
+		s.writeInvokeDenial(w, r, "", b, invokeStatusFor(plexus.CodeSchemaValidationFailed))
+		return
+	}
+
+	resp := s.api.Invoke(r.Context(), credentials(r), req)
+	status := nethttp.StatusOK
+	if !resp.OK {
+		var code plexus.ErrorCode
+		if resp.Error != nil {
+			code = resp.Error.Code
+		}
+		status = invokeStatusFor(code)
+		setRetryAfter(w, resp.Error)
+	}
+	s.writeJSON(w, r, status, resp)
+}
+
+// reply writes resp with 200, or err in the envelope.
+func (s *Server) reply(w nethttp.ResponseWriter, r *nethttp.Request, resp any, err error) {
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nethttp.StatusOK, resp)
+}

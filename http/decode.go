@@ -1,0 +1,127 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/gateway"
+)
+
+// errEmptyBody marks a missing body where one is required.
+var errEmptyBody = errors.New("empty body")
+
+// readBody reads one JSON value from r's body, capped at MaxBodyBytes. It
+// returns nil, nil for an empty body or a literal null. Unknown fields are
+// the decoder's business, not ours: clients send extra fields and must keep
+// working. Anything after the value but whitespace is refused, so two
+// concatenated bodies can never be read as one.
+func (s *Server) readBody(w nethttp.ResponseWriter, r *nethttp.Request) (json.RawMessage, error) {
+	dec := json.NewDecoder(nethttp.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var extra json.RawMessage
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, err
+	default:
+		return nil, errors.New("trailing data after the JSON body")
+	}
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	return raw, nil
+}
+
+// decode reads the body into v. When optional is false an empty body is an
+// error; when true it leaves v as it was. The error is a malformed
+// *plexus.Error whose chain keeps any *http.MaxBytesError (→ 413).
+func (s *Server) decode(w nethttp.ResponseWriter, r *nethttp.Request, v any, optional bool) error {
+	raw, err := s.readBody(w, r)
+	if err == nil && raw == nil {
+		if optional {
+			return nil
+		}
+		err = errEmptyBody
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
+		return &plexus.Error{Code: plexus.CodeMalformed, Message: bodyMessage(err), Err: err}
+	}
+	return nil
+}
+
+// bodyMessage describes a body error for the client without Go type names.
+func bodyMessage(err error) string {
+	var (
+		mbe *nethttp.MaxBytesError
+		se  *json.SyntaxError
+		ute *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)
+	case errors.Is(err, errEmptyBody):
+		return "a JSON request body is required"
+	case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
+		return "request body is not valid JSON"
+	case errors.As(err, &ute):
+		if ute.Field == "" {
+			return "request body must be a JSON object"
+		}
+		return fmt.Sprintf("body field %q has the wrong type (got %s)", ute.Field, ute.Value)
+	}
+	return "invalid request body: " + err.Error()
+}
+
+// bodyStatus is the status of a decode error: 413 for an oversize body,
+// else the status of its code.
+func bodyStatus(err error, code func(plexus.ErrorCode) int) int {
+	var mbe *nethttp.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nethttp.StatusRequestEntityTooLarge
+	}
+	return code(plexus.CodeOf(err))
+}
+
+// credentials collects what the caller presented, uninterpreted.
+func credentials(r *nethttp.Request) gateway.Credentials {
+	c := gateway.Credentials{
+		ConnectionKey: r.Header.Get(plexus.ConnectionKeyHeader),
+		SessionID:     r.Header.Get(plexus.SessionHeader),
+		Remote:        r.RemoteAddr,
+		Via:           r.Header.Get(plexus.ViaHeader),
+	}
+	const scheme = "bearer "
+	if a := r.Header.Get("Authorization"); len(a) > len(scheme) && strings.EqualFold(a[:len(scheme)], scheme) {
+		c.Bearer = strings.TrimSpace(a[len(scheme):])
+	}
+	return c
+}
+
+// reconcileSession lets a session id arrive in the body or the header. A
+// missing one is filled from the other; two different ones are refused
+// rather than guessing which the caller meant.
+func reconcileSession(c *gateway.Credentials, body *string) error {
+	switch {
+	case *body == "":
+		*body = c.SessionID
+	case c.SessionID == "":
+		c.SessionID = *body
+	case *body != c.SessionID:
+		return plexus.Errorf(plexus.CodeInvalidRequest, "sessionId in the body differs from the %s header", plexus.SessionHeader)
+	}
+	return nil
+}

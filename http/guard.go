@@ -1,0 +1,125 @@
+package http
+
+import (
+	nethttp "net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// ValidHost reports whether host, a request's Host, is exactly the loopback
+// authority of the bound port: 127.0.0.1:<port>, localhost:<port> or
+// [::1]:<port>, compared case-insensitively.
+//
+// Anything else is refused, because a DNS-rebinding page reaches 127.0.0.1
+// under its own hostname and the browser sends that hostname as Host: a name
+// that merely resolves to loopback (127.0.0.1.nip.io), a trailing-dot alias
+// (localhost.), a missing or different port (another local service's origin)
+// and an empty Host all fall outside the one authority we bound.
+func ValidHost(host string, port int) bool {
+	if port <= 0 || port > 65535 {
+		return false
+	}
+	p := strconv.Itoa(port)
+	for _, name := range [...]string{"127.0.0.1:", "localhost:", "[::1]:"} {
+		if strings.EqualFold(host, name+p) {
+			return true
+		}
+	}
+	return false
+}
+
+// canonicalOrigin returns o as scheme://host[:port] with scheme and host
+// lower-cased, or false when o is not a serialized origin (a path, query,
+// fragment or userinfo, or "null").
+func canonicalOrigin(o string) (string, bool) {
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", false
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), true
+}
+
+// allowedOrigins canonicalizes the configured origins, dropping (with a
+// warning) any that is not an origin, since it could never match.
+func (s *Server) allowedOrigins(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, o := range list {
+		c, ok := canonicalOrigin(o)
+		if !ok {
+			s.log.Warn("ignoring allowed origin that is not scheme://host[:port]", "origin", o)
+			continue
+		}
+		m[c] = true
+	}
+	return m
+}
+
+// guard is the outermost gate of every route, including unknown ones: the
+// Host must be the bound loopback authority and a present Origin must be
+// allowed, else host_forbidden before any credential is looked at.
+//
+// net/http's CrossOriginProtection is deliberately not layered here: it
+// cannot stop rebinding (the attacker's Origin equals its own Host), and
+// every request it would refuse carries an Origin this guard already
+// refuses unless the owner allowed it.
+func (s *Server) guard(next nethttp.Handler) nethttp.Handler {
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if !ValidHost(r.Host, s.Port()) {
+			s.forbid(w, r, "the Host header must be the gateway's loopback authority")
+			return
+		}
+		if vals, present := r.Header["Origin"]; present {
+			if len(vals) != 1 || !s.originAllowed(vals[0]) {
+				s.forbid(w, r, "this Origin is not allowed to call the gateway")
+				return
+			}
+			if preflight := allowCORS(w, r, vals[0]); preflight {
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// allowCORS lets an allowed browser origin read the answer, and answers its
+// preflight (reporting true) without reaching any route. No credentials
+// mode: Plexus has no cookies, every credential is an explicit header.
+func allowCORS(w nethttp.ResponseWriter, r *nethttp.Request, origin string) (preflight bool) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, Allow")
+	if r.Method != nethttp.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
+	h.Set("Access-Control-Allow-Headers", strings.Join([]string{
+		"Authorization", "Content-Type", "Last-Event-ID",
+		plexus.SessionHeader, plexus.ConnectionKeyHeader, plexus.ViaHeader,
+	}, ", "))
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(nethttp.StatusNoContent)
+	return true
+}
+
+func (s *Server) originAllowed(o string) bool {
+	c, ok := canonicalOrigin(o)
+	return ok && s.origins[c]
+}
+
+// forbid answers host_forbidden in the shape of the route asked for. The
+// message never echoes the offending header.
+func (s *Server) forbid(w nethttp.ResponseWriter, r *nethttp.Request, msg string) {
+	e := &plexus.Error{Code: plexus.CodeHostForbidden, Message: msg}
+	if isInvoke(r) {
+		s.writeInvokeDenial(w, r, "", e.Body(), nethttp.StatusForbidden)
+		return
+	}
+	s.writeError(w, r, e)
+}
+
+func isInvoke(r *nethttp.Request) bool { return r.URL.Path == "/invoke" }

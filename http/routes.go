@@ -1,0 +1,90 @@
+package http
+
+import (
+	nethttp "net/http"
+	"slices"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// discoveryPath is where a lost client starts over.
+const discoveryPath = "/.well-known/plexus"
+
+// routes registers every endpoint. Anything unmatched falls to fallback,
+// which answers 404 or 405 in the uniform envelope (net/http's own answers
+// are plain text).
+func (s *Server) routes() {
+	m := s.mux
+	// Agent plane (§2).
+	m.HandleFunc("GET "+discoveryPath, s.handleWellKnown)
+	m.HandleFunc("POST /agents/enroll", s.handleEnroll)
+	m.HandleFunc("POST /link/handshake", s.handleHandshake)
+	m.HandleFunc("PUT /grants", s.handleRequestGrants)
+	m.HandleFunc("GET /grants", s.handleStandingGrants)
+	m.HandleFunc("GET /grants/status", s.handleGrantStatus)
+	m.HandleFunc("POST /grants/refresh", s.handleRefresh)
+	m.HandleFunc("POST /grants/revoke", s.handleRevoke)
+	m.HandleFunc("POST /invoke", s.handleInvoke)
+	m.HandleFunc("GET /manifest", s.handleManifest)
+	m.HandleFunc("GET /events", s.handleEvents)
+	m.HandleFunc("/extensions", s.handleExtensions)
+
+	// Owner plane, connection-key gated by the gateway.
+	m.HandleFunc("POST /admin/api/agents/connect", s.handleConnectAgent)
+	m.HandleFunc("POST /admin/api/agents/revoke", s.handleRevokeAgent)
+	m.HandleFunc("GET /admin/api/agents", s.handleAdminAgents)
+	m.HandleFunc("GET /admin/api/grants", s.handleAdminGrants)
+	m.HandleFunc("GET /admin/api/pending", s.handleAdminPending)
+	m.HandleFunc("POST /admin/api/pending/{id}/approve", s.handleDecide("approve"))
+	m.HandleFunc("POST /admin/api/pending/{id}/deny", s.handleDecide("deny"))
+	m.HandleFunc("POST /admin/api/pending/{id}", s.handleDecide(""))
+	m.HandleFunc("POST /admin/api/key/rotate", s.handleRotateKey)
+	m.HandleFunc("GET /admin/api/status", s.handleStatus)
+	m.HandleFunc("GET /admin/api/sources", s.handleSources)
+	m.HandleFunc("POST /admin/api/sources", s.handleAddSource)
+	m.HandleFunc("DELETE /admin/api/sources/{id}", s.handleRemoveSource)
+	m.HandleFunc("GET /integration/{agentId}", s.handleIntegration)
+
+	m.HandleFunc("/", s.fallback)
+}
+
+// probeMethods are the methods fallback tries to tell 405 from 404.
+var probeMethods = []string{nethttp.MethodGet, nethttp.MethodPost, nethttp.MethodPut, nethttp.MethodDelete, nethttp.MethodPatch}
+
+// fallback answers what no route matched: 405 with Allow when the path is
+// served under another method, else 404 pointing at discovery.
+func (s *Server) fallback(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var allow []string
+	for _, m := range probeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+			if m == nethttp.MethodGet {
+				allow = append(allow, nethttp.MethodHead)
+			}
+		}
+	}
+	if len(allow) == 0 {
+		s.writeError(w, r, &plexus.Error{Code: plexus.CodeNotFound, Message: "no such endpoint; start at " + discoveryPath})
+		return
+	}
+	slices.Sort(allow)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	msg := "method " + r.Method + " is not allowed here; use " + strings.Join(allow, " or ")
+	if isInvoke(r) {
+		// /invoke answers nothing but an InvokeResponse; no union code means
+		// "wrong method", internal_error is the catch-all.
+		s.writeInvokeDenial(w, r, "", &plexus.ErrorBody{Code: plexus.CodeInternalError, Message: msg}, nethttp.StatusMethodNotAllowed)
+		return
+	}
+	b := &plexus.ErrorBody{Code: plexus.CodeInvalidRequest, Message: msg}
+	s.writeJSON(w, r, nethttp.StatusMethodNotAllowed, plexus.ErrorResponse{Error: b})
+}
+
+// handleExtensions holds the /extensions path until extension registration
+// lands; it answers every method so that nothing falls through to 405.
+func (s *Server) handleExtensions(w nethttp.ResponseWriter, r *nethttp.Request) {
+	s.writeError(w, r, &plexus.Error{Code: plexus.CodeNotFound, Message: "extension registration arrives with the extensions issue"})
+}
