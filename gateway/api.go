@@ -21,6 +21,9 @@ type Credentials struct {
 	SessionID string
 	// Remote identifies the caller for throttling (the remote address).
 	Remote string
+	// Via names the channel an admin request came through when the client
+	// says so (the X-Plexus-Via header: "cli"); "" means the admin API.
+	Via string
 }
 
 // API is what the loopback HTTP server needs from the gateway. It exists so

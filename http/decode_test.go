@@ -116,7 +116,7 @@ func TestCredentials(t *testing.T) {
 		"Authorization":            "bearer   plx_agent_abc",
 		plexus.ConnectionKeyHeader: "plx_live_k",
 		plexus.SessionHeader:       "sess_1",
-		plexus.ViaHeader:                  "cli",
+		plexus.ViaHeader:           "cli",
 	}, "")
 	if resp.Status != 200 {
 		t.Fatalf("status = %d", resp.Status)
