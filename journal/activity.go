@@ -1,0 +1,129 @@
+package journal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// Record is the single write path of the activity journal. It redacts the
+// payload, chains the row to the one before it and inserts it in the
+// caller's transaction; any failure is returned so the whole transaction
+// rolls back (nothing happens without its audit row). On success a.TS is
+// the stored time (UTC) and a.Payload the redacted payload actually stored.
+// The row reaches the audit mirror only once the transaction commits.
+func (t *tx) Record(a *plexus.Activity) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if a.TS.IsZero() {
+		a.TS = t.db.clock()
+	}
+	ts := fmtTime(a.TS)
+	payload := Redact(a.Payload)
+	payloadText, err := encodeCanonical(payload)
+	if err != nil {
+		return fmt.Errorf("record %s: payload: %w", a.ActionType, err)
+	}
+	if payload == nil {
+		payloadText = []byte("{}")
+	}
+	prev, err := t.chainHead()
+	if err != nil {
+		return fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
+	}
+	row := mirrorRow{
+		TS:         ts,
+		TraceID:    a.TraceID,
+		Actor:      a.Actor,
+		AgentID:    a.AgentID,
+		ActionType: a.ActionType,
+		Target:     redactString(a.Target),
+		Payload:    payloadText,
+		PrevHash:   prev,
+	}
+	row.Hash, err = rowHash(row)
+	if err != nil {
+		return fmt.Errorf("record %s: hash: %w", a.ActionType, err)
+	}
+	res, err := t.exec(`INSERT INTO activity
+		(ts, trace_id, actor, agent_id, action_type, target, payload, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		row.TS, row.TraceID, row.Actor, row.AgentID, row.ActionType, row.Target,
+		string(row.Payload), row.PrevHash, row.Hash)
+	if err != nil {
+		return fmt.Errorf("record %s: %w", a.ActionType, err)
+	}
+	if row.ID, err = res.LastInsertId(); err != nil {
+		return fmt.Errorf("record %s: %w", a.ActionType, err)
+	}
+	t.lastHash, t.haveLast = row.Hash, true
+	t.recorded = append(t.recorded, row)
+
+	a.ID, a.TS, a.Payload = row.ID, a.TS.UTC().Round(0), payload
+	a.Target, a.PrevHash, a.Hash = row.Target, row.PrevHash, row.Hash
+	return nil
+}
+
+// chainHead returns the hash of the newest activity row. It is read inside
+// the write transaction (BEGIN IMMEDIATE holds the write lock), so no other
+// writer, in this process or another, can append between the read and the
+// insert.
+func (t *tx) chainHead() (string, error) {
+	if t.haveLast {
+		return t.lastHash, nil
+	}
+	var h string
+	err := t.queryRow(`SELECT hash FROM activity ORDER BY id DESC LIMIT 1`).Scan(&h)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	t.lastHash, t.haveLast = h, true
+	return h, nil
+}
+
+// canonicalRow is the hashed content of an activity row, in its fixed key
+// order. It holds the stored texts (payload is the payload column verbatim),
+// so verify recomputes the hash from the table without re-encoding values.
+type canonicalRow struct {
+	TS         string          `json:"ts"`
+	TraceID    string          `json:"trace_id"`
+	Actor      string          `json:"actor"`
+	AgentID    string          `json:"agent_id"`
+	ActionType string          `json:"action_type"`
+	Target     string          `json:"target"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// rowHash computes hex(sha256(prev_hash || canonical JSON)) for r.
+func rowHash(r mirrorRow) (string, error) {
+	c, err := encodeCanonical(canonicalRow{
+		TS: r.TS, TraceID: r.TraceID, Actor: r.Actor, AgentID: r.AgentID,
+		ActionType: r.ActionType, Target: r.Target, Payload: r.Payload,
+	})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write([]byte(r.PrevHash))
+	h.Write(c)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// encodeCanonical is compact JSON with HTML escaping off (so a script in any
+// language reproduces it) and map keys sorted (encoding/json's rule).
+func encodeCanonical(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,321 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/plexus-gw/plexus"
+)
+
+// DefaultRetentionDays is how long daily audit mirror files are kept.
+const DefaultRetentionDays = 90
+
+// Options are the optional settings of [Open]; the zero value is usable.
+type Options struct {
+	// AuditDir is where the daily JSONL audit mirror is written; "" turns
+	// the mirror off.
+	AuditDir string
+	// Clock stamps activity rows and events and drives mirror retention;
+	// nil means time.Now.
+	Clock func() time.Time
+	// Logger receives failures that must not fail a committed transaction
+	// (a mirror append); nil discards them.
+	Logger *slog.Logger
+	// RetentionDays is how many days of mirror files are kept; 0 means
+	// [DefaultRetentionDays].
+	RetentionDays int
+}
+
+// DB is an open journal.db. It is safe for concurrent use.
+//
+// All writes go through w, a pool of exactly one connection opened with
+// BEGIN IMMEDIATE transactions, so writers queue in Go (cancellable by
+// context) instead of spinning on SQLITE_BUSY, and the write lock is taken
+// before the first read of a transaction, which rules out the deadlock of two
+// deferred transactions upgrading at once. Reads go through r, a separate
+// query-only pool; in WAL mode they never wait for the writer.
+type DB struct {
+	w      *sql.DB
+	r      *sql.DB
+	clock  func() time.Time
+	log    *slog.Logger
+	mirror *mirror // nil when Options.AuditDir is ""
+}
+
+var _ plexus.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the journal at path and brings its schema
+// up to date. path must name a file: the database is shared with scripts and
+// with other plexus processes (the CLI), which coordinate through SQLite's
+// file locks.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.RetentionDays <= 0 {
+		opts.RetentionDays = DefaultRetentionDays
+	}
+	if err := prepareFiles(path); err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	db := &DB{clock: opts.Clock, log: opts.Logger}
+
+	w, err := sql.Open("sqlite3", dsn(path, url.Values{
+		"_journal_mode":    {"WAL"},
+		"_synchronous":     {"NORMAL"},
+		"_busy_timeout":    {"5000"},
+		"_foreign_keys":    {"1"},
+		"_txlock":          {"immediate"},
+		"_stmt_cache_size": {"64"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	db.w = w
+	if err := db.checkWAL(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+
+	if db.r, err = openReaders(ctx, path); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+
+	if opts.AuditDir != "" {
+		m, err := openMirror(opts.AuditDir, opts.RetentionDays, opts.Clock, opts.Logger)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+		db.mirror = m
+	}
+	return db, nil
+}
+
+// OpenReader opens an existing journal for queries only (the CLI's
+// `plexus journal`, while the daemon may be running): no writer connection,
+// no migration, no audit mirror, and a missing file is an error rather than
+// a new database. Update on the result returns an error; View and the query
+// methods work.
+func OpenReader(ctx context.Context, path string) (*DB, error) {
+	r, err := openReaders(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	db := &DB{r: r, clock: time.Now, log: slog.New(slog.DiscardHandler)}
+	var v int
+	if err := r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	if want := len(migrations()); v != want {
+		db.Close()
+		return nil, fmt.Errorf("open journal %s: schema version %d, this build reads %d (run plexus serve once to migrate, or use a matching build)", path, v, want)
+	}
+	return db, nil
+}
+
+// openReaders opens the query-only reader pool. query_only (rather than a
+// read-only open) keeps the connections able to use the WAL index whether
+// or not a writer has the database open; mode=rw (not rwc) means a reader
+// never creates a database.
+func openReaders(ctx context.Context, path string) (*sql.DB, error) {
+	r, err := sql.Open("sqlite3", dsn(path, url.Values{
+		"mode":             {"rw"},
+		"_query_only":      {"1"},
+		"_busy_timeout":    {"5000"},
+		"_foreign_keys":    {"1"},
+		"_stmt_cache_size": {"64"},
+	}))
+	if err != nil {
+		return nil, err
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("readers: %w", err)
+	}
+	return r, nil
+}
+
+// prepareFiles makes sure journal.db exists with mode 0600 before SQLite
+// opens it: SQLite creates the -wal and -shm files with the database file's
+// permissions, so this is what keeps all three private. It runs before any
+// SQLite connection exists; afterwards the files are SQLite's alone.
+func prepareFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		return f.Close()
+	case !errors.Is(err, fs.ErrExist):
+		return err
+	}
+	// An existing database, possibly with looser permissions (an old
+	// install, a copy). chmod does not open the file, so it cannot disturb
+	// another process's locks on it.
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dsn builds a SQLite URI filename: the "file:" form makes SQLite, not the
+// driver, parse the path, so a path containing '?' or '#' still works.
+func dsn(path string, params url.Values) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?" + params.Encode()
+}
+
+func (db *DB) checkWAL(ctx context.Context) error {
+	var mode string
+	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, want wal", mode)
+	}
+	return nil
+}
+
+// Close closes the readers, then the writer (the last connection to close
+// checkpoints the WAL), then the mirror file.
+func (db *DB) Close() error {
+	var errs []error
+	if db.r != nil {
+		errs = append(errs, db.r.Close())
+	}
+	if db.w != nil {
+		errs = append(errs, db.w.Close())
+	}
+	if db.mirror != nil {
+		errs = append(errs, db.mirror.close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close journal: %w", err)
+	}
+	return nil
+}
+
+// MirrorErrors reports how many audit mirror appends have failed since Open.
+// A failed append is logged and never fails the transaction: the SQLite row
+// is the authority, the mirror a convenience.
+func (db *DB) MirrorErrors() int {
+	if db.mirror == nil {
+		return 0
+	}
+	return int(db.mirror.errs.Load())
+}
+
+// Update runs fn in one write transaction (BEGIN IMMEDIATE on the writer
+// connection) and commits when fn returns nil. fn's error is returned as is,
+// after rolling back, so callers can still branch on it. When durable is
+// true the commit is made with synchronous=FULL, so it survives power loss.
+//
+// Activity rows recorded in fn reach the audit mirror only after the commit.
+// fn must not call Update on the same DB: the writer is a single connection
+// and a nested Update would wait for itself. (View is safe, but reads the
+// last committed state, not fn's uncommitted writes.)
+func (db *DB) Update(ctx context.Context, durable bool, fn func(tx plexus.StateTx) error) error {
+	if db.w == nil {
+		return errors.New("journal update: the journal was opened read-only (OpenReader)")
+	}
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("journal update: %w", err)
+	}
+	defer conn.Close()
+
+	if durable {
+		// synchronous is per connection and outside any transaction; it is
+		// restored below so ordinary commits stay cheap.
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=FULL"); err != nil {
+			return fmt.Errorf("journal update: %w", err)
+		}
+		defer db.restoreSync(ctx, conn)
+	}
+
+	sqltx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("journal update: begin: %w", err)
+	}
+	t := &tx{ctx: ctx, db: db, q: sqltx}
+	committed := false
+	defer func() {
+		if !committed {
+			if rbErr := sqltx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+				db.log.Error("journal rollback", "err", rbErr)
+			}
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := sqltx.Commit(); err != nil {
+		return fmt.Errorf("journal update: commit: %w", err)
+	}
+	committed = true
+	// Still holding the writer: mirror lines are appended in commit order.
+	if db.mirror != nil && len(t.recorded) > 0 {
+		db.mirror.append(t.recorded, durable)
+	}
+	return nil
+}
+
+// restoreSync puts the writer back to synchronous=NORMAL. If that fails the
+// connection is discarded rather than left silently in FULL (or unknown)
+// mode; the pool reopens it from the DSN, which says NORMAL.
+func (db *DB) restoreSync(ctx context.Context, conn *sql.Conn) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+		db.log.Error("journal restore synchronous=NORMAL", "err", err)
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}
+
+// View runs fn in a read transaction on the reader pool: a consistent
+// snapshot that never waits for, nor blocks, the writer. Mutating methods
+// called inside fn return an error.
+func (db *DB) View(ctx context.Context, fn func(tx plexus.StateTx) error) error {
+	sqltx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("journal view: %w", err)
+	}
+	defer sqltx.Rollback()
+	return fn(&tx{ctx: ctx, db: db, q: sqltx, ro: true})
+}

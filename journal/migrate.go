@@ -1,0 +1,212 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations returns the schema steps in order: migrations()[i] takes the
+// database from user_version i to i+1. Steps are append-only; a released step
+// is never edited, because databases in the field have already run it. The
+// schema is a documented interface (docs/journal.md): scripts read activity.
+func migrations() []string {
+	return []string{schemaV1}
+}
+
+// schemaV1 creates everything. Times are fixed-width RFC 3339 UTC text (see
+// the package doc), credential hashes BLOBs, structured fields JSON text.
+const schemaV1 = `
+CREATE TABLE agents (
+	id          TEXT PRIMARY KEY,
+	label       TEXT NOT NULL DEFAULT '',
+	created_at  TEXT NOT NULL,
+	pat_hash    BLOB UNIQUE,
+	enrolled_at TEXT,
+	revoked_at  TEXT
+);
+
+-- Deferred, so a transaction may write a code before its agent.
+CREATE TABLE enroll_codes (
+	hash        BLOB PRIMARY KEY,
+	agent_id    TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
+	created_at  TEXT NOT NULL,
+	expires_at  TEXT NOT NULL,
+	consumed_at TEXT,
+	trace_id    TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX enroll_codes_agent ON enroll_codes(agent_id);
+
+CREATE TABLE sessions (
+	id             TEXT PRIMARY KEY,
+	agent_id       TEXT NOT NULL DEFAULT '',
+	kind           TEXT NOT NULL,
+	client_name    TEXT NOT NULL DEFAULT '',
+	client_version TEXT NOT NULL DEFAULT '',
+	created_at     TEXT NOT NULL,
+	expires_at     TEXT NOT NULL,
+	revoked_at     TEXT,
+	key_epoch      INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_kind_agent ON sessions(kind, agent_id);
+
+-- One row per (agent, capability): a newer approval replaces the old one.
+CREATE TABLE grants (
+	id                 TEXT PRIMARY KEY,
+	agent_id           TEXT NOT NULL,
+	capability_id      TEXT NOT NULL,
+	verbs              TEXT NOT NULL,
+	provenance         TEXT NOT NULL DEFAULT '',
+	sensitivity        TEXT NOT NULL DEFAULT '',
+	granted_at         TEXT NOT NULL,
+	expires_at         TEXT NOT NULL,
+	trust_window       TEXT NOT NULL,
+	standing           INTEGER NOT NULL,
+	synthesized_for    TEXT NOT NULL DEFAULT '',
+	constraint_json    TEXT,
+	bundle_id          TEXT NOT NULL DEFAULT '',
+	top_level_disabled INTEGER NOT NULL DEFAULT 0,
+	pending_id         TEXT NOT NULL DEFAULT '',
+	trace_id           TEXT NOT NULL DEFAULT '',
+	revoked_at         TEXT,
+	used_at            TEXT,
+	UNIQUE (agent_id, capability_id)
+);
+
+-- The jti registry. The token string itself is never stored.
+CREATE TABLE tokens (
+	jti              TEXT PRIMARY KEY,
+	agent_id         TEXT NOT NULL DEFAULT '',
+	session_id       TEXT NOT NULL DEFAULT '',
+	scopes           TEXT NOT NULL,
+	issued_at        TEXT NOT NULL,
+	expires_at       TEXT NOT NULL,
+	grant_expires_at TEXT NOT NULL,
+	revoked_at       TEXT,
+	revoke_reason    TEXT NOT NULL DEFAULT '',
+	trace_id         TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX tokens_agent ON tokens(agent_id);
+CREATE INDEX tokens_session ON tokens(session_id);
+
+-- Which capabilities a token carries (a scope's id, and the workflow a
+-- synthesized member scope was made for), so revoking (agent, capability)
+-- finds exactly the tokens concerned and no others.
+CREATE TABLE token_scopes (
+	jti           TEXT NOT NULL REFERENCES tokens(jti) ON DELETE CASCADE,
+	capability_id TEXT NOT NULL,
+	PRIMARY KEY (jti, capability_id)
+) WITHOUT ROWID;
+CREATE INDEX token_scopes_capability ON token_scopes(capability_id);
+
+CREATE TABLE pending (
+	id         TEXT PRIMARY KEY,
+	kind       TEXT NOT NULL,
+	agent_id   TEXT NOT NULL DEFAULT '',
+	session_id TEXT NOT NULL DEFAULT '',
+	state      TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL,
+	decided_at TEXT,
+	decided_by TEXT NOT NULL DEFAULT '',
+	via        TEXT NOT NULL DEFAULT '',
+	reason     TEXT NOT NULL DEFAULT '',
+	items      TEXT NOT NULL,
+	narration  TEXT NOT NULL,
+	purpose    TEXT NOT NULL DEFAULT '',
+	bundle_id  TEXT NOT NULL DEFAULT '',
+	bundle     TEXT,
+	trace_id   TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX pending_state ON pending(state, created_at);
+
+CREATE TABLE sources (
+	id         TEXT PRIMARY KEY,
+	kind       TEXT NOT NULL,
+	provenance TEXT NOT NULL DEFAULT '',
+	config     TEXT,
+	created_at TEXT NOT NULL
+);
+
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+
+-- /events log for Last-Event-ID replay. Only the wire body (data) is kept;
+-- a token riding to a live subscriber is never written here.
+CREATE TABLE events (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	ts         TEXT NOT NULL,
+	type       TEXT NOT NULL,
+	agent_id   TEXT NOT NULL DEFAULT '',
+	session_id TEXT NOT NULL DEFAULT '',
+	data       TEXT
+);
+
+-- The activity journal: the stable interface scripts read. AUTOINCREMENT
+-- keeps ids from being reused and leaves the highest id ever issued in
+-- sqlite_sequence, which lets verify notice rows deleted from the end.
+CREATE TABLE activity (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	ts          TEXT NOT NULL,
+	trace_id    TEXT NOT NULL DEFAULT '',
+	actor       TEXT NOT NULL,
+	agent_id    TEXT NOT NULL DEFAULT '',
+	action_type TEXT NOT NULL,
+	target      TEXT NOT NULL DEFAULT '',
+	payload     TEXT NOT NULL DEFAULT '{}',
+	prev_hash   TEXT NOT NULL,
+	hash        TEXT NOT NULL
+);
+CREATE INDEX activity_trace ON activity(trace_id);
+CREATE INDEX activity_type ON activity(action_type);
+CREATE INDEX activity_agent ON activity(agent_id);
+CREATE INDEX activity_ts ON activity(ts);
+`
+
+// migrate applies the steps db has not run yet, each in its own write
+// transaction together with the user_version bump, so a crash mid-way leaves
+// the database at a clean version.
+func migrate(ctx context.Context, db *sql.DB) error {
+	steps := migrations()
+	for {
+		var v int
+		if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		switch {
+		case v > len(steps):
+			return fmt.Errorf("migrate: schema version %d is newer than this build knows (%d)", v, len(steps))
+		case v == len(steps):
+			return nil
+		}
+		if err := applyStep(ctx, db, v, steps[v]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v+1, err)
+		}
+	}
+}
+
+func applyStep(ctx context.Context, db *sql.DB, from int, step string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Re-read under the write lock: another process may have migrated
+	// between our read and BEGIN IMMEDIATE.
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v != from {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, step); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", from+1)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,143 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// Filter selects activity rows for [DB.Activity]; zero fields match all.
+type Filter struct {
+	TraceID string
+	// Type matches action_type exactly, or as a prefix when it ends in '.'
+	// ("grant." matches grant.requested) or '*' ("grant*" matches grant and
+	// grant.requested).
+	Type    string
+	AgentID string
+	// Since keeps rows with ts at or after it.
+	Since time.Time
+	// AfterID keeps rows with id greater than it, in either order: a cursor.
+	AfterID int64
+	// Limit caps the rows returned; 0 means no cap.
+	Limit int
+	// Desc returns newest first.
+	Desc bool
+}
+
+// Activity returns the journal rows matching f, by id. Payload numbers come
+// back as json.Number, exactly as stored. It reads from the
+// reader pool and never waits for the writer. Each selective field is served
+// by an index (trace_id, action_type, agent_id, ts), so `--trace` stays fast
+// however long the journal grows.
+func (db *DB) Activity(ctx context.Context, f Filter) ([]plexus.Activity, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.TraceID != "" {
+		where, args = append(where, "trace_id = ?"), append(args, f.TraceID)
+	}
+	if f.Type != "" {
+		w, a := typeMatch(f.Type)
+		where, args = append(where, w), append(args, a...)
+	}
+	if f.AgentID != "" {
+		where, args = append(where, "agent_id = ?"), append(args, f.AgentID)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "ts >= ?"), append(args, fmtTime(f.Since))
+	}
+	if f.AfterID > 0 {
+		where, args = append(where, "id > ?"), append(args, f.AfterID)
+	}
+	var q strings.Builder
+	q.WriteString(`SELECT id, ts, trace_id, actor, agent_id, action_type, target, payload, prev_hash, hash FROM activity`)
+	if len(where) > 0 {
+		q.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	if f.Desc {
+		q.WriteString(" ORDER BY id DESC")
+	} else {
+		q.WriteString(" ORDER BY id")
+	}
+	if f.Limit > 0 {
+		q.WriteString(" LIMIT ?")
+		args = append(args, f.Limit)
+	}
+
+	rows, err := db.r.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("activity query: %w", err)
+	}
+	defer rows.Close()
+	var out []plexus.Activity
+	for rows.Next() {
+		r, err := scanActivityRow(rows)
+		if err != nil {
+			return nil, fmt.Errorf("activity query: %w", err)
+		}
+		a, err := r.activity()
+		if err != nil {
+			return nil, fmt.Errorf("activity query: row %d: %w", r.ID, err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("activity query: %w", err)
+	}
+	return out, nil
+}
+
+// typeMatch turns a Type filter into SQL. A prefix is matched as a range
+// [p, p') where p' is p with its last byte incremented, so the action_type
+// index serves it (LIKE would not: it is case-insensitive by default).
+func typeMatch(typ string) (string, []any) {
+	prefix, isPrefix := strings.CutSuffix(typ, "*")
+	if !isPrefix && !strings.HasSuffix(typ, ".") {
+		return "action_type = ?", []any{typ}
+	}
+	if prefix == "" {
+		return "1", nil
+	}
+	last := prefix[len(prefix)-1]
+	if last == 0xff {
+		return "substr(action_type, 1, ?) = ?", []any{len(prefix), prefix}
+	}
+	upper := prefix[:len(prefix)-1] + string([]byte{last + 1})
+	return "action_type >= ? AND action_type < ?", []any{prefix, upper}
+}
+
+func scanActivityRow(s scanner) (mirrorRow, error) {
+	var (
+		r       mirrorRow
+		payload string
+	)
+	err := s.Scan(&r.ID, &r.TS, &r.TraceID, &r.Actor, &r.AgentID, &r.ActionType, &r.Target,
+		&payload, &r.PrevHash, &r.Hash)
+	r.Payload = []byte(payload)
+	return r, err
+}
+
+func (r mirrorRow) activity() (plexus.Activity, error) {
+	a := plexus.Activity{
+		ID: r.ID, TraceID: r.TraceID, Actor: r.Actor, AgentID: r.AgentID,
+		ActionType: r.ActionType, Target: r.Target, PrevHash: r.PrevHash, Hash: r.Hash,
+	}
+	var err error
+	if a.TS, err = parseTime(r.TS); err != nil {
+		return a, err
+	}
+	if len(r.Payload) > 0 {
+		v, err := decodeJSON(r.Payload)
+		if err != nil {
+			return a, fmt.Errorf("payload: %w", err)
+		}
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			a.Payload = m
+		}
+	}
+	return a, nil
+}
