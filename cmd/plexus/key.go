@@ -14,7 +14,7 @@ func keyCommand() *cli.Command {
 	return &cli.Command{
 		Name:     "key",
 		Usage:    "manage the owner's connection-key",
-		Commands: []*cli.Command{keyRotateCommand()},
+		Commands: []*cli.Command{keyShowCommand(), keyRotateCommand()},
 	}
 }
 
@@ -41,5 +41,20 @@ func keyRotateCommand() *cli.Command {
 				len(resp.RevokedSessions), len(resp.RevokedJTIs))
 			return nil
 		}),
+	}
+}
+
+func keyShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "show",
+		Usage: "print the connection-key (the owner's admin credential; never give it to an agent)",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			key, err := readConnectionKey(cmd.String("home"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.Root().Writer, key)
+			return nil
+		},
 	}
 }

@@ -43,6 +43,8 @@ const (
 // A new command group is a new file plus one line here.
 func commands() []func() *cli.Command {
 	return []func() *cli.Command{
+		initCommand,
+		serveCommand,
 		statusCommand,
 		agentsCommand,
 		grantsCommand,
@@ -51,6 +53,7 @@ func commands() []func() *cli.Command {
 		rejectCommand,
 		portalCommand,
 		keyCommand,
+		journalCommand,
 		agentCommand,
 	}
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/gateway"
+	plexushttp "github.com/plexus-gw/plexus/http"
+	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/registry"
+	"github.com/plexus-gw/plexus/scaffold"
+	"github.com/plexus-gw/plexus/sources/portal"
+)
+
+// daemonOptions configure one gateway process. Addr "" means network.json's
+// bind and port.
+type daemonOptions struct {
+	Home       string
+	Addr       string
+	Logger     *slog.Logger
+	Authorizer plexus.Authorizer // nil means the shipped UserConfirmAuthorizer
+	// RateLimit is calls per second per agent (burst 4×); 0 means 50.
+	RateLimit float64
+}
+
+// daemon is one wired gateway: the journal, the registry and its
+// transports, the gateway and the loopback server. This is the only place
+// the packages meet.
+type daemon struct {
+	home *scaffold.Home
+	db   *journal.DB
+	reg  *registry.Registry
+	gw   *gateway.Gateway
+	srv  *plexushttp.Server
+	ln   net.Listener
+	log  *slog.Logger
+}
+
+// startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
+// journal, loads the owner's sources and binds the listener. It does not
+// serve yet: call run.
+func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if _, err := scaffold.Init(o.Home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+		return nil, fmt.Errorf("initialize %s: %w", o.Home, err)
+	}
+	if err := scaffold.Verify(o.Home); err != nil {
+		return nil, err
+	}
+	home, err := scaffold.Load(o.Home)
+	if err != nil {
+		return nil, err
+	}
+	addr := o.Addr
+	if addr == "" {
+		addr = net.JoinHostPort(home.Network.Bind, strconv.Itoa(home.Network.Port))
+	}
+
+	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	hasher, err := auth.NewHasher(home.HashKey)
+	if err != nil {
+		return nil, fmt.Errorf("hash-key: %w", err)
+	}
+	signer, err := auth.NewSigner(home.SigningKey, "plexus", nil)
+	if err != nil {
+		return nil, fmt.Errorf("signing-key: %w", err)
+	}
+	rate := o.RateLimit
+	if rate == 0 {
+		rate = 50
+	}
+	limiter, err := auth.NewRateLimiter(rate, int(rate*4), nil)
+	if err != nil {
+		return nil, err
+	}
+	authorizer := o.Authorizer
+	if authorizer == nil {
+		authorizer = auth.UserConfirmAuthorizer{}
+	}
+
+	d = &daemon{home: home, db: db, log: log}
+	// The registry calls back into the gateway, which needs the registry:
+	// the callbacks close over d and run only after both exist.
+	d.reg = registry.New(registry.Options{
+		Logger:        log,
+		Sensitivity:   auth.Sensitivity,
+		DefaultWindow: auth.DefaultWindow,
+		OnChange: func(rev int64, added, removed, updated []string) {
+			d.gw.OnRegistryChange(rev, added, removed, updated)
+		},
+		OnSourceStatus: func(source string, h plexus.Health) { d.gw.OnSourceStatus(source, h) },
+	})
+	d.reg.AddTransport(portal.NewTransport())
+
+	// Bind before anything serves, so the base URL and the Host guard know
+	// the real port (":0" in tests) and a taken port fails at start.
+	d.ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (is another plexus running? set --addr or network.json)", addr, err)
+	}
+	baseURL := "http://" + d.ln.Addr().String()
+
+	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir}, gateway.Deps{
+		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
+		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},
+		Authorizer: authorizer, Throttle: auth.NewThrottle(nil), Limiter: limiter,
+		Sources:       sourceFactory,
+		ConnectionKey: home.ConnectionKey,
+		SaveConnectionKey: func(key string) error {
+			return scaffold.WriteConnectionKey(home.Dir, key)
+		},
+		Logger: log,
+	})
+	if err != nil {
+		d.ln.Close()
+		return nil, err
+	}
+	d.srv = plexushttp.New(d.gw, plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: home.Network.AllowedOrigins, Logger: log})
+	if err := d.gw.LoadSources(ctx); err != nil {
+		d.ln.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// sourceFactory builds a live source from its persisted configuration: the
+// one place that knows which kinds of owner-added source exist.
+func sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
+	switch cfg.Kind {
+	case "portal":
+		var pc struct {
+			Path  string `json:"path"`
+			Alias string `json:"alias"`
+		}
+		if err := json.Unmarshal(cfg.Config, &pc); err != nil {
+			return nil, fmt.Errorf("portal config: %w", err)
+		}
+		return portal.NewSource(pc.Alias, pc.Path)
+	}
+	return nil, fmt.Errorf("unknown source kind %q (known: portal)", cfg.Kind)
+}
+
+// run serves until ctx ends, then shuts everything down in order.
+func (d *daemon) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 3)
+	go func() { errc <- d.srv.Serve(ctx, d.ln) }()
+	go func() { errc <- d.gw.Run(ctx) }()
+	go func() { errc <- d.reg.Run(ctx) }()
+	var first error
+	for range 3 {
+		if err := <-errc; err != nil && first == nil && !errors.Is(err, context.Canceled) {
+			first = err
+			cancel()
+		}
+	}
+	if err := d.db.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+func (d *daemon) baseURL() string { return "http://" + d.ln.Addr().String() }

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/journal"
+	"github.com/urfave/cli/v3"
+)
+
+func journalCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "journal",
+		Usage: "read the activity journal (journal.db), newest last",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "trace", Usage: "only rows of this trace id: one request's whole story"},
+			&cli.StringFlag{Name: "type", Usage: "action type, exact or a prefix ending in '.' (grant.)"},
+			&cli.StringFlag{Name: "agent", Usage: "only rows about this agent"},
+			&cli.StringFlag{Name: "since", Usage: "only rows at or after: a duration ago (1h) or RFC 3339 time"},
+			&cli.IntFlag{Name: "limit", Value: 100, Usage: "at most this many rows (the newest); 0 for all"},
+			&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new rows until interrupted"},
+		},
+		Commands: []*cli.Command{journalVerifyCommand()},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			f := journal.Filter{TraceID: cmd.String("trace"), Type: cmd.String("type"), AgentID: cmd.String("agent")}
+			if s := cmd.String("since"); s != "" {
+				t, err := parseSince(s, time.Now())
+				if err != nil {
+					return usageError(cmd, "--since: %v", err)
+				}
+				f.Since = t
+			}
+			db, err := openJournalReadOnly(ctx, cmd.String("home"))
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			limit := int(cmd.Int("limit"))
+			rows, err := lastRows(ctx, db, f, limit)
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			asJSON := cmd.Bool("json")
+			printRows(w, rows, asJSON)
+			if !cmd.Bool("follow") {
+				return nil
+			}
+			var last int64
+			if len(rows) > 0 {
+				last = rows[len(rows)-1].ID
+			} else {
+				latest, err := db.Activity(ctx, journal.Filter{Desc: true, Limit: 1})
+				if err != nil {
+					return err
+				}
+				if len(latest) > 0 {
+					last = latest[0].ID
+				}
+			}
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+				}
+				f.AfterID, f.Limit, f.Desc = last, 1000, false
+				more, err := db.Activity(ctx, f)
+				if err != nil {
+					return err
+				}
+				printRows(w, more, asJSON)
+				if len(more) > 0 {
+					last = more[len(more)-1].ID
+				}
+			}
+		},
+	}
+}
+
+func journalVerifyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "verify",
+		Usage: "check the activity hash chain for rows edited or deleted behind the daemon's back",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json"}},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			db, err := openJournalReadOnly(ctx, cmd.String("home"))
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			rep, err := db.Verify(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if err := json.NewEncoder(w).Encode(rep); err != nil {
+					return err
+				}
+			} else if rep.OK {
+				fmt.Fprintf(w, "ok: %d activity rows, hash chain intact\n", rep.Rows)
+			} else {
+				fmt.Fprintf(w, "BROKEN: %d activity rows checked\n", rep.Rows)
+				for _, p := range rep.Problems {
+					fmt.Fprintf(w, "  row %d: %s — %s\n", p.ID, p.Kind, p.Detail)
+				}
+			}
+			if !rep.OK {
+				return &codedError{code: exitError}
+			}
+			return nil
+		},
+	}
+}
+
+// openJournalReadOnly opens journal.db for reading without creating it: a
+// missing journal means the gateway never ran with this home.
+func openJournalReadOnly(ctx context.Context, home string) (*journal.DB, error) {
+	path := filepath.Join(home, "journal.db")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no journal at %s: start the gateway once with: plexus serve --home %s", path, home)
+	}
+	return journal.OpenReader(ctx, path)
+}
+
+// lastRows returns the newest limit rows matching f, oldest first.
+func lastRows(ctx context.Context, db *journal.DB, f journal.Filter, limit int) ([]plexus.Activity, error) {
+	f.Limit, f.Desc = limit, limit > 0
+	rows, err := db.Activity(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if f.Desc {
+		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+	}
+	return rows, nil
+}
+
+func printRows(w io.Writer, rows []plexus.Activity, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range rows {
+			_ = enc.Encode(r)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		payload := ""
+		if len(r.Payload) > 0 {
+			b, _ := json.Marshal(r.Payload)
+			payload = string(b)
+			if len(payload) > 160 {
+				payload = payload[:157] + "..."
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.TS.Local().Format("2006-01-02 15:04:05"),
+			r.ActionType, r.Actor, r.Target, shortTrace(r.TraceID), payload)
+	}
+	tw.Flush()
+}
+
+func shortTrace(t string) string {
+	if t == "" {
+		return "-"
+	}
+	return t
+}
+
+// parseSince accepts a duration ago ("90m", "2h", "3d") or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if strings.HasSuffix(s, "d") {
+		var n int
+		if _, err := fmt.Sscanf(s, "%dd", &n); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (1h, 3d) nor an RFC 3339 time", s)
+}

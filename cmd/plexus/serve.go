@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/urfave/cli/v3"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the gateway in the foreground (initializes --home on first start)",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "debug", Usage: "log every request (never credentials or bodies)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			level := slog.LevelInfo
+			if cmd.Bool("debug") {
+				level = slog.LevelDebug
+			}
+			log := slog.New(slog.NewTextHandler(cmd.Root().ErrWriter, &slog.HandlerOptions{Level: level}))
+			addr := ""
+			if cmd.IsSet("addr") {
+				addr = cmd.String("addr")
+			}
+			d, err := startDaemon(ctx, daemonOptions{Home: cmd.String("home"), Addr: addr, Logger: log})
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			fmt.Fprintf(w, "Plexus is listening on %s (home %s)\n", d.baseURL(), d.home.Dir)
+			fmt.Fprintf(w, "  discovery:      %s/.well-known/plexus\n", d.baseURL())
+			fmt.Fprintf(w, "  connect agent:  plexus agents connect <agent-id>\n")
+			fmt.Fprintf(w, "  expose folder:  plexus portal add <path> <alias>\n")
+			fmt.Fprintf(w, "  journal:        plexus journal --follow\n")
+			fmt.Fprintln(w, "Stop with Ctrl-C.")
+			if f, ok := w.(*os.File); ok {
+				_ = f.Sync()
+			}
+			err = d.run(ctx)
+			log.Info("stopped")
+			return err
+		},
+	}
+}

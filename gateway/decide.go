@@ -1,0 +1,246 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+)
+
+// Decide applies one decision to a pending request. It is the single code
+// path behind every channel (admin API, CLI, a file moved in the inbox): each
+// records who decided and via which channel, and the state change, its
+// journal row and its event commit in one durable transaction.
+//
+// Narrowing fields (Capabilities, Verbs) may only narrow what was asked; a
+// widening decision is refused with invalid_request and changes nothing. The
+// trust window the owner picks is authoritative, except that execute is never
+// standing.
+func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending, error) {
+	if d.DecidedBy == "" {
+		d.DecidedBy = plexus.ActorHuman
+	}
+	if d.Via == "" {
+		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest, "a decision must say via which channel it was made")
+	}
+	if d.TrustWindow != nil && !auth.ValidWindow(*d.TrustWindow) {
+		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest,
+			"trust window %+v is not valid (kinds: once, 1h, 1d, 7d, until-revoked, custom with ms > 0)", *d.TrustWindow)
+	}
+	now := g.now()
+	var out plexus.Pending
+	var events []*plexus.Event
+	var minted *plexus.ScopedToken
+	err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+		events, minted = nil, nil
+		p, err := tx.Pending(d.PendingID)
+		if errors.Is(err, plexus.ErrNotFound) {
+			return plexus.Errorf(plexus.CodeNotFound, "no pending decision %q", d.PendingID)
+		} else if err != nil {
+			return err
+		}
+		if p.State != plexus.StatePending {
+			return plexus.Errorf(plexus.CodeConflict, "pending decision %s is already %s", p.ID, p.State)
+		}
+		if !now.Before(p.ExpiresAt) {
+			return plexus.Errorf(plexus.CodeConflict, "pending decision %s expired at %s", p.ID, p.ExpiresAt.Format("2006-01-02 15:04:05Z"))
+		}
+		p.DecidedAt, p.DecidedBy, p.Via, p.Reason = &now, d.DecidedBy, d.Via, auth.CleanPurpose(d.Reason)
+		actor := plexus.ActorHuman
+		if d.Via == plexus.ViaSystem {
+			actor = plexus.ActorSystem
+		}
+		if !d.Approve {
+			p.State = plexus.StateDenied
+			if err := tx.PutPending(p); err != nil {
+				return err
+			}
+			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "grant.denied",
+				Target: p.ID, Payload: map[string]any{"decidedBy": d.DecidedBy, "via": d.Via, "reason": p.Reason, "capabilities": pendingIDs(p)}}); err != nil {
+				return err
+			}
+			ev := newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
+				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: plexus.StateDenied}, nil)
+			events = append(events, ev)
+			out = *p
+			return tx.Publish(ev)
+		}
+
+		items, err := narrowItems(p.Items, d)
+		if err != nil {
+			return err
+		}
+		sess := &plexus.Session{ID: p.SessionID, AgentID: p.AgentID, Kind: plexus.SessionAgent}
+		if s, err := tx.Session(p.SessionID); err == nil {
+			sess = s
+		}
+		var grants []plexus.Grant
+		for _, it := range items {
+			entry, ok := g.d.Registry.Entry(it.CapabilityID)
+			if !ok {
+				return plexus.Errorf(plexus.CodeConflict, "capability %s is no longer offered; deny this request instead", it.CapabilityID)
+			}
+			w := it.TrustWindow
+			if d.TrustWindow != nil {
+				w = *d.TrustWindow
+			}
+			a := grantAsk{entry: entry, verbs: it.Verbs, window: &w, constraint: it.Constraint}
+			gr := g.newGrant(sess, a, now, p.TraceID, p.BundleID, true)
+			gr.PendingID = p.ID
+			if err := tx.PutGrant(gr); err != nil {
+				return err
+			}
+			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "grant.approved",
+				Target: it.CapabilityID, Payload: grantPayload(gr, map[string]any{"decidedBy": d.DecidedBy, "via": d.Via,
+					"pendingId": p.ID, "reason": p.Reason})}); err != nil {
+				return err
+			}
+			grants = append(grants, *gr)
+		}
+		p.State = plexus.StateApproved
+		p.Items = items
+		if err := tx.PutPending(p); err != nil {
+			return err
+		}
+		if _, err := g.liveSession(tx, p.SessionID); err == nil {
+			if minted, err = g.mint(tx, sess, grants, p.TraceID); err != nil {
+				return err
+			}
+		}
+		ev := newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
+			plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: plexus.StateApproved},
+			optionalResolved(p.ID, minted))
+		events = append(events, ev)
+		out = *p
+		return tx.Publish(ev)
+	})
+	if err != nil {
+		return plexus.Pending{}, plexus.AsError(err)
+	}
+	if minted != nil {
+		g.mu.Lock()
+		g.resolved[out.ID] = minted
+		g.mu.Unlock()
+	}
+	for _, ev := range events {
+		g.bus.publish(*ev)
+	}
+	return out, nil
+}
+
+func optionalResolved(pendingID string, tok *plexus.ScopedToken) any {
+	if tok == nil {
+		return nil
+	}
+	return plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: pendingID, Decision: plexus.StateApproved, Token: tok}
+}
+
+// narrowItems applies a decision's narrowing to the requested items and
+// refuses anything that would widen them.
+func narrowItems(items []plexus.PendingItem, d plexus.Decision) ([]plexus.PendingItem, error) {
+	out := items
+	if len(d.Capabilities) > 0 {
+		out = nil
+		for _, id := range d.Capabilities {
+			i := slices.IndexFunc(items, func(it plexus.PendingItem) bool { return it.CapabilityID == id })
+			if i < 0 {
+				return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s was not requested; a decision may only narrow the request", id)
+			}
+			out = append(out, items[i])
+		}
+	}
+	if len(d.Verbs) > 0 {
+		narrowed := make([]plexus.PendingItem, len(out))
+		for i, it := range out {
+			for _, v := range d.Verbs {
+				if !slices.Contains(it.Verbs, v) {
+					return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s was requested with %s, not %s; a decision may only narrow the request",
+						it.CapabilityID, verbList(it.Verbs), v)
+				}
+			}
+			it.Verbs = plexus.NormalizeVerbs(d.Verbs)
+			narrowed[i] = it
+		}
+		out = narrowed
+	}
+	if len(out) == 0 {
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "nothing left to approve")
+	}
+	return out, nil
+}
+
+// AdminDecide is the admin API's entry into [Gateway.Decide].
+func (g *Gateway) AdminDecide(ctx context.Context, c Credentials, pendingID string, req plexus.DecideRequest) (plexus.Pending, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.Pending{}, err
+	}
+	var approve bool
+	switch req.Action {
+	case "approve":
+		approve = true
+	case "deny", "reject":
+	default:
+		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest, "action must be \"approve\" or \"deny\"")
+	}
+	via := plexus.ViaAdminAPI
+	if c.Via != "" {
+		via = c.Via
+	}
+	return g.Decide(ctx, plexus.Decision{PendingID: pendingID, Approve: approve, DecidedBy: plexus.ActorHuman, Via: via,
+		Reason: req.Reason, TrustWindow: req.TrustWindow, Verbs: req.Verbs, Capabilities: req.Capabilities})
+}
+
+// Sweep expires pending decisions past their deadline and forgets approved
+// tokens past their expiry. Run calls it periodically; it is exported so a
+// restart can converge at once.
+func (g *Gateway) Sweep(ctx context.Context) error {
+	now := g.now()
+	var list []plexus.Pending
+	if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		list, err = tx.PendingList(plexus.StatePending)
+		return err
+	}); err != nil {
+		return fmt.Errorf("list pending: %w", err)
+	}
+	for _, p := range list {
+		if now.Before(p.ExpiresAt) {
+			continue
+		}
+		var ev *plexus.Event
+		err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+			cur, err := tx.Pending(p.ID)
+			if err != nil || cur.State != plexus.StatePending {
+				return err
+			}
+			cur.State, cur.DecidedAt, cur.DecidedBy, cur.Via = plexus.StateExpired, &now, plexus.ActorSystem, plexus.ViaSystem
+			if err := tx.PutPending(cur); err != nil {
+				return err
+			}
+			if err := tx.Record(&plexus.Activity{TraceID: cur.TraceID, Actor: plexus.ActorSystem, AgentID: cur.AgentID,
+				ActionType: "grant.expired", Target: cur.ID, Payload: map[string]any{"capabilities": pendingIDs(cur)}}); err != nil {
+				return err
+			}
+			ev = newEvent(plexus.EventGrantResolved, cur.AgentID, cur.SessionID,
+				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: cur.ID, Decision: plexus.StateExpired}, nil)
+			return tx.Publish(ev)
+		})
+		if err != nil {
+			return fmt.Errorf("expire %s: %w", p.ID, err)
+		}
+		if ev != nil {
+			g.bus.publish(*ev)
+		}
+	}
+	g.mu.Lock()
+	for id, tok := range g.resolved {
+		if !now.Before(tok.ExpiresAt) {
+			delete(g.resolved, id)
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}

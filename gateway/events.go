@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// replayLimit bounds one Last-Event-ID replay; a client further behind
+// reconnects again from the last id it saw.
+const replayLimit = 1000
+
+func newEvent(typ, agentID, sessionID string, data any, secret any) *plexus.Event {
+	b, _ := json.Marshal(data)
+	ev := &plexus.Event{Type: typ, AgentID: agentID, SessionID: sessionID, Data: b}
+	if secret != nil {
+		ev.Secret, _ = json.Marshal(secret)
+	}
+	return ev
+}
+
+// Subscribe opens the caller's event stream: events after lastEventID are
+// replayed from the journal (without tokens: those ride only live), then
+// live events follow. The returned channel is closed when ctx ends or the
+// subscriber falls too far behind. The forwarding goroutine is owned by ctx.
+func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int64) (<-chan plexus.Event, error) {
+	sess, err := g.session(ctx, c.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	// Subscribe before reading the replay so nothing falls in between; the
+	// forwarder drops live events the replay already delivered.
+	sub := g.bus.subscribe(sess.AgentID, sess.ID)
+	var replay []plexus.Event
+	if lastEventID > 0 {
+		replay, err = g.d.Events.EventsSince(ctx, lastEventID, sess.AgentID, sess.ID, replayLimit)
+		if err != nil {
+			g.bus.unsubscribe(sub)
+			return nil, plexus.WrapError(plexus.CodeInternalError, err, "could not replay events")
+		}
+	}
+	out := make(chan plexus.Event, 16)
+	go func() {
+		defer close(out)
+		defer g.bus.unsubscribe(sub)
+		last := lastEventID
+		for _, ev := range replay {
+			ev.Secret = nil
+			select {
+			case out <- ev:
+				last = ev.ID
+			case <-ctx.Done():
+				return
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-sub.ch:
+				if !ok {
+					return
+				}
+				if ev.ID <= last {
+					continue
+				}
+				select {
+				case out <- ev:
+					last = ev.ID
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}

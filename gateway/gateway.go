@@ -1,0 +1,310 @@
+// Package gateway holds the operations of Plexus: sessions, grants, the one
+// decision function, token refresh and revocation, the invoke pipeline and the
+// event bus. Every channel (HTTP, files, CLI) calls into it.
+//
+// It never touches SQLite, files or sockets itself: state goes through
+// [plexus.Store], entries and transports through the registry, and credentials
+// through package auth. It never branches on a source id, a transport kind or
+// an entry kind.
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/registry"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultSessionTTL    = 12 * time.Hour
+	DefaultPendingTTL    = 24 * time.Hour
+	DefaultEnrollCodeTTL = 15 * time.Minute
+	DefaultRefreshGrace  = time.Hour
+	maxGrantsPerRequest  = 100
+	sweepInterval        = 15 * time.Second
+)
+
+// Meta keys the gateway keeps in the store.
+const (
+	metaKeyEpoch = "connection_key_epoch"
+	metaRevision = "registry_revision"
+)
+
+// EventLog replays persisted events for Last-Event-ID.
+type EventLog interface {
+	EventsSince(ctx context.Context, afterID int64, agentID, sessionID string, limit int) ([]plexus.Event, error)
+}
+
+// SourceFactory builds a live source from an owner's persisted configuration.
+// cmd/plexus wires one per source kind, so the gateway never knows the kinds.
+type SourceFactory func(cfg plexus.SourceConfig) (plexus.Source, error)
+
+// Config holds settings; zero values take the defaults above.
+type Config struct {
+	BaseURL       string
+	Instance      string
+	Home          string
+	SessionTTL    time.Duration
+	PendingTTL    time.Duration
+	EnrollCodeTTL time.Duration
+	RefreshGrace  time.Duration
+}
+
+// Deps are the gateway's collaborators. All are required except Logger,
+// Clock, Throttle, Limiter and SaveConnectionKey.
+type Deps struct {
+	Store      plexus.Store
+	Events     EventLog
+	Registry   *registry.Registry
+	Signer     *auth.Signer
+	Hasher     *auth.Hasher
+	Trust      auth.Policy
+	Authorizer plexus.Authorizer
+	Throttle   *auth.Throttle
+	Limiter    *auth.RateLimiter
+	Sources    SourceFactory
+	// ConnectionKey is the current admin credential.
+	ConnectionKey string
+	// SaveConnectionKey persists a rotated key; it runs inside the rotation
+	// transaction, so a failure leaves the old key in force.
+	SaveConnectionKey func(key string) error
+	Clock             func() time.Time
+	Logger            *slog.Logger
+}
+
+// Gateway implements [API].
+type Gateway struct {
+	cfg  Config
+	d    Deps
+	log  *slog.Logger
+	now  func() time.Time
+	bus  *bus
+	idem *idempotency
+	val  *validator
+
+	started time.Time
+
+	mu      sync.RWMutex // guards keyHash and resolved
+	keyHash []byte
+	// resolved holds tokens minted on approval, until their session fetches
+	// them by GET /grants/status or they expire. They are never persisted.
+	resolved map[string]*plexus.ScopedToken
+}
+
+var _ API = (*Gateway)(nil)
+
+// New returns a gateway. It does not start anything; call Run.
+func New(cfg Config, d Deps) (*Gateway, error) {
+	switch {
+	case d.Store == nil, d.Events == nil, d.Registry == nil, d.Signer == nil, d.Hasher == nil,
+		d.Authorizer == nil, d.Sources == nil:
+		return nil, errors.New("gateway: missing dependency")
+	case len(d.ConnectionKey) < len(plexus.PrefixConnectionKey)+16:
+		return nil, errors.New("gateway: connection-key too short")
+	}
+	if cfg.SessionTTL == 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.PendingTTL == 0 {
+		cfg.PendingTTL = DefaultPendingTTL
+	}
+	if cfg.EnrollCodeTTL == 0 {
+		cfg.EnrollCodeTTL = DefaultEnrollCodeTTL
+	}
+	if cfg.RefreshGrace == 0 {
+		cfg.RefreshGrace = DefaultRefreshGrace
+	}
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{
+		cfg: cfg, d: d, log: d.Logger, now: func() time.Time { return d.Clock().UTC() },
+		bus: newBus(), idem: newIdempotency(), val: newValidator(),
+		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken),
+	}
+	g.started = g.now()
+	return g, nil
+}
+
+// Run sweeps expired pending decisions until ctx ends.
+func (g *Gateway) Run(ctx context.Context) error {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		if err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
+			g.log.Error("sweep", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// LoadSources brings every persisted owner-configured source online. A
+// source that fails to build is logged and journaled, not fatal: the owner
+// can fix or remove it.
+func (g *Gateway) LoadSources(ctx context.Context) error {
+	var cfgs []plexus.SourceConfig
+	if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		cfgs, err = tx.Sources()
+		if err != nil {
+			return err
+		}
+		rev, err := tx.Meta(metaRevision)
+		if err == nil {
+			if n, perr := strconv.ParseInt(rev, 10, 64); perr == nil {
+				g.d.Registry.SetRevision(n)
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("load sources: %w", err)
+	}
+	for _, cfg := range cfgs {
+		if err := g.bringOnline(ctx, cfg); err != nil {
+			g.log.Warn("source not loaded", "source", cfg.ID, "err", err)
+			_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.failed",
+				Target: cfg.ID, Payload: map[string]any{"error": err.Error()}})
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) bringOnline(ctx context.Context, cfg plexus.SourceConfig) error {
+	src, err := g.d.Sources(cfg)
+	if err != nil {
+		return err
+	}
+	res, err := g.d.Registry.Add(ctx, src)
+	if err != nil {
+		return err
+	}
+	for _, c := range res.Skipped {
+		_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision",
+			Target: cfg.ID, Payload: map[string]any{"capabilityId": c.ID, "reason": c.Reason}})
+	}
+	return nil
+}
+
+// OnRegistryChange is wired as the registry's OnChange: it persists the
+// revision and tells every session to re-fetch the manifest.
+func (g *Gateway) OnRegistryChange(rev int64, added, removed, updated []string) {
+	data := plexus.ManifestChangedEvent{Type: plexus.EventManifestChanged, Revision: rev}
+	if len(added)+len(removed)+len(updated) > 0 {
+		data.Changed = &struct {
+			Added   []string `json:"added,omitempty"`
+			Removed []string `json:"removed,omitempty"`
+			Updated []string `json:"updated,omitempty"`
+		}{added, removed, updated}
+	}
+	ev := newEvent(plexus.EventManifestChanged, "", "", data, nil)
+	err := g.d.Store.Update(context.Background(), false, func(tx plexus.StateTx) error {
+		if err := tx.SetMeta(metaRevision, strconv.FormatInt(rev, 10)); err != nil {
+			return err
+		}
+		if err := tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "manifest.changed",
+			Target: strconv.FormatInt(rev, 10), Payload: map[string]any{"added": added, "removed": removed, "updated": updated}}); err != nil {
+			return err
+		}
+		return tx.Publish(ev)
+	})
+	if err != nil {
+		g.log.Error("record manifest change", "err", err)
+		return
+	}
+	g.bus.publish(*ev)
+}
+
+// OnSourceStatus is wired as the registry's OnSourceStatus.
+func (g *Gateway) OnSourceStatus(source string, h plexus.Health) {
+	data := plexus.SourceStatusEvent{Type: plexus.EventSourceStatus, Source: source,
+		Available: h.Status == plexus.HealthOK || h.Status == plexus.HealthDegraded, Reason: h.Detail}
+	ev := newEvent(plexus.EventSourceStatus, "", "", data, nil)
+	err := g.d.Store.Update(context.Background(), false, func(tx plexus.StateTx) error {
+		if err := tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.status",
+			Target: source, Payload: map[string]any{"status": string(h.Status), "detail": h.Detail}}); err != nil {
+			return err
+		}
+		return tx.Publish(ev)
+	})
+	if err != nil {
+		g.log.Error("record source status", "err", err)
+		return
+	}
+	g.bus.publish(*ev)
+}
+
+// record writes one activity row in its own transaction.
+func (g *Gateway) record(ctx context.Context, durable bool, a *plexus.Activity) error {
+	return g.d.Store.Update(ctx, durable, func(tx plexus.StateTx) error { return tx.Record(a) })
+}
+
+// checkKey compares a presented connection-key with the current one in
+// constant time.
+func (g *Gateway) checkKey(key string) bool {
+	if key == "" {
+		return false
+	}
+	g.mu.RLock()
+	want := g.keyHash
+	g.mu.RUnlock()
+	return subtle.ConstantTimeCompare(g.d.Hasher.Hash(key), want) == 1
+}
+
+// throttled refuses a caller that failed too many credential checks.
+func (g *Gateway) throttled(remote string) error {
+	if g.d.Throttle == nil {
+		return nil
+	}
+	if ok, retry := g.d.Throttle.Allow(remoteKey(remote)); !ok {
+		e := plexus.Errorf(plexus.CodeRateLimited, "too many failed credential attempts; retry in %s", retry.Round(time.Second))
+		e.Detail = map[string]any{"retryAfterSeconds": int64(retry.Seconds() + 0.999)}
+		return e
+	}
+	return nil
+}
+
+// credentialFailed throttles and journals a failed credential attempt. The
+// presented credential itself is never recorded.
+func (g *Gateway) credentialFailed(ctx context.Context, remote, kind, reason string) {
+	if g.d.Throttle != nil {
+		g.d.Throttle.Fail(remoteKey(remote))
+	}
+	if err := g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.failed",
+		Target: kind, Payload: map[string]any{"remote": remote, "reason": reason}}); err != nil {
+		g.log.Error("record failed credential", "err", err)
+	}
+}
+
+func (g *Gateway) credentialOK(remote string) {
+	if g.d.Throttle != nil {
+		g.d.Throttle.Succeed(remoteKey(remote))
+	}
+}
+
+func (g *Gateway) url(path string) string { return g.cfg.BaseURL + path }
+
+// remoteKey throttles by host, not host:port: a client opening a new
+// connection per attempt must not get a fresh budget each time.
+func remoteKey(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
+}

@@ -1,0 +1,264 @@
+package gateway
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+)
+
+// Invoke runs the pipeline in the spec's order: token → jti and session →
+// rate limit → scope (and constraint) → lightweight input validation →
+// Transport.dispatch → audit → InvokeResponse. (The Host/Origin guard ran at
+// the edge.) It always answers an InvokeResponse: a denial is OK false with
+// an error code, never a Go error.
+func (g *Gateway) Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
+	if c.Bearer == "" {
+		return deny(req.ID, plexus.Errorf(plexus.CodeGrantRequired,
+			"no token: request a grant with PUT /grants, then send Authorization: Bearer <token>"), "")
+	}
+	claims, err := g.d.Signer.Verify(c.Bearer)
+	if err != nil {
+		pe := plexus.AsError(err)
+		if pe.Code != plexus.CodeTokenExpired {
+			return deny(req.ID, pe, "") // a malformed or forged token is an edge denial: nothing to attribute
+		}
+		claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour)
+		if err != nil {
+			return deny(req.ID, pe, "")
+		}
+		ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
+		return g.denyAudited(ctx, req, ic, pe)
+	}
+	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject, Scopes: claims.Scopes}
+	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
+		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
+	}
+	return g.pipeline(ctx, req, ic, false)
+}
+
+// invokeMember is the re-entrant pipeline a workflow transport fans out
+// through: the same checks and audit as a top-level call, with the workflow's
+// synthesized member scopes honoured.
+func (g *Gateway) invokeMember(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext) plexus.InvokeResponse {
+	return g.pipeline(ctx, req, ic, true)
+}
+
+func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, member bool) plexus.InvokeResponse {
+	start := time.Now()
+	now := g.now()
+
+	// jti registry and session liveness, re-checked on every call (and before
+	// every workflow member, so a revoke mid-fan-out halts the rest).
+	var rec *plexus.TokenRecord
+	var backing *plexus.Grant
+	entry, known := g.d.Registry.Entry(req.ID)
+	var scope *plexus.TokenScope
+	var denial *plexus.Error
+	err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		rec, err = tx.Token(ic.JTI)
+		if errors.Is(err, plexus.ErrNotFound) {
+			denial = plexus.Errorf(plexus.CodeTokenRevoked, "token is not known to this gateway; request the grant again")
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if rec.RevokedAt != nil {
+			denial = plexus.Errorf(plexus.CodeTokenRevoked, "token was revoked (%s); request the grant again with PUT /grants", rec.RevokeReason)
+			return nil
+		}
+		if _, err := g.liveSession(tx, ic.SessionID); err != nil {
+			denial = plexus.AsError(err)
+			return nil
+		}
+		if !known {
+			denial = plexus.Errorf(plexus.CodeUnknownCapability, "no capability %q (re-fetch GET /manifest)", req.ID)
+			return nil
+		}
+		scope = covering(ic.Scopes, entry, req.Input, member)
+		if scope == nil {
+			denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant covers %s (%s) for this input", entry.ID, verbList(entry.Grants))
+			return nil
+		}
+		grantFor := scope.ID
+		if scope.SynthesizedFor != "" {
+			grantFor = scope.SynthesizedFor
+		}
+		backing, err = tx.Grant(ic.AgentID, grantFor)
+		if errors.Is(err, plexus.ErrNotFound) {
+			denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant backs this token for %s", grantFor)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		switch {
+		case backing.RevokedAt != nil:
+			denial = plexus.Errorf(plexus.CodeTokenRevoked, "the grant for %s was revoked", grantFor)
+		case backing.Standing && !now.Before(backing.ExpiresAt):
+			denial = plexus.Errorf(plexus.CodeGrantRequired, "the trust window for %s ended; request it again", grantFor)
+		case backing.UsedAt != nil && scope.SynthesizedFor == "":
+			denial = plexus.Errorf(plexus.CodeGrantRequired, "the once grant for %s was already used; request it again", grantFor)
+		}
+		return nil
+	})
+	if err != nil {
+		return deny(req.ID, plexus.WrapError(plexus.CodeInternalError, err, "could not check the token"), "")
+	}
+	if ic.TraceID == "" && rec != nil {
+		ic.TraceID = rec.TraceID // denials join the token's story too
+	}
+	if denial != nil {
+		return g.denyAudited(ctx, req, ic, denial)
+	}
+	if verr := g.val.validate(entry, req.Input); verr != nil {
+		verr.CapabilityID = req.ID
+		return g.denyAudited(ctx, req, ic, verr)
+	}
+
+	mutating := false
+	for _, v := range entry.Grants {
+		mutating = mutating || v.Mutating()
+	}
+	idemKey := ""
+	if req.IdempotencyKey != "" && mutating {
+		idemKey = ic.JTI + "\x00" + req.ID + "\x00" + req.IdempotencyKey
+		if prev, ok := g.idem.get(idemKey, now); ok {
+			return prev
+		}
+	}
+
+	// A once grant is consumed before dispatch, in its own durable
+	// transaction, so two concurrent calls cannot both use it.
+	if !backing.Standing && scope.SynthesizedFor == "" {
+		var used bool
+		err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+			cur, err := tx.Grant(backing.AgentID, backing.CapabilityID)
+			if err != nil {
+				return err
+			}
+			if cur.ID != backing.ID || cur.UsedAt != nil || cur.RevokedAt != nil {
+				used = true
+				return nil
+			}
+			if err := tx.MarkGrantUsed(cur.ID, now); err != nil {
+				return err
+			}
+			return tx.Record(&plexus.Activity{TraceID: ic.TraceID, Actor: plexus.ActorSystem, AgentID: ic.AgentID,
+				ActionType: "grant.used", Target: cur.CapabilityID, Payload: map[string]any{"grantId": cur.ID, "jti": ic.JTI}})
+		})
+		if err != nil {
+			return deny(req.ID, plexus.WrapError(plexus.CodeInternalError, err, "audit unavailable: the call was not made"), "")
+		}
+		if used {
+			return g.denyAudited(ctx, req, ic, &plexus.Error{Code: plexus.CodeGrantRequired, CapabilityID: req.ID,
+				Message: "the once grant for " + req.ID + " was already used; request it again"})
+		}
+	}
+
+	tr, ok := g.d.Registry.Transport(entry.Transport)
+	var res plexus.TransportResult
+	if !ok {
+		res = plexus.TransportResult{Error: plexus.Errorf(plexus.CodeSourceUnavailable, "no transport %q is installed", entry.Transport)}
+	} else {
+		input := req.Input
+		if input == nil {
+			input = map[string]any{}
+		}
+		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: ic, InvokeByID: g.invokeMember})
+	}
+	if !res.OK && res.Error == nil {
+		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")
+	}
+
+	resp := plexus.InvokeResponse{ID: req.ID, OK: res.OK, MCPResult: res.MCPResult}
+	if res.OK {
+		resp.Output = res.Data
+	} else {
+		res.Error.CapabilityID = req.ID
+		resp.Error = res.Error.Body()
+		if len(res.MCPResult) == 0 {
+			resp.Output = nil
+		}
+	}
+	payload := g.invokePayload(entry, req, ic, time.Since(start))
+	action := "invoke.ok"
+	if !res.OK {
+		action = "invoke.failed"
+		payload["errorCode"] = string(res.Error.Code)
+	}
+	if member {
+		payload["member"] = true
+	}
+	a := &plexus.Activity{TraceID: ic.TraceID, Actor: ic.AgentID, AgentID: ic.AgentID, ActionType: action, Target: req.ID, Payload: payload}
+	if err := g.record(ctx, false, a); err != nil {
+		// Fail closed: without its audit row the result is not released.
+		g.log.Error("audit write failed; withholding result", "capability", req.ID, "err", err)
+		return deny(req.ID, plexus.Errorf(plexus.CodeInternalError, "audit unavailable: the result was withheld"), "")
+	}
+	resp.AuditID = a.AuditID()
+	if idemKey != "" {
+		g.idem.put(idemKey, resp, now)
+	}
+	return resp
+}
+
+// covering finds the scope covering a call. Synthesized member scopes count
+// only on re-entrant dispatch from their workflow: an agent cannot call a
+// workflow's member directly on the strength of the workflow grant.
+func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool) *plexus.TokenScope {
+	var usable []plexus.TokenScope
+	for _, s := range scopes {
+		if s.SynthesizedFor == "" || member {
+			usable = append(usable, s)
+		}
+	}
+	s, ok := auth.Covering(usable, entry, input)
+	if !ok {
+		return nil
+	}
+	return s
+}
+
+// invokePayload is the redaction-safe audit detail of a call: ids, verbs,
+// timing and a keyed hash of the input (so two identical calls can be
+// matched without the input ever being stored).
+func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, d time.Duration) map[string]any {
+	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants, "durationMs": d.Milliseconds()}
+	if len(req.Input) > 0 {
+		b, _ := json.Marshal(req.Input) // map keys marshal sorted: a stable form
+		sum := g.d.Hasher.Hash(string(b))
+		p["inputHash"] = hex.EncodeToString(sum[:16])
+	}
+	if req.IdempotencyKey != "" {
+		p["idempotent"] = true
+	}
+	return p
+}
+
+// denyAudited journals a pipeline denial and returns it with its audit id.
+func (g *Gateway) denyAudited(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, e *plexus.Error) plexus.InvokeResponse {
+	e.CapabilityID = req.ID
+	a := &plexus.Activity{TraceID: ic.TraceID, Actor: actorOr(ic.AgentID), AgentID: ic.AgentID, ActionType: "invoke.denied",
+		Target: req.ID, Payload: map[string]any{"errorCode": string(e.Code), "reason": e.Message, "jti": ic.JTI, "sessionId": ic.SessionID}}
+	if err := g.record(ctx, false, a); err != nil {
+		g.log.Error("audit write failed", "err", err)
+		return deny(req.ID, e, "")
+	}
+	return deny(req.ID, e, a.AuditID())
+}
+
+func deny(id string, e *plexus.Error, auditID string) plexus.InvokeResponse {
+	return plexus.InvokeResponse{ID: id, OK: false, Error: e.Body(), AuditID: auditID}
+}
+
+func actorOr(agent string) string {
+	if agent == "" {
+		return plexus.ActorSystem
+	}
+	return agent
+}

@@ -1,0 +1,337 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+)
+
+// WellKnown returns the pre-session discovery document: summaries only.
+func (g *Gateway) WellKnown() plexus.WellKnownDocument {
+	entries := g.d.Registry.Entries()
+	sums := make([]plexus.Summary, len(entries))
+	for i, e := range entries {
+		sums[i] = e.Summarize()
+	}
+	base := g.cfg.BaseURL
+	return plexus.WellKnownDocument{
+		Gateway:      g.gatewayInfo(),
+		Capabilities: sums,
+		Auth: plexus.AuthAdvertisement{
+			EnrollmentURL: base + "/agents/enroll",
+			Enrollment: &plexus.EnrollmentAdvertisement{
+				URL: base + "/agents/enroll", Method: "POST", Auth: "body.code",
+				Body:    map[string]string{"code": "<one-time enrollment code (plx_enroll_…, delivered out of band)>"},
+				Success: map[string]string{"pat": "<durable bearer PAT (plx_agent_…) — store it yourself>", "agentId": "<your agentId>"},
+				ErrorCodes: []plexus.ErrorCode{plexus.CodeMalformed, plexus.CodeUnknownCode, plexus.CodeCodeExpired,
+					plexus.CodeCodeConsumed, plexus.CodePersistFailed},
+				PATStorage: "Store the returned PAT yourself (it is returned exactly ONCE), then present it as Authorization: Bearer plx_agent_… at handshake. Enrollment happens once; the stored PAT authenticates every later session.",
+			},
+			HandshakeURL: base + "/link/handshake", GrantsURL: base + "/grants",
+			GrantRequestURL: base + "/grants", GrantRequestMethod: "PUT",
+			SessionHeader: plexus.SessionHeader, RefreshURL: base + "/grants/refresh",
+			RevokeURL: base + "/grants/revoke", GrantStatusURL: base + "/grants/status",
+			InvokeURL: base + "/invoke", ManifestURL: base + "/manifest", EventsURL: base + "/events",
+			GrantsListURL: base + "/grants", TokenScheme: "plexus-scoped-jwt",
+			RequestShapes: &plexus.AuthRequestShapes{
+				Handshake: plexus.RequestShapeHint{URL: base + "/link/handshake", Method: "POST", Auth: "bearer(pat)",
+					Headers: map[string]string{"Authorization": "Bearer <your PAT (plx_agent_…)>"},
+					Body:    map[string]any{"client": map[string]any{"name": "<client name>", "version": "<client version>"}}},
+				GrantRequest: plexus.RequestShapeHint{URL: base + "/grants", Method: "PUT", Auth: "header:" + plexus.SessionHeader,
+					Body: map[string]any{"sessionId": "<sessionId>", "grants": map[string]any{"<capabilityId>": map[string]any{"decision": "allow", "verbs": []string{"read"}}}}},
+				Invoke: plexus.RequestShapeHint{URL: base + "/invoke", Method: "POST", Auth: "bearer(scoped-jwt)",
+					Body: map[string]any{"id": "<capabilityId>", "input": map[string]any{}}},
+			},
+		},
+	}
+}
+
+func (g *Gateway) gatewayInfo() plexus.GatewayInfo {
+	return plexus.GatewayInfo{Name: "plexus", Version: plexus.Version, Protocol: plexus.ProtocolFamily,
+		BaseURL: g.cfg.BaseURL, Instance: g.cfg.Instance}
+}
+
+// Enroll redeems a one-time code for the agent's durable PAT. The code is
+// consumed in the same transaction that stores the PAT's hash, so a failed
+// write leaves it unconsumed (persist_failed, safe to retry) and concurrent
+// redemptions of one code yield exactly one PAT.
+func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRequest) (plexus.EnrollResponse, error) {
+	if err := g.throttled(remote); err != nil {
+		return plexus.EnrollResponse{}, err
+	}
+	code := strings.TrimSpace(req.Code)
+	if !strings.HasPrefix(code, plexus.PrefixEnrollCode) || len(code) < len(plexus.PrefixEnrollCode)+16 {
+		g.credentialFailed(ctx, remote, "enroll", "malformed code")
+		return plexus.EnrollResponse{}, plexus.Errorf(plexus.CodeMalformed, "code must be a plx_enroll_… enrollment code")
+	}
+	pat, err := auth.NewPAT()
+	if err != nil {
+		return plexus.EnrollResponse{}, plexus.WrapError(plexus.CodePersistFailed, err, "could not mint a PAT")
+	}
+	hash := g.d.Hasher.Hash(code)
+	now := g.now()
+	var agentID string
+	var fail *plexus.Error
+	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+		ec, err := tx.EnrollCode(hash)
+		if errors.Is(err, plexus.ErrNotFound) {
+			fail = plexus.Errorf(plexus.CodeUnknownCode, "unknown enrollment code")
+			return fail
+		} else if err != nil {
+			return err
+		}
+		switch {
+		case ec.ConsumedAt != nil:
+			fail = plexus.Errorf(plexus.CodeCodeConsumed, "this enrollment code was already redeemed")
+			return fail
+		case !now.Before(ec.ExpiresAt):
+			fail = plexus.Errorf(plexus.CodeCodeExpired, "this enrollment code expired; ask the owner for a new one (plexus agents connect %s)", ec.AgentID)
+			return fail
+		}
+		agent, err := tx.Agent(ec.AgentID)
+		if err != nil {
+			return err
+		}
+		if agent.RevokedAt != nil {
+			fail = plexus.Errorf(plexus.CodeUnknownCode, "the agent this code was issued for has been revoked")
+			return fail
+		}
+		ok, err := tx.ConsumeEnrollCode(hash, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fail = plexus.Errorf(plexus.CodeCodeConsumed, "this enrollment code was already redeemed")
+			return fail
+		}
+		agent.PATHash = g.d.Hasher.Hash(pat)
+		agent.EnrolledAt = &now
+		if err := tx.PutAgent(agent); err != nil {
+			return err
+		}
+		agentID = agent.ID
+		return tx.Record(&plexus.Activity{TraceID: ec.TraceID, Actor: agent.ID, AgentID: agent.ID,
+			ActionType: "agent.enrolled", Target: agent.ID, Payload: map[string]any{"remote": remote}})
+	})
+	if fail != nil {
+		g.credentialFailed(ctx, remote, "enroll", string(fail.Code))
+		return plexus.EnrollResponse{}, fail
+	}
+	if err != nil {
+		return plexus.EnrollResponse{}, plexus.WrapError(plexus.CodePersistFailed, err, "could not record the enrollment; the code is still valid, retry")
+	}
+	g.credentialOK(remote)
+	return plexus.EnrollResponse{PAT: pat, AgentID: agentID}, nil
+}
+
+// Handshake opens a session. The PAT path (Authorization: Bearer plx_agent_…)
+// binds the session to the PAT's agent, whatever client.agentId says. The
+// admin path (connectionKey in the body) may name an agent; without one the
+// session is anonymous. The two paths never fall through to each other.
+func (g *Gateway) Handshake(ctx context.Context, c Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error) {
+	if err := g.throttled(c.Remote); err != nil {
+		return plexus.HandshakeResponse{}, err
+	}
+	var client plexus.ClientInfo
+	if req.Client != nil {
+		client = *req.Client
+	}
+	switch {
+	case c.Bearer != "" && req.ConnectionKey != "":
+		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest,
+			"present either a PAT (Authorization: Bearer plx_agent_…) or a connectionKey, not both")
+	case c.Bearer != "":
+		return g.handshakeAgent(ctx, c, client)
+	case req.ConnectionKey != "":
+		return g.handshakeAdmin(ctx, c, req.ConnectionKey, client)
+	}
+	return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized,
+		"handshake needs Authorization: Bearer <PAT>; enroll first with your one-time code at POST /agents/enroll")
+}
+
+func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plexus.ClientInfo) (plexus.HandshakeResponse, error) {
+	if !strings.HasPrefix(c.Bearer, plexus.PrefixPAT) {
+		g.credentialFailed(ctx, c.Remote, "handshake", "bearer is not a PAT")
+		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized, "the bearer credential is not an agent PAT (plx_agent_…)")
+	}
+	hash := g.d.Hasher.Hash(c.Bearer)
+	now := g.now()
+	var sess *plexus.Session
+	var fail *plexus.Error
+	err := g.d.Store.Update(ctx, false, func(tx plexus.StateTx) error {
+		agent, err := tx.AgentByPATHash(hash)
+		if errors.Is(err, plexus.ErrNotFound) {
+			fail = plexus.Errorf(plexus.CodeUnauthorized, "unknown PAT")
+			return fail
+		} else if err != nil {
+			return err
+		}
+		if agent.RevokedAt != nil {
+			fail = plexus.Errorf(plexus.CodeUnauthorized, "this agent has been revoked by the owner")
+			return fail
+		}
+		sess = &plexus.Session{ID: auth.NewID("sess_"), AgentID: agent.ID, Kind: plexus.SessionAgent,
+			ClientName: clip(client.Name, 64), ClientVersion: clip(client.Version, 32),
+			CreatedAt: now, ExpiresAt: now.Add(g.cfg.SessionTTL)}
+		if err := tx.PutSession(sess); err != nil {
+			return err
+		}
+		payload := map[string]any{"client": sess.ClientName, "clientVersion": sess.ClientVersion, "path": "pat"}
+		if client.AgentID != "" && client.AgentID != agent.ID {
+			payload["claimedAgentId"] = clip(client.AgentID, 64) // metadata only; the PAT decides
+		}
+		return tx.Record(&plexus.Activity{Actor: agent.ID, AgentID: agent.ID, ActionType: "session.opened",
+			Target: sess.ID, Payload: payload})
+	})
+	if fail != nil {
+		g.credentialFailed(ctx, c.Remote, "handshake", fail.Message)
+		return plexus.HandshakeResponse{}, fail
+	}
+	if err != nil {
+		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
+	}
+	g.credentialOK(c.Remote)
+	return g.handshakeResponse(ctx, sess)
+}
+
+var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string, client plexus.ClientInfo) (plexus.HandshakeResponse, error) {
+	if !g.checkKey(key) {
+		g.credentialFailed(ctx, c.Remote, "handshake-admin", "wrong connection-key")
+		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized, "wrong connection-key")
+	}
+	now := g.now()
+	sess := &plexus.Session{ID: auth.NewID("sess_"), Kind: plexus.SessionAdmin,
+		ClientName: clip(client.Name, 64), ClientVersion: clip(client.Version, 32),
+		CreatedAt: now, ExpiresAt: now.Add(g.cfg.SessionTTL)}
+	if client.AgentID != "" {
+		if !agentIDPattern.MatchString(client.AgentID) {
+			return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "client.agentId %q is not a valid agent id", client.AgentID)
+		}
+		sess.AgentID = client.AgentID
+	} else {
+		sess.Kind = plexus.SessionAnon
+		sess.AgentID = "anon:" + strings.TrimPrefix(sess.ID, "sess_")
+	}
+	err := g.d.Store.Update(ctx, false, func(tx plexus.StateTx) error {
+		epoch, err := g.keyEpoch(tx)
+		if err != nil {
+			return err
+		}
+		sess.KeyEpoch = epoch
+		if err := tx.PutSession(sess); err != nil {
+			return err
+		}
+		return tx.Record(&plexus.Activity{Actor: plexus.ActorHuman, AgentID: sess.AgentID, ActionType: "session.opened",
+			Target: sess.ID, Payload: map[string]any{"client": sess.ClientName, "path": "connection-key", "kind": string(sess.Kind)}})
+	})
+	if err != nil {
+		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
+	}
+	g.credentialOK(c.Remote)
+	return g.handshakeResponse(ctx, sess)
+}
+
+func (g *Gateway) handshakeResponse(ctx context.Context, sess *plexus.Session) (plexus.HandshakeResponse, error) {
+	m, err := g.manifest(ctx, sess)
+	if err != nil {
+		return plexus.HandshakeResponse{}, err
+	}
+	return plexus.HandshakeResponse{SessionID: sess.ID, ExpiresAt: sess.ExpiresAt, GrantsURL: g.url("/grants"), Manifest: m}, nil
+}
+
+// Manifest returns the current full manifest for the caller's session.
+func (g *Gateway) Manifest(ctx context.Context, c Credentials) (plexus.ManifestResponse, error) {
+	sess, err := g.session(ctx, c.SessionID)
+	if err != nil {
+		return plexus.ManifestResponse{}, err
+	}
+	m, err := g.manifest(ctx, sess)
+	return plexus.ManifestResponse{Manifest: m}, err
+}
+
+// manifest stamps each entry with standing:true where this agent holds a live
+// standing grant covering it: the live truth behind the static describe text.
+func (g *Gateway) manifest(ctx context.Context, sess *plexus.Session) (plexus.Manifest, error) {
+	rev := g.d.Registry.Revision()
+	entries := g.d.Registry.Entries()
+	if sess.Kind == plexus.SessionAgent {
+		var grants []plexus.Grant
+		if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+			var err error
+			grants, err = tx.Grants(sess.AgentID, g.now())
+			return err
+		}); err != nil {
+			return plexus.Manifest{}, plexus.WrapError(plexus.CodeInternalError, err, "could not read grants")
+		}
+		standing := make(map[string][]plexus.Verb, len(grants))
+		for _, gr := range grants {
+			if gr.Standing {
+				standing[gr.CapabilityID] = gr.Verbs
+			}
+		}
+		if len(standing) > 0 {
+			t := true
+			for i := range entries {
+				if v, ok := standing[entries[i].ID]; ok && plexus.CoversVerbs(v, entries[i].Grants) {
+					entries[i].Standing = &t
+				}
+			}
+		}
+	}
+	return plexus.Manifest{Gateway: g.gatewayInfo(), SessionID: sess.ID, ExpiresAt: sess.ExpiresAt,
+		Revision: rev, Entries: entries}, nil
+}
+
+// session returns the live session id names, or session_expired.
+func (g *Gateway) session(ctx context.Context, id string) (*plexus.Session, error) {
+	if id == "" {
+		return nil, plexus.Errorf(plexus.CodeSessionExpired, "no session: send the %s header (handshake first)", plexus.SessionHeader)
+	}
+	var sess *plexus.Session
+	err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		sess, err = g.liveSession(tx, id)
+		return err
+	})
+	return sess, err
+}
+
+// liveSession checks a session's liveness inside tx: it exists, is not
+// revoked or expired, and its agent has not been revoked.
+func (g *Gateway) liveSession(tx plexus.StateTx, id string) (*plexus.Session, error) {
+	sess, err := tx.Session(id)
+	if errors.Is(err, plexus.ErrNotFound) {
+		return nil, plexus.Errorf(plexus.CodeSessionExpired, "unknown session; handshake again")
+	} else if err != nil {
+		return nil, plexus.WrapError(plexus.CodeInternalError, err, "could not read the session")
+	}
+	if !sess.Live(g.now()) {
+		return nil, plexus.Errorf(plexus.CodeSessionExpired, "session expired or ended; handshake again")
+	}
+	if sess.Kind == plexus.SessionAgent {
+		agent, err := tx.Agent(sess.AgentID)
+		if err != nil || agent.RevokedAt != nil {
+			return nil, plexus.Errorf(plexus.CodeSessionExpired, "this agent has been revoked")
+		}
+	}
+	return sess, nil
+}
+
+func clip(s string, n int) string {
+	r := []rune(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s))
+	if len(r) > n {
+		r = r[:n]
+	}
+	return string(r)
+}

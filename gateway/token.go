@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+)
+
+// Refresh re-mints a token from its persisted grants, bounded by their
+// windows: no connection-key, no re-prompt. The presented token may be
+// expired by at most the refresh grace; the old jti is revoked. Scopes whose
+// grant no longer stands (revoked, used once grants, windows ended) are not
+// carried over; when none remain the agent must go back through PUT /grants.
+func (g *Gateway) Refresh(ctx context.Context, c Credentials, req plexus.RefreshRequest) (plexus.RefreshResponse, error) {
+	if c.Bearer == "" {
+		return plexus.RefreshResponse{}, plexus.Errorf(plexus.CodeTokenRevoked, "present the token to refresh as Authorization: Bearer <token>")
+	}
+	claims, err := g.d.Signer.VerifyAllowExpired(c.Bearer, g.cfg.RefreshGrace)
+	if err != nil {
+		return plexus.RefreshResponse{}, err
+	}
+	if req.JTI != "" && req.JTI != claims.ID {
+		return plexus.RefreshResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "jti does not match the presented token")
+	}
+	if req.SessionID != "" && req.SessionID != claims.SessionID {
+		return plexus.RefreshResponse{}, plexus.Errorf(plexus.CodeSessionExpired, "the token belongs to another session")
+	}
+	now := g.now()
+	var out plexus.RefreshResponse
+	var events []*plexus.Event
+	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+		events = nil
+		sess, err := g.liveSession(tx, claims.SessionID)
+		if err != nil {
+			return err
+		}
+		rec, err := tx.Token(claims.ID)
+		if errors.Is(err, plexus.ErrNotFound) {
+			return plexus.Errorf(plexus.CodeTokenRevoked, "unknown token")
+		} else if err != nil {
+			return err
+		}
+		if rec.RevokedAt != nil {
+			return plexus.Errorf(plexus.CodeTokenRevoked, "token was revoked (%s); request the grant again", rec.RevokeReason)
+		}
+		var grants []plexus.Grant
+		for _, s := range rec.Scopes {
+			if s.SynthesizedFor != "" {
+				continue // re-derived from the workflow's own grant by mint
+			}
+			gr, err := tx.Grant(rec.AgentID, s.ID)
+			if errors.Is(err, plexus.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if gr.Standing && gr.Live(now) {
+				grants = append(grants, *gr)
+			}
+		}
+		if len(grants) == 0 {
+			return plexus.Errorf(plexus.CodeGrantRequired, "no standing grant backs this token any more; request it again with PUT /grants")
+		}
+		if _, err := tx.RevokeToken(rec.JTI, "refreshed", now); err != nil {
+			return err
+		}
+		tok, err := g.mint(tx, sess, grants, rec.TraceID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Record(&plexus.Activity{TraceID: rec.TraceID, Actor: sess.AgentID, AgentID: sess.AgentID,
+			ActionType: "token.refreshed", Target: tok.JTI, Payload: map[string]any{"from": rec.JTI}}); err != nil {
+			return err
+		}
+		out = plexus.RefreshResponse{Token: tok.Token, JTI: tok.JTI, ExpiresAt: tok.ExpiresAt, Scopes: tok.Scopes}
+		if tok.GrantExpiresAt != nil {
+			out.GrantExpiresAt = *tok.GrantExpiresAt
+		}
+		return nil
+	})
+	if err != nil {
+		return plexus.RefreshResponse{}, plexus.AsError(err)
+	}
+	for _, ev := range events {
+		g.bus.publish(*ev)
+	}
+	return out, nil
+}
+
+// Revoke revokes one token by jti, or every token carrying a capability for
+// an agent together with the persisted grant (so refresh cannot re-mint).
+// The owner (connection-key) may revoke anything; an agent presenting a token
+// may revoke its own jti or its own grants. Only the tokens that carry the
+// revoked scope die: the agent's other tokens stand.
+func (g *Gateway) Revoke(ctx context.Context, c Credentials, req plexus.RevokeRequest) (plexus.RevokeResponse, error) {
+	byJTI := req.JTI != ""
+	byScope := req.AgentID != "" || req.CapabilityID != ""
+	switch {
+	case byJTI && byScope:
+		return plexus.RevokeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "revoke by jti, or by agentId and capabilityId, not both")
+	case !byJTI && !byScope:
+		return plexus.RevokeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "name a jti, or an agentId and a capabilityId")
+	case byScope && (req.AgentID == "" || req.CapabilityID == ""):
+		return plexus.RevokeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "revoke by scope needs both agentId and capabilityId")
+	}
+	actor, agent, via, err := g.revoker(ctx, c)
+	if err != nil {
+		return plexus.RevokeResponse{}, err
+	}
+	reason := auth.CleanPurpose(req.Reason)
+	if reason == "" {
+		reason = "revoked by " + actorName(actor)
+	}
+	now := g.now()
+	traceID := auth.NewTraceID()
+	var out plexus.RevokeResponse
+	var events []*plexus.Event
+	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+		events = nil
+		out = plexus.RevokeResponse{RevokedJTIs: []string{}}
+		if byJTI {
+			rec, err := tx.Token(req.JTI)
+			if errors.Is(err, plexus.ErrNotFound) {
+				return plexus.Errorf(plexus.CodeNotFound, "unknown jti")
+			} else if err != nil {
+				return err
+			}
+			if agent != "" && rec.AgentID != agent {
+				return plexus.Errorf(plexus.CodeNotFound, "unknown jti") // never confirm another agent's token exists
+			}
+			if rec.TraceID != "" {
+				traceID = rec.TraceID
+			}
+			ok, err := tx.RevokeToken(rec.JTI, reason, now)
+			if err != nil {
+				return err
+			}
+			a := &plexus.Activity{TraceID: traceID, Actor: actor, AgentID: rec.AgentID, ActionType: "token.revoked",
+				Target: rec.JTI, Payload: map[string]any{"reason": reason, "via": via}}
+			if err := tx.Record(a); err != nil {
+				return err
+			}
+			out.AuditID = a.AuditID()
+			if ok {
+				out.RevokedJTIs = append(out.RevokedJTIs, rec.JTI)
+				ev := revokedEvent(rec, reason)
+				events = append(events, ev)
+				if err := tx.Publish(ev); err != nil {
+					return err
+				}
+			}
+			out.OK = ok
+			return nil
+		}
+		if agent != "" && req.AgentID != agent {
+			return plexus.Errorf(plexus.CodeNotFound, "no grant for that agent and capability")
+		}
+		gr, err := tx.Grant(req.AgentID, req.CapabilityID)
+		if err == nil && gr.RevokedAt == nil {
+			if gr.TraceID != "" {
+				traceID = gr.TraceID
+			}
+		} else if err != nil && !errors.Is(err, plexus.ErrNotFound) {
+			return err
+		}
+		evs, removed, jtis, auditID, err := g.revokeScopeFull(tx, req.AgentID, req.CapabilityID, reason, actor, via, traceID)
+		if err != nil {
+			return err
+		}
+		events = evs
+		out.RevokedJTIs = append(out.RevokedJTIs, jtis...)
+		out.GrantRemoved = removed
+		out.AuditID = auditID
+		out.OK = removed || len(jtis) > 0
+		return nil
+	})
+	if err != nil {
+		return plexus.RevokeResponse{}, plexus.AsError(err)
+	}
+	for _, ev := range events {
+		g.bus.publish(*ev)
+	}
+	return out, nil
+}
+
+// revoker resolves who is revoking: the owner (connection-key) or an agent
+// (its token). It returns the actor, the agent the caller is confined to
+// ("" for the owner) and the channel.
+func (g *Gateway) revoker(ctx context.Context, c Credentials) (actor, agent, via string, err error) {
+	key := c.ConnectionKey
+	if strings.HasPrefix(c.Bearer, plexus.PrefixConnectionKey) {
+		key = c.Bearer
+	}
+	if key != "" {
+		if err := g.AdminCheck(ctx, Credentials{ConnectionKey: key, Remote: c.Remote}); err != nil {
+			return "", "", "", err
+		}
+		via = plexus.ViaAdminAPI
+		if c.Via != "" {
+			via = c.Via
+		}
+		return plexus.ActorHuman, "", via, nil
+	}
+	if c.Bearer == "" {
+		return "", "", "", plexus.Errorf(plexus.CodeUnauthorized, "revoke needs the connection-key or your own token as Authorization: Bearer")
+	}
+	claims, err := g.d.Signer.VerifyAllowExpired(c.Bearer, g.cfg.RefreshGrace)
+	if err != nil {
+		return "", "", "", err
+	}
+	return claims.Subject, claims.Subject, plexus.ViaAgent, nil
+}
+
+// revokeScope is revokeScopeFull for callers that only need the events.
+func (g *Gateway) revokeScope(tx plexus.StateTx, agentID, capabilityID, reason, actor, traceID string) ([]*plexus.Event, error) {
+	evs, _, _, _, err := g.revokeScopeFull(tx, agentID, capabilityID, reason, actor, plexus.ViaAgent, traceID)
+	return evs, err
+}
+
+// revokeScopeFull removes the grant for (agentID, capabilityID) and revokes
+// every live token carrying that capability, inside tx. The grant row stays
+// as a tombstone so an auto-allowable read pends until re-approved.
+func (g *Gateway) revokeScopeFull(tx plexus.StateTx, agentID, capabilityID, reason, actor, via, traceID string) (events []*plexus.Event, removed bool, jtis []string, auditID string, err error) {
+	now := g.now()
+	gr, err := tx.Grant(agentID, capabilityID)
+	switch {
+	case errors.Is(err, plexus.ErrNotFound):
+	case err != nil:
+		return nil, false, nil, "", err
+	case gr.RevokedAt == nil:
+		if err := tx.RevokeGrant(gr.ID, now); err != nil {
+			return nil, false, nil, "", err
+		}
+		removed = true
+	}
+	toks, err := tx.LiveTokens(agentID, capabilityID, "", now)
+	if err != nil {
+		return nil, false, nil, "", err
+	}
+	for i := range toks {
+		ok, err := tx.RevokeToken(toks[i].JTI, reason, now)
+		if err != nil {
+			return nil, false, nil, "", err
+		}
+		if !ok {
+			continue
+		}
+		jtis = append(jtis, toks[i].JTI)
+		ev := revokedEvent(&toks[i], reason)
+		if err := tx.Publish(ev); err != nil {
+			return nil, false, nil, "", err
+		}
+		events = append(events, ev)
+	}
+	a := &plexus.Activity{TraceID: traceID, Actor: actor, AgentID: agentID, ActionType: "grant.revoked", Target: capabilityID,
+		Payload: map[string]any{"reason": reason, "via": via, "grantRemoved": removed, "revokedJtis": jtis}}
+	if err := tx.Record(a); err != nil {
+		return nil, false, nil, "", err
+	}
+	return events, removed, jtis, a.AuditID(), nil
+}
+
+func revokedEvent(rec *plexus.TokenRecord, reason string) *plexus.Event {
+	return newEvent(plexus.EventTokenRevoked, rec.AgentID, rec.SessionID,
+		plexus.TokenRevokedEvent{Type: plexus.EventTokenRevoked, JTI: rec.JTI, Reason: reason}, nil)
+}
+
+func actorName(actor string) string {
+	if actor == plexus.ActorHuman {
+		return "the owner"
+	}
+	return actor
+}

@@ -1,0 +1,383 @@
+package scaffold
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// Token lifetime bounds and trust-window defaults (protocol §4d).
+const (
+	DefaultTokenLifetimeMs  = 15 * 60 * 1000
+	MinTokenLifetimeMs      = 60 * 1000
+	MaxTokenLifetimeMs      = 60 * 60 * 1000
+	DefaultMaxTrustWindowMs = 30 * 24 * 60 * 60 * 1000
+	DefaultBind             = "127.0.0.1"
+	DefaultPort             = 7077
+)
+
+// AuthConfig is auth-config.json. Load clamps TokenLifetimeMs into
+// [60000, 3600000] (0 or absent means 900000) and defaults a zero
+// MaxTrustWindowMs to 30 days; a negative MaxTrustWindowMs is a problem.
+type AuthConfig struct {
+	TokenLifetimeMs  int64 `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs int64 `json:"maxTrustWindowMs"`
+}
+
+// DefaultAuthConfig is what Init writes.
+func DefaultAuthConfig() AuthConfig {
+	return AuthConfig{TokenLifetimeMs: DefaultTokenLifetimeMs, MaxTrustWindowMs: DefaultMaxTrustWindowMs}
+}
+
+// TokenLifetime is TokenLifetimeMs as a duration.
+func (a AuthConfig) TokenLifetime() time.Duration {
+	return time.Duration(a.TokenLifetimeMs) * time.Millisecond
+}
+
+// MaxTrustWindow is MaxTrustWindowMs as a duration.
+func (a AuthConfig) MaxTrustWindow() time.Duration {
+	return time.Duration(a.MaxTrustWindowMs) * time.Millisecond
+}
+
+// Network is network.json. Bind must be a loopback address (127.0.0.0/8,
+// ::1 or "localhost") unless AllowNonLoopback is true: exposing the gateway
+// beyond the machine is an explicit, written-down choice, never a typo.
+// AllowedOrigins are the browser origins ("http://host:port") the Host/Origin
+// guard admits besides none.
+type Network struct {
+	Bind             string   `json:"bind"`
+	Port             int      `json:"port"`
+	AllowedOrigins   []string `json:"allowedOrigins"`
+	AllowNonLoopback bool     `json:"allowNonLoopback,omitempty"`
+}
+
+// DefaultNetwork is what Init writes.
+func DefaultNetwork() Network {
+	return Network{Bind: DefaultBind, Port: DefaultPort, AllowedOrigins: []string{}}
+}
+
+// Home is a loaded PLEXUS_HOME: its paths and the values the daemon needs.
+// Keys are held in memory only; Home must never be logged or serialized.
+type Home struct {
+	Dir                                              string
+	Inbox, Active, Rejected, Archive, Audit, Secrets string
+	Journal                                          string // Dir/journal.db
+	SocketDir                                        string // Dir/run, created on demand by the ipc transport
+	MCPConfig                                        string // Dir/mcp.json, optional
+	ConnectionKeyFile, SigningKeyFile, HashKeyFile   string
+	AuthConfigFile, NetworkFile                      string
+	ConnectionKey                                    string
+	SigningKey, HashKey                              []byte
+	Auth                                             AuthConfig
+	Network                                          Network
+}
+
+// Layout returns the paths of the layout under home, without reading
+// anything (for commands that only need a path, like the journal's).
+func Layout(home string) *Home {
+	j := func(n string) string { return filepath.Join(home, n) }
+	return &Home{
+		Dir: home, Inbox: j(DirInbox), Active: j(DirActive), Rejected: j(DirRejected),
+		Archive: j(DirArchive), Audit: j(DirAudit), Secrets: j(DirSecrets),
+		Journal: j(FileJournal), SocketDir: j(DirRun), MCPConfig: j(FileMCPConfig),
+		ConnectionKeyFile: j(FileConnectionKey), SigningKeyFile: j(FileSigningKey), HashKeyFile: j(FileHashKey),
+		AuthConfigFile: j(FileAuthConfig), NetworkFile: j(FileNetwork),
+	}
+}
+
+// Problem is one thing wrong with the layout: what, and how to fix it.
+type Problem struct {
+	Path string
+	What string
+	Fix  string
+}
+
+func (p Problem) String() string { return p.What + "; " + p.Fix }
+
+// LayoutError lists every problem Verify or Load found, not just the first.
+type LayoutError struct {
+	Home     string
+	Problems []Problem
+}
+
+func (e *LayoutError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "PLEXUS_HOME %s has %d problem(s):", e.Home, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  - ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Verify checks the layout under home: every folder exists, is a folder and
+// is not open to group or others; every key file exists, is not open to
+// group or others, and holds a key of at least 32 bytes; both configs exist,
+// are not writable by group or others, parse strictly and hold valid
+// values. It returns a *LayoutError listing every problem with its fix.
+func Verify(home string) error {
+	_, err := Load(home)
+	return err
+}
+
+// Load verifies the layout (see [Verify]) and returns its values, with the
+// token lifetime clamped and defaults applied.
+func Load(home string) (*Home, error) {
+	h := Layout(home)
+	v := &verifier{home: home}
+	if !v.dir(home, home) {
+		return nil, v.err()
+	}
+	for _, d := range Dirs {
+		v.dir(filepath.Join(home, d), d+"/")
+	}
+	if b, ok := v.file(h.ConnectionKeyFile, FileConnectionKey, true); ok {
+		if k, err := parseConnectionKey(string(b)); err != nil {
+			v.badKey(h.ConnectionKeyFile, FileConnectionKey, err, "")
+		} else {
+			h.ConnectionKey = k
+		}
+	}
+	if b, ok := v.file(h.SigningKeyFile, FileSigningKey, true); ok {
+		if k, err := parseHexKey(b); err != nil {
+			v.badKey(h.SigningKeyFile, FileSigningKey, err, " (every token issued so far stops verifying)")
+		} else {
+			h.SigningKey = k
+		}
+	}
+	if b, ok := v.file(h.HashKeyFile, FileHashKey, true); ok {
+		if k, err := parseHexKey(b); err != nil {
+			v.badKey(h.HashKeyFile, FileHashKey, err, " (every enrolled agent must then enroll again)")
+		} else {
+			h.HashKey = k
+		}
+	}
+	if b, ok := v.file(h.AuthConfigFile, FileAuthConfig, false); ok {
+		h.Auth = v.authConfig(h.AuthConfigFile, b)
+	}
+	if b, ok := v.file(h.NetworkFile, FileNetwork, false); ok {
+		h.Network = v.network(h.NetworkFile, b)
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// verifier collects problems.
+type verifier struct {
+	home     string
+	problems []Problem
+}
+
+func (v *verifier) add(path, what, fix string) {
+	v.problems = append(v.problems, Problem{Path: path, What: what, Fix: fix})
+}
+
+func (v *verifier) err() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &LayoutError{Home: v.home, Problems: v.problems}
+}
+
+func (v *verifier) initHint() string { return "run: plexus init --home " + shq(v.home) }
+
+// dir checks one folder and reports whether it exists as a folder.
+func (v *verifier) dir(path, name string) bool {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.add(path, name+" is missing", v.initHint())
+		return false
+	case err != nil:
+		v.add(path, name+" cannot be read: "+errText(err), "check its permissions")
+		return false
+	case !fi.IsDir():
+		v.add(path, name+" is not a directory", "move it aside, then "+v.initHint())
+		return false
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		v.add(path, fmt.Sprintf("%s is mode %04o (group or others can enter it)", name, perm),
+			"run: chmod 700 "+shq(path))
+	}
+	return true
+}
+
+// file checks one file's existence and mode and returns its contents. A
+// secret must not be readable by group or others; a config must not be
+// writable by them (someone else could rebind the gateway).
+func (v *verifier) file(path, name string, secret bool) ([]byte, bool) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.add(path, name+" is missing", v.initHint())
+		return nil, false
+	case err != nil:
+		v.add(path, name+" cannot be read: "+errText(err), "check its permissions")
+		return nil, false
+	case !fi.Mode().IsRegular():
+		v.add(path, name+" is not a regular file", "move it aside, then "+v.initHint())
+		return nil, false
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case secret && perm&0o077 != 0:
+		v.add(path, fmt.Sprintf("%s is mode %04o (group or others can read it)", name, perm), "run: chmod 600 "+shq(path))
+	case !secret && perm&0o022 != 0:
+		v.add(path, fmt.Sprintf("%s is mode %04o (group or others can change it)", name, perm), "run: chmod 600 "+shq(path))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		v.add(path, name+" cannot be read: "+errText(err), "check its permissions")
+		return nil, false
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		v.add(path, name+" is empty", "remove it, then "+v.initHint()+" (a new one is generated)")
+		return nil, false
+	}
+	return b, true
+}
+
+func (v *verifier) badKey(path, name string, err error, consequence string) {
+	v.add(path, name+" does not hold a valid key: "+err.Error(),
+		"remove it, then "+v.initHint()+" to generate a new one"+consequence)
+}
+
+func (v *verifier) authConfig(path string, b []byte) AuthConfig {
+	var a AuthConfig
+	if err := strictJSON(b, &a); err != nil {
+		v.add(path, FileAuthConfig+" is not valid: "+err.Error(),
+			"fix the JSON, or remove it and "+v.initHint()+" to restore the defaults")
+		return a
+	}
+	switch {
+	case a.TokenLifetimeMs == 0:
+		a.TokenLifetimeMs = DefaultTokenLifetimeMs
+	case a.TokenLifetimeMs < MinTokenLifetimeMs:
+		a.TokenLifetimeMs = MinTokenLifetimeMs
+	case a.TokenLifetimeMs > MaxTokenLifetimeMs:
+		a.TokenLifetimeMs = MaxTokenLifetimeMs
+	}
+	switch {
+	case a.MaxTrustWindowMs == 0:
+		a.MaxTrustWindowMs = DefaultMaxTrustWindowMs
+	case a.MaxTrustWindowMs < 0:
+		v.add(path, fmt.Sprintf("%s: maxTrustWindowMs is %d", FileAuthConfig, a.MaxTrustWindowMs),
+			fmt.Sprintf("set it to a positive number of milliseconds (default %d, 30 days)", int64(DefaultMaxTrustWindowMs)))
+	}
+	return a
+}
+
+func (v *verifier) network(path string, b []byte) Network {
+	var n Network
+	if err := strictJSON(b, &n); err != nil {
+		v.add(path, FileNetwork+" is not valid: "+err.Error(),
+			"fix the JSON, or remove it and "+v.initHint()+" to restore the defaults")
+		return n
+	}
+	if n.Bind == "" {
+		n.Bind = DefaultBind
+	}
+	if n.Port == 0 {
+		n.Port = DefaultPort
+	}
+	if n.AllowedOrigins == nil {
+		n.AllowedOrigins = []string{}
+	}
+	if n.Port < 1 || n.Port > 65535 {
+		v.add(path, fmt.Sprintf("%s: port %d is out of range", FileNetwork, n.Port), "set \"port\" between 1 and 65535 (default 7077)")
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(n.Bind, "["), "]")
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil && host != "localhost":
+		v.add(path, fmt.Sprintf("%s: bind %q is not an IP address", FileNetwork, n.Bind), `set "bind" to "127.0.0.1"`)
+	case host != "localhost" && !ip.IsLoopback() && !n.AllowNonLoopback:
+		v.add(path, fmt.Sprintf("%s: bind %q is not a loopback address", FileNetwork, n.Bind),
+			`set "bind" to "127.0.0.1", or add "allowNonLoopback": true to expose Plexus beyond this machine (the connection-key then guards /admin/api from the network)`)
+	}
+	for _, o := range n.AllowedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			v.add(path, fmt.Sprintf("%s: allowed origin %q is not an origin", FileNetwork, o),
+				`write origins as "http://host:port" with no path`)
+		}
+	}
+	return n
+}
+
+// strictJSON decodes one JSON object, refusing unknown fields so that a
+// misspelt setting is reported rather than silently ignored.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// parseConnectionKey checks the connection-key format: the plx_live_ prefix
+// and at least 32 bytes of base64url. Errors never contain the key.
+func parseConnectionKey(s string) (string, error) {
+	k := strings.TrimSpace(s)
+	rest, ok := strings.CutPrefix(k, plexus.PrefixConnectionKey)
+	if !ok {
+		return "", fmt.Errorf("want the %s prefix", plexus.PrefixConnectionKey)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(rest, "="))
+	if err != nil {
+		return "", errors.New("want base64url after the prefix")
+	}
+	if len(b) < keyBytes {
+		return "", fmt.Errorf("key is %d bytes, want at least %d", len(b), keyBytes)
+	}
+	return k, nil
+}
+
+// parseHexKey decodes a hex key of at least 32 bytes.
+func parseHexKey(b []byte) ([]byte, error) {
+	k, err := hex.DecodeString(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return nil, errors.New("want hex digits")
+	}
+	if len(k) < keyBytes {
+		return nil, fmt.Errorf("key is %d bytes, want at least %d", len(k), keyBytes)
+	}
+	return k, nil
+}
+
+// errText is an error's text without the path it repeats.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// shq quotes a path for a shell command line when it needs quoting.
+func shq(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
