@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
@@ -28,6 +29,9 @@ type daemonOptions struct {
 	Authorizer plexus.Authorizer // nil means the shipped UserConfirmAuthorizer
 	// RateLimit is calls per second per agent (burst 4×); 0 means 50.
 	RateLimit float64
+	// Clock drives every expiry (tokens, windows, codes, pending); nil means
+	// time.Now. Tests move it to expire things without sleeping.
+	Clock func() time.Time
 }
 
 // daemon is one wired gateway: the journal, the registry and its
@@ -66,7 +70,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		addr = net.JoinHostPort(home.Network.Bind, strconv.Itoa(home.Network.Port))
 	}
 
-	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log})
+	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log, Clock: o.Clock})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +83,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash-key: %w", err)
 	}
-	signer, err := auth.NewSigner(home.SigningKey, "plexus", nil)
+	signer, err := auth.NewSigner(home.SigningKey, "plexus", o.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("signing-key: %w", err)
 	}
@@ -87,7 +91,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	if rate == 0 {
 		rate = 50
 	}
-	limiter, err := auth.NewRateLimiter(rate, int(rate*4), nil)
+	limiter, err := auth.NewRateLimiter(rate, int(rate*4), o.Clock)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +105,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	// the callbacks close over d and run only after both exist.
 	d.reg = registry.New(registry.Options{
 		Logger:        log,
+		Clock:         o.Clock,
 		Sensitivity:   auth.Sensitivity,
 		DefaultWindow: auth.DefaultWindow,
 		OnChange: func(rev int64, added, removed, updated []string) {
@@ -121,13 +126,13 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir}, gateway.Deps{
 		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
 		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},
-		Authorizer: authorizer, Throttle: auth.NewThrottle(nil), Limiter: limiter,
+		Authorizer: authorizer, Throttle: auth.NewThrottle(o.Clock), Limiter: limiter,
 		Sources:       sourceFactory,
 		ConnectionKey: home.ConnectionKey,
 		SaveConnectionKey: func(key string) error {
 			return scaffold.WriteConnectionKey(home.Dir, key)
 		},
-		Logger: log,
+		Logger: log, Clock: o.Clock,
 	})
 	if err != nil {
 		d.ln.Close()
