@@ -156,7 +156,13 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 			}
 		}
 		if len(allowed) > 0 {
-			t, err := g.mint(tx, sess, allowed, traceID)
+			// A token backed by one grant joins that grant's story, so the
+			// calls made under it are found by the approval's trace id.
+			mintTrace := traceID
+			if len(allowed) == 1 && allowed[0].TraceID != "" {
+				mintTrace = allowed[0].TraceID
+			}
+			t, err := g.mint(tx, sess, allowed, mintTrace)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,10 +84,7 @@ func agentListCommand() *cli.Command {
 			t := newTable(w)
 			fmt.Fprintln(t, "CAPABILITY\tVERBS\tPROVENANCE\tSENSITIVITY\tSTATUS\tLABEL")
 			for _, e := range entries {
-				status := "NEEDS APPROVAL"
-				if e.CallableNow {
-					status = "CALLABLE NOW"
-				}
+				status := posture(e)
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, verbsString(e.Verbs), e.Provenance,
 					dash(string(e.Sensitivity)), status, dash(e.Label))
 			}
@@ -250,4 +248,20 @@ func outputText(resp *plexus.InvokeResponse) (string, bool) {
 		parts[i] = c.Text
 	}
 	return strings.Join(parts, "\n"), true
+}
+
+// posture says what calling an entry will take right now, in the words of
+// the default confirm-risky policy: held or standing grants call at once,
+// low-sensitivity reads approve themselves on first use, execute asks the
+// owner every time, anything else asks the owner once per trust window.
+func posture(e client.ListEntry) string {
+	switch {
+	case e.CallableNow:
+		return "CALLABLE NOW"
+	case slices.Contains(e.Verbs, plexus.VerbExecute):
+		return "OWNER APPROVES EACH USE"
+	case e.Sensitivity == plexus.SensitivityLow:
+		return "AUTO-APPROVED ON FIRST CALL"
+	}
+	return "NEEDS OWNER APPROVAL"
 }

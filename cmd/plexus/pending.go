@@ -59,10 +59,10 @@ func pendingCommand() *cli.Command {
 func approveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "approve",
-		Usage:     "approve a pending decision, optionally narrowing its trust window",
+		Usage:     "approve a pending decision, optionally choosing its trust window",
 		ArgsUsage: "<pending-id>",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "window", Usage: "a shorter trust window: once, 1h, 1d, 7d, until-revoked or a duration"},
+			&cli.StringFlag{Name: "window", Usage: "the trust window to grant: once, 1h, 1d, 7d, until-revoked or a duration (execute stays once)"},
 			&cli.StringFlag{Name: "reason", Usage: "why, for the journal"},
 		},
 		Action: withAdmin(1, "<pending-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
