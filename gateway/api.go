@@ -21,6 +21,11 @@ type Credentials struct {
 	SessionID string
 	// Remote identifies the caller for throttling (the remote address).
 	Remote string
+	// PeerUID looks up the local user owning the client's end of the
+	// connection (Linux: /proc/net/tcp); ok is false when unknown. It is a
+	// func so the lookup runs only where it matters (the handshake). Nil
+	// means unknown.
+	PeerUID func() (uid int, ok bool)
 	// Via names the channel an admin request came through when the client
 	// says so (the X-Plexus-Via header: "cli"); "" means the admin API.
 	Via string

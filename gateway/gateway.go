@@ -58,6 +58,19 @@ type Config struct {
 	PendingTTL    time.Duration
 	EnrollCodeTTL time.Duration
 	RefreshGrace  time.Duration
+	// SameUser says how to treat agents running as the owner's own OS
+	// user, who can read PLEXUS_HOME and so step around the gateway.
+	SameUser SameUserPolicy
+}
+
+// SameUserPolicy configures same-user agent detection.
+type SameUserPolicy struct {
+	// Detect turns detection on; OwnerUID is then the gateway's own uid.
+	Detect   bool
+	OwnerUID int
+	// Refuse refuses such agents at the handshake (strict mode);
+	// otherwise they are admitted, and the journal and log say so.
+	Refuse bool
 }
 
 // Deps are the gateway's collaborators. All are required except Logger,
@@ -299,6 +312,31 @@ func (g *Gateway) credentialOK(remote string) {
 }
 
 func (g *Gateway) url(path string) string { return g.cfg.BaseURL + path }
+
+// sameUser reports whether the caller's connection belongs to the owner's
+// OS user. Unknown counts as not the same user: detection warns where the
+// OS lets it, it is not an access control on its own.
+func (g *Gateway) sameUser(c Credentials) bool {
+	if !g.cfg.SameUser.Detect || c.PeerUID == nil {
+		return false
+	}
+	uid, ok := c.PeerUID()
+	return ok && uid == g.cfg.SameUser.OwnerUID
+}
+
+// refuseSameUser applies strict mode: a same-user agent is refused, and the
+// refusal journaled.
+func (g *Gateway) refuseSameUser(ctx context.Context, c Credentials, step string) error {
+	if !g.cfg.SameUser.Refuse || !g.sameUser(c) {
+		return nil
+	}
+	if err := g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.same_user_refused",
+		Target: step, Payload: map[string]any{"remote": c.Remote}}); err != nil {
+		g.log.Error("record same-user refusal", "err", err)
+	}
+	return plexus.Errorf(plexus.CodeUnauthorized,
+		"strict mode: this agent runs as the owner's own OS user, which can read PLEXUS_HOME; run it as another user (network.json strictSameUser)")
+}
 
 // remoteKey throttles by host, not host:port: a client opening a new
 // connection per attempt must not get a fresh budget each time.

@@ -154,6 +154,10 @@ func (g *Gateway) Handshake(ctx context.Context, c Credentials, req plexus.Hands
 }
 
 func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plexus.ClientInfo) (plexus.HandshakeResponse, error) {
+	if err := g.refuseSameUser(ctx, c, "handshake"); err != nil {
+		return plexus.HandshakeResponse{}, err
+	}
+	sameUser := g.sameUser(c)
 	if !strings.HasPrefix(c.Bearer, plexus.PrefixPAT) {
 		g.credentialFailed(ctx, c.Remote, "handshake", "bearer is not a PAT")
 		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized, "the bearer credential is not an agent PAT (plx_agent_…)")
@@ -184,6 +188,9 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 		if client.AgentID != "" && client.AgentID != agent.ID {
 			payload["claimedAgentId"] = clip(client.AgentID, 64) // metadata only; the PAT decides
 		}
+		if sameUser {
+			payload["sameUser"] = true
+		}
 		return tx.Record(&plexus.Activity{Actor: agent.ID, AgentID: agent.ID, ActionType: "session.opened",
 			Target: sess.ID, Payload: payload})
 	})
@@ -195,6 +202,10 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
 	}
 	g.credentialOK(c.Remote)
+	if sameUser {
+		g.log.Warn("agent runs as the owner's OS user: it can read PLEXUS_HOME and move decision files; set strictSameUser in network.json to refuse such agents",
+			"agent", sess.AgentID)
+	}
 	return g.handshakeResponse(ctx, sess)
 }
 

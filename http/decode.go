@@ -104,6 +104,8 @@ func credentials(r *nethttp.Request) gateway.Credentials {
 		Remote:        r.RemoteAddr,
 		Via:           r.Header.Get(plexus.ViaHeader),
 	}
+	remote, local := r.RemoteAddr, localAddrOf(r.Context().Value(nethttp.LocalAddrContextKey))
+	c.PeerUID = func() (int, bool) { return peerUID(remote, local) }
 	const scheme = "bearer "
 	if a := r.Header.Get("Authorization"); len(a) > len(scheme) && strings.EqualFold(a[:len(scheme)], scheme) {
 		c.Bearer = strings.TrimSpace(a[len(scheme):])

@@ -125,7 +125,12 @@ func TestCredentials(t *testing.T) {
 	if !strings.HasPrefix(c.Remote, "127.0.0.1:") {
 		t.Errorf("Remote = %q", c.Remote)
 	}
-	c.Remote = ""
+	// The lookup itself is tested on a live connection in peer_test.go; by
+	// now this request's connection may be gone.
+	if c.PeerUID == nil {
+		t.Error("PeerUID lookup not passed to the gateway")
+	}
+	c.Remote, c.PeerUID = "", nil
 	want := gateway.Credentials{Bearer: "plx_agent_abc", ConnectionKey: "plx_live_k", SessionID: "sess_1", Via: "cli"}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("credentials (-want +got):\n%s", diff)

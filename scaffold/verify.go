@@ -55,12 +55,15 @@ func (a AuthConfig) MaxTrustWindow() time.Duration {
 // ::1 or "localhost") unless AllowNonLoopback is true: exposing the gateway
 // beyond the machine is an explicit, written-down choice, never a typo.
 // AllowedOrigins are the browser origins ("http://host:port") the Host/Origin
-// guard admits besides none.
+// guard admits besides none. StrictSameUser refuses agents whose connection
+// belongs to the owner's own OS user (otherwise they are admitted with a
+// warning in the log and the journal).
 type Network struct {
 	Bind             string   `json:"bind"`
 	Port             int      `json:"port"`
 	AllowedOrigins   []string `json:"allowedOrigins"`
 	AllowNonLoopback bool     `json:"allowNonLoopback,omitempty"`
+	StrictSameUser   bool     `json:"strictSameUser,omitempty"`
 }
 
 // DefaultNetwork is what Init writes.

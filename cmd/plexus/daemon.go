@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -123,7 +124,9 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	}
 	baseURL := "http://" + d.ln.Addr().String()
 
-	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir}, gateway.Deps{
+	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir,
+		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Network.StrictSameUser},
+	}, gateway.Deps{
 		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
 		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},
 		Authorizer: authorizer, Throttle: auth.NewThrottle(o.Clock), Limiter: limiter,

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/scaffold"
+)
+
+// The test agent runs as the same OS user as the gateway, which is exactly
+// the case Plexus must say plainly (and refuse in strict mode).
+func TestSameUserAgent(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the peer's uid is read from /proc/net/tcp on Linux only")
+	}
+	t.Run("Warn", func(t *testing.T) {
+		td := startTestDaemon(t, daemonOptions{})
+		enrolledAgent(t, td, "claude")
+		db, err := journal.OpenReader(context.Background(), filepath.Join(td.home.Dir, "journal.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.Activity(context.Background(), journal.Filter{Type: "session.opened", AgentID: "claude"})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("session.opened rows = %v, %v", rows, err)
+		}
+		if rows[0].Payload["sameUser"] != true {
+			t.Fatalf("payload = %v, want sameUser true", rows[0].Payload)
+		}
+	})
+	t.Run("StrictRefuses", func(t *testing.T) {
+		home := filepath.Join(t.TempDir(), "home")
+		if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+			t.Fatal(err)
+		}
+		n := scaffold.DefaultNetwork()
+		n.StrictSameUser = true
+		b, _ := json.Marshal(n)
+		if err := os.WriteFile(filepath.Join(home, "network.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		td := startTestDaemon(t, daemonOptions{Home: home})
+		var conn plexus.ConnectResponse
+		td.call(t, "POST", "/admin/api/agents/connect", td.admin(), plexus.ConnectRequest{AgentID: "claude"}, &conn)
+		var enr plexus.EnrollResponse
+		if st := td.call(t, "POST", "/agents/enroll", nil, plexus.EnrollRequest{Code: conn.Code}, &enr); st != http.StatusOK {
+			t.Fatalf("enroll: %d", st)
+		}
+		var e plexus.ErrorResponse
+		st := td.call(t, "POST", "/link/handshake", bearer(enr.PAT), plexus.HandshakeRequest{}, &e)
+		if st != http.StatusUnauthorized || e.Error == nil || e.Error.Code != plexus.CodeUnauthorized {
+			t.Fatalf("strict handshake: status %d, %+v", st, e.Error)
+		}
+	})
+}
