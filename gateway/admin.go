@@ -76,7 +76,7 @@ func (g *Gateway) ConnectAgent(ctx context.Context, c Credentials, req plexus.Co
 	traceID := auth.NewTraceID()
 	resp := plexus.ConnectResponse{AgentID: req.AgentID, Code: code, ExpiresAt: now.Add(g.cfg.EnrollCodeTTL),
 		InstallCommand: g.installCommand(code), Grants: []plexus.StandingGrant{}}
-	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		resp.Grants = resp.Grants[:0]
 		agent, err := tx.Agent(req.AgentID)
 		switch {
@@ -139,7 +139,7 @@ func (g *Gateway) RevokeAgent(ctx context.Context, c Credentials, req plexus.Age
 	}
 	out := plexus.AgentRevokeResponse{AgentID: req.AgentID}
 	var events []*plexus.Event
-	err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err := g.update(ctx, true, func(tx plexus.StateTx) error {
 		events = nil
 		out = plexus.AgentRevokeResponse{AgentID: req.AgentID, RevokedJTIs: []string{}, RevokedSessions: []string{}}
 		agent, err := tx.Agent(req.AgentID)
@@ -271,7 +271,7 @@ func (g *Gateway) RotateKey(ctx context.Context, c Credentials) (plexus.KeyRotat
 	now := g.now()
 	out := plexus.KeyRotateResponse{ConnectionKey: key}
 	var events []*plexus.Event
-	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		events = nil
 		out.RevokedSessions, out.RevokedJTIs = []string{}, []string{}
 		epoch, err := g.keyEpoch(tx)
@@ -376,7 +376,7 @@ func (g *Gateway) AddSource(ctx context.Context, c Credentials, cfg plexus.Sourc
 		return plexus.SourceConfig{}, plexus.Errorf(plexus.CodeConflict, "source %s already exists; remove it first", cfg.ID)
 	}
 	cfg.CreatedAt = g.now()
-	if err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	if err := g.update(ctx, true, func(tx plexus.StateTx) error {
 		if err := tx.PutSource(&cfg); err != nil {
 			return err
 		}
@@ -405,7 +405,7 @@ func (g *Gateway) RemoveSource(ctx context.Context, c Credentials, id string) er
 	if _, ok := g.d.Registry.Source(id); !ok {
 		return plexus.Errorf(plexus.CodeNotFound, "no source %q", id)
 	}
-	if err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	if err := g.update(ctx, true, func(tx plexus.StateTx) error {
 		if err := tx.DeleteSource(id); err != nil && !errors.Is(err, plexus.ErrNotFound) {
 			return err
 		}

@@ -34,7 +34,7 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	var out plexus.Pending
 	var events []*plexus.Event
 	var minted *plexus.ScopedToken
-	err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err := g.update(ctx, true, func(tx plexus.StateTx) error {
 		events, minted = nil, nil
 		p, err := tx.Pending(d.PendingID)
 		if errors.Is(err, plexus.ErrNotFound) {
@@ -211,7 +211,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			continue
 		}
 		var ev *plexus.Event
-		err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+		err := g.update(ctx, true, func(tx plexus.StateTx) error {
 			cur, err := tx.Pending(p.ID)
 			if err != nil || cur.State != plexus.StatePending {
 				return err

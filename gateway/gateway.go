@@ -97,13 +97,14 @@ type Deps struct {
 
 // Gateway implements [API].
 type Gateway struct {
-	cfg  Config
-	d    Deps
-	log  *slog.Logger
-	now  func() time.Time
-	bus  *bus
-	idem *idempotency
-	val  *validator
+	cfg   Config
+	d     Deps
+	log   *slog.Logger
+	now   func() time.Time
+	bus   *bus
+	idem  *idempotency
+	val   *validator
+	cache *authCache
 
 	started time.Time
 
@@ -145,7 +146,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, d: d, log: d.Logger, now: func() time.Time { return d.Clock().UTC() },
-		bus: newBus(), idem: newIdempotency(), val: newValidator(),
+		bus: newBus(), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
 		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken),
 	}
 	g.started = g.now()
@@ -227,7 +228,7 @@ func (g *Gateway) OnRegistryChange(rev int64, added, removed, updated []string) 
 		}{added, removed, updated}
 	}
 	ev := newEvent(plexus.EventManifestChanged, "", "", data, nil)
-	err := g.d.Store.Update(context.Background(), false, func(tx plexus.StateTx) error {
+	err := g.update(context.Background(), false, func(tx plexus.StateTx) error {
 		if err := tx.SetMeta(metaRevision, strconv.FormatInt(rev, 10)); err != nil {
 			return err
 		}
@@ -249,7 +250,7 @@ func (g *Gateway) OnSourceStatus(source string, h plexus.Health) {
 	data := plexus.SourceStatusEvent{Type: plexus.EventSourceStatus, Source: source,
 		Available: h.Status == plexus.HealthOK || h.Status == plexus.HealthDegraded, Reason: h.Detail}
 	ev := newEvent(plexus.EventSourceStatus, "", "", data, nil)
-	err := g.d.Store.Update(context.Background(), false, func(tx plexus.StateTx) error {
+	err := g.update(context.Background(), false, func(tx plexus.StateTx) error {
 		if err := tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.status",
 			Target: source, Payload: map[string]any{"status": string(h.Status), "detail": h.Detail}}); err != nil {
 			return err
@@ -265,6 +266,7 @@ func (g *Gateway) OnSourceStatus(source string, h plexus.Health) {
 
 // record writes one activity row in its own transaction.
 func (g *Gateway) record(ctx context.Context, durable bool, a *plexus.Activity) error {
+	// An activity row changes no record the auth cache holds: no update().
 	return g.d.Store.Update(ctx, durable, func(tx plexus.StateTx) error { return tx.Record(a) })
 }
 

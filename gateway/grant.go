@@ -81,7 +81,7 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 	var tok *plexus.ScopedToken
 	var pend *plexus.Pending
 	var revokedEvents []*plexus.Event
-	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		tok, pend, revokedEvents = nil, nil, nil
 		for _, id := range relinquish {
 			evs, err := g.revokeScope(tx, sess.AgentID, id, "relinquished by the agent", sess.AgentID, traceID)
@@ -389,7 +389,7 @@ func (g *Gateway) approvedToken(ctx context.Context, sess *plexus.Session, p *pl
 		return tok, nil
 	}
 	var out *plexus.ScopedToken
-	err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err := g.update(ctx, true, func(tx plexus.StateTx) error {
 		var grants []plexus.Grant
 		for _, it := range p.Items {
 			gr, err := tx.Grant(p.AgentID, it.CapabilityID)

@@ -21,7 +21,7 @@ func (g *Gateway) Invoke(ctx context.Context, c Credentials, req plexus.InvokeRe
 		return deny(req.ID, plexus.Errorf(plexus.CodeGrantRequired,
 			"no token: request a grant with PUT /grants, then send Authorization: Bearer <token>"), "")
 	}
-	claims, err := g.d.Signer.Verify(c.Bearer)
+	claims, err := g.verify(c.Bearer)
 	if err != nil {
 		pe := plexus.AsError(err)
 		if pe.Code != plexus.CodeTokenExpired {
@@ -35,6 +35,13 @@ func (g *Gateway) Invoke(ctx context.Context, c Credentials, req plexus.InvokeRe
 		return g.denyAudited(ctx, req, ic, pe)
 	}
 	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject, Scopes: claims.Scopes}
+	if c.SessionID != "" && c.SessionID != claims.SessionID {
+		// Credentials that disagree are refused rather than guessed at, as
+		// refresh and PUT /grants do: a token presented beside another
+		// session's header (another agent's, say) acts for nobody.
+		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeSessionExpired,
+			"the token belongs to another session than the %s header names", plexus.SessionHeader))
+	}
 	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
 		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
 	}
@@ -59,7 +66,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	entry, known := g.d.Registry.Entry(req.ID)
 	var scope *plexus.TokenScope
 	var denial *plexus.Error
-	err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+	err := func(tx authReader) error {
 		var err error
 		rec, err = tx.Token(ic.JTI)
 		if errors.Is(err, plexus.ErrNotFound) {
@@ -105,7 +112,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			denial = plexus.Errorf(plexus.CodeGrantRequired, "the once grant for %s was already used; request it again", grantFor)
 		}
 		return nil
-	})
+	}(cachedReader{ctx: ctx, g: g})
 	if err != nil {
 		return deny(req.ID, plexus.WrapError(plexus.CodeInternalError, err, "could not check the token"), "")
 	}
@@ -136,7 +143,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	// transaction, so two concurrent calls cannot both use it.
 	if !backing.Standing && scope.SynthesizedFor == "" {
 		var used bool
-		err := g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+		err := g.update(ctx, true, func(tx plexus.StateTx) error {
 			cur, err := tx.Grant(backing.AgentID, backing.CapabilityID)
 			if err != nil {
 				return err

@@ -76,7 +76,7 @@ func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRe
 	now := g.now()
 	var agentID string
 	var fail *plexus.Error
-	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		ec, err := tx.EnrollCode(hash)
 		if errors.Is(err, plexus.ErrNotFound) {
 			fail = plexus.Errorf(plexus.CodeUnknownCode, "unknown enrollment code")
@@ -166,7 +166,7 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 	now := g.now()
 	var sess *plexus.Session
 	var fail *plexus.Error
-	err := g.d.Store.Update(ctx, false, func(tx plexus.StateTx) error {
+	err := g.update(ctx, false, func(tx plexus.StateTx) error {
 		agent, err := tx.AgentByPATHash(hash)
 		if errors.Is(err, plexus.ErrNotFound) {
 			fail = plexus.Errorf(plexus.CodeUnauthorized, "unknown PAT")
@@ -229,7 +229,7 @@ func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string,
 		sess.Kind = plexus.SessionAnon
 		sess.AgentID = "anon:" + strings.TrimPrefix(sess.ID, "sess_")
 	}
-	err := g.d.Store.Update(ctx, false, func(tx plexus.StateTx) error {
+	err := g.update(ctx, false, func(tx plexus.StateTx) error {
 		epoch, err := g.keyEpoch(tx)
 		if err != nil {
 			return err
@@ -315,7 +315,7 @@ func (g *Gateway) session(ctx context.Context, id string) (*plexus.Session, erro
 
 // liveSession checks a session's liveness inside tx: it exists, is not
 // revoked or expired, and its agent has not been revoked.
-func (g *Gateway) liveSession(tx plexus.StateTx, id string) (*plexus.Session, error) {
+func (g *Gateway) liveSession(tx authReader, id string) (*plexus.Session, error) {
 	sess, err := tx.Session(id)
 	if errors.Is(err, plexus.ErrNotFound) {
 		return nil, plexus.Errorf(plexus.CodeSessionExpired, "unknown session; handshake again")

@@ -31,7 +31,7 @@ func (g *Gateway) Refresh(ctx context.Context, c Credentials, req plexus.Refresh
 	now := g.now()
 	var out plexus.RefreshResponse
 	var events []*plexus.Event
-	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		events = nil
 		sess, err := g.liveSession(tx, claims.SessionID)
 		if err != nil {
@@ -118,7 +118,7 @@ func (g *Gateway) Revoke(ctx context.Context, c Credentials, req plexus.RevokeRe
 	traceID := auth.NewTraceID()
 	var out plexus.RevokeResponse
 	var events []*plexus.Event
-	err = g.d.Store.Update(ctx, true, func(tx plexus.StateTx) error {
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		events = nil
 		out = plexus.RevokeResponse{RevokedJTIs: []string{}}
 		if byJTI {
