@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,6 +59,11 @@ func (g *Gateway) ConnectAgent(ctx context.Context, c Credentials, req plexus.Co
 	for _, cg := range req.Grants {
 		a, reason := g.validateAsk(cg.CapabilityID, plexus.GrantDecision{Decision: plexus.DecisionAllow, Verbs: cg.Verbs,
 			TrustWindow: cg.TrustWindow, Constraint: cg.Constraint})
+		if reason == "" && slices.Contains(a.verbs, plexus.VerbExecute) {
+			// Execute is approved per use, when the agent asks: a starting
+			// grant could never be used (a once grant never short-circuits).
+			reason = "execute is never standing: the owner approves each use when the agent asks"
+		}
 		if reason != "" {
 			declined = append(declined, plexus.Declined{ID: cg.CapabilityID, Reason: reason})
 			continue
@@ -197,6 +204,7 @@ func (g *Gateway) RevokeAgent(ctx context.Context, c Credentials, req plexus.Age
 	for _, ev := range events {
 		g.bus.publish(*ev)
 	}
+	g.bus.end(out.RevokedSessions)
 	return out, nil
 }
 
@@ -271,6 +279,8 @@ func (g *Gateway) RotateKey(ctx context.Context, c Credentials) (plexus.KeyRotat
 	now := g.now()
 	out := plexus.KeyRotateResponse{ConnectionKey: key}
 	var events []*plexus.Event
+	newHash := g.d.Hasher.Hash(key)
+	var prevHash []byte
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		events = nil
 		out.RevokedSessions, out.RevokedJTIs = []string{}, []string{}
@@ -319,17 +329,30 @@ func (g *Gateway) RotateKey(ctx context.Context, c Credentials) (plexus.KeyRotat
 				return fmt.Errorf("save connection-key: %w", err)
 			}
 		}
+		// The key changes in memory inside this transaction, under the
+		// writer lock: an admin handshake checks the key again inside its
+		// own transaction, so it either committed before this one (and its
+		// session was ended above) or sees the new key.
+		g.mu.Lock()
+		if !bytes.Equal(g.keyHash, newHash) {
+			prevHash = g.keyHash
+		}
+		g.keyHash = newHash
+		g.mu.Unlock()
 		return nil
 	})
 	if err != nil {
+		g.mu.Lock()
+		if prevHash != nil && bytes.Equal(g.keyHash, newHash) {
+			g.keyHash = prevHash // the commit failed: the old key stays in force
+		}
+		g.mu.Unlock()
 		return plexus.KeyRotateResponse{}, plexus.AsError(err)
 	}
-	g.mu.Lock()
-	g.keyHash = g.d.Hasher.Hash(key)
-	g.mu.Unlock()
 	for _, ev := range events {
 		g.bus.publish(*ev)
 	}
+	g.bus.end(out.RevokedSessions)
 	return out, nil
 }
 

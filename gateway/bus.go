@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/plexus-gw/plexus"
@@ -43,6 +44,25 @@ func (b *bus) unsubscribe(s *subscriber) {
 		close(s.ch)
 	}
 	delete(b.subs, s)
+}
+
+// end closes the subscribers of sessions: a stream lives no longer than the
+// session that authorized it. Events already queued to them are still
+// delivered (the token_revoked of the ending, say) before their channel
+// reports closed.
+func (b *bus) end(sessions []string) {
+	if len(sessions) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if !s.closed && slices.Contains(sessions, s.sessionID) {
+			s.closed = true
+			close(s.ch)
+			delete(b.subs, s)
+		}
+	}
 }
 
 // audience reports whether e may be delivered to a subscriber of

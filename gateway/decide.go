@@ -78,7 +78,7 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 			sess = s
 		}
 		var grants []plexus.Grant
-		for _, it := range items {
+		for i, it := range items {
 			entry, ok := g.d.Registry.Entry(it.CapabilityID)
 			if !ok {
 				return plexus.Errorf(plexus.CodeConflict, "capability %s is no longer offered; deny this request instead", it.CapabilityID)
@@ -90,6 +90,7 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 			a := grantAsk{entry: entry, verbs: it.Verbs, window: &w, constraint: it.Constraint}
 			gr := g.newGrant(sess, a, now, p.TraceID, p.BundleID, true)
 			gr.PendingID = p.ID
+			items[i].TrustWindow = gr.TrustWindow // the decided window, as stored and shown
 			if err := tx.PutGrant(gr); err != nil {
 				return err
 			}

@@ -22,8 +22,10 @@ func newEvent(typ, agentID, sessionID string, data any, secret any) *plexus.Even
 
 // Subscribe opens the caller's event stream: events after lastEventID are
 // replayed from the journal (without tokens: those ride only live), then
-// live events follow. The returned channel is closed when ctx ends or the
-// subscriber falls too far behind. The forwarding goroutine is owned by ctx.
+// live events follow. The returned channel is closed when ctx ends, the
+// subscriber falls too far behind, or the session ends (revoked with its
+// agent or key, or expired): a dead session is told nothing more. The
+// forwarding goroutine is owned by ctx.
 func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int64) (<-chan plexus.Event, error) {
 	sess, err := g.session(ctx, c.SessionID)
 	if err != nil {
@@ -32,6 +34,12 @@ func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int6
 	// Subscribe before reading the replay so nothing falls in between; the
 	// forwarder drops live events the replay already delivered.
 	sub := g.bus.subscribe(sess.AgentID, sess.ID)
+	// A revocation that committed between the check above and subscribe
+	// ended its sessions' subscribers before this one existed: look again.
+	if _, err := g.session(ctx, sess.ID); err != nil {
+		g.bus.unsubscribe(sub)
+		return nil, err
+	}
 	var replay []plexus.Event
 	if lastEventID > 0 {
 		replay, err = g.d.Events.EventsSince(ctx, lastEventID, sess.AgentID, sess.ID, replayLimit)
@@ -45,8 +53,12 @@ func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int6
 		defer close(out)
 		defer g.bus.unsubscribe(sub)
 		last := lastEventID
+		live := func() bool { return g.now().Before(sess.ExpiresAt) }
 		for _, ev := range replay {
 			ev.Secret = nil
+			if !live() {
+				return
+			}
 			select {
 			case out <- ev:
 				last = ev.ID
@@ -64,6 +76,9 @@ func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int6
 				}
 				if ev.ID <= last {
 					continue
+				}
+				if !live() {
+					return
 				}
 				select {
 				case out <- ev:

@@ -66,6 +66,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	entry, known := g.d.Registry.Entry(req.ID)
 	var scope *plexus.TokenScope
 	var denial *plexus.Error
+	usedOnce := false
 	err := func(tx authReader) error {
 		var err error
 		rec, err = tx.Token(ic.JTI)
@@ -109,7 +110,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 		case backing.Standing && !now.Before(backing.ExpiresAt):
 			denial = plexus.Errorf(plexus.CodeGrantRequired, "the trust window for %s ended; request it again", grantFor)
 		case backing.UsedAt != nil && scope.SynthesizedFor == "":
-			denial = plexus.Errorf(plexus.CodeGrantRequired, "the once grant for %s was already used; request it again", grantFor)
+			usedOnce = true // denied below, unless this is a retry of the call that used it
 		}
 		return nil
 	}(cachedReader{ctx: ctx, g: g})
@@ -122,11 +123,6 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	if denial != nil {
 		return g.denyAudited(ctx, req, ic, denial)
 	}
-	if verr := g.val.validate(entry, req.Input); verr != nil {
-		verr.CapabilityID = req.ID
-		return g.denyAudited(ctx, req, ic, verr)
-	}
-
 	mutating := false
 	for _, v := range entry.Grants {
 		mutating = mutating || v.Mutating()
@@ -134,6 +130,24 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	idemKey := ""
 	if req.IdempotencyKey != "" && mutating {
 		idemKey = ic.JTI + "\x00" + req.ID + "\x00" + req.IdempotencyKey
+	}
+	if usedOnce {
+		// The once grant served its call. A retry of that very call with
+		// its idempotencyKey (the client lost the answer) gets the answer
+		// again; anything else is a second use.
+		if idemKey != "" {
+			if prev, ok := g.idem.get(idemKey, now); ok {
+				return prev
+			}
+		}
+		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeGrantRequired,
+			"the once grant for %s was already used; request it again", backing.CapabilityID))
+	}
+	if verr := g.val.validate(entry, req.Input); verr != nil {
+		verr.CapabilityID = req.ID
+		return g.denyAudited(ctx, req, ic, verr)
+	}
+	if idemKey != "" {
 		if prev, ok := g.idem.get(idemKey, now); ok {
 			return prev
 		}

@@ -108,10 +108,18 @@ func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRe
 			fail = plexus.Errorf(plexus.CodeCodeConsumed, "this enrollment code was already redeemed")
 			return fail
 		}
+		replaced := agent.PATHash != nil
 		agent.PATHash = g.d.Hasher.Hash(pat)
 		agent.EnrolledAt = &now
 		if err := tx.PutAgent(agent); err != nil {
 			return err
+		}
+		if replaced {
+			// A new PAT replaces the old one: sessions opened under the
+			// old PAT end with it (their tokens die with the session).
+			if _, err := tx.RevokeSessions(plexus.SessionAgent, agent.ID, 0, now); err != nil {
+				return err
+			}
 		}
 		agentID = agent.ID
 		return tx.Record(&plexus.Activity{TraceID: ec.TraceID, Actor: agent.ID, AgentID: agent.ID,
@@ -229,7 +237,15 @@ func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string,
 		sess.Kind = plexus.SessionAnon
 		sess.AgentID = "anon:" + strings.TrimPrefix(sess.ID, "sess_")
 	}
+	var fail *plexus.Error
 	err := g.update(ctx, false, func(tx plexus.StateTx) error {
+		// Again under the writer lock: a rotation that committed since the
+		// check above has swapped the key, and its epoch is the one read
+		// below, so a session opened with the old key must not start now.
+		if !g.checkKey(key) {
+			fail = plexus.Errorf(plexus.CodeUnauthorized, "wrong connection-key")
+			return fail
+		}
 		epoch, err := g.keyEpoch(tx)
 		if err != nil {
 			return err
@@ -241,6 +257,10 @@ func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string,
 		return tx.Record(&plexus.Activity{Actor: plexus.ActorHuman, AgentID: sess.AgentID, ActionType: "session.opened",
 			Target: sess.ID, Payload: map[string]any{"client": sess.ClientName, "path": "connection-key", "kind": string(sess.Kind)}})
 	})
+	if fail != nil {
+		g.credentialFailed(ctx, c.Remote, "handshake-admin", "wrong connection-key")
+		return plexus.HandshakeResponse{}, fail
+	}
 	if err != nil {
 		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
 	}

@@ -170,6 +170,10 @@ func (g *Gateway) Revoke(ctx context.Context, c Credentials, req plexus.RevokeRe
 		if err != nil {
 			return err
 		}
+		if !removed && len(jtis) == 0 {
+			// Nothing stood: say so, and journal nothing (the tx rolls back).
+			return plexus.Errorf(plexus.CodeNotFound, "%s holds no grant or live token for %s", req.AgentID, req.CapabilityID)
+		}
 		events = evs
 		out.RevokedJTIs = append(out.RevokedJTIs, jtis...)
 		out.GrantRemoved = removed

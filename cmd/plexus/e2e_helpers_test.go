@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/journal"
 )
 
 // testDaemon is a real gateway (journal.db, registry, portal transport,
@@ -175,4 +178,113 @@ func waitEvent(t testing.TB, ch <-chan sseEvent, typ string) sseEvent {
 			t.Fatalf("no %s event", typ)
 		}
 	}
+}
+
+// fakeClock is the daemon's injectable clock (daemonOptions.Clock): it stands
+// still until a test moves it, so tokens, windows, codes and pendings expire
+// when the test says, never by sleeping. Safe for concurrent use.
+type fakeClock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+// newFakeClock starts at the current second, so the audit mirror's daily
+// files and retention see a realistic date.
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().UTC().Truncate(time.Second)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// raw sends body as is and returns the status and the body of the answer. A
+// "Host" entry in hdr becomes the request's Host (net/http ignores it as a
+// header).
+func (td *testDaemon) raw(t testing.TB, method, path string, hdr map[string]string, body []byte) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, td.baseURL()+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, path, err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// invoke posts req to /invoke with tok as the Bearer (none when tok is "")
+// and any extra headers, returning the status, the decoded answer and its
+// raw bytes.
+func (td *testDaemon) invoke(t testing.TB, tok string, req plexus.InvokeRequest, extra ...map[string]string) (int, plexus.InvokeResponse, []byte) {
+	t.Helper()
+	hdr := map[string]string{}
+	if tok != "" {
+		hdr["Authorization"] = "Bearer " + tok
+	}
+	for _, e := range extra {
+		for k, v := range e {
+			hdr[k] = v
+		}
+	}
+	b, _ := json.Marshal(req)
+	st, raw := td.raw(t, http.MethodPost, "/invoke", hdr, b)
+	var resp plexus.InvokeResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		t.Errorf("invoke %s: answer %q is not an InvokeResponse: %v", req.ID, raw, err)
+	}
+	return st, resp, raw
+}
+
+// activity reads the journal through a separate read-only connection, as a
+// script would.
+func (td *testDaemon) activity(t testing.TB, f journal.Filter) []plexus.Activity {
+	t.Helper()
+	db, err := journal.OpenReader(context.Background(), td.home.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Activity(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// auditRow returns the journal row an auditId ("evt_<n>") names.
+func (td *testDaemon) auditRow(t testing.TB, auditID string) (plexus.Activity, bool) {
+	t.Helper()
+	n, err := strconv.ParseInt(strings.TrimPrefix(auditID, "evt_"), 10, 64)
+	if err != nil || !strings.HasPrefix(auditID, "evt_") {
+		t.Errorf("auditId %q is not evt_<n>", auditID)
+		return plexus.Activity{}, false
+	}
+	rows := td.activity(t, journal.Filter{AfterID: n - 1, Limit: 1})
+	if len(rows) == 0 || rows[0].ID != n {
+		return plexus.Activity{}, false
+	}
+	return rows[0], true
 }

@@ -165,8 +165,9 @@ func printRows(w io.Writer, rows []plexus.Activity, asJSON bool) {
 		if len(r.Payload) > 0 {
 			b, _ := json.Marshal(r.Payload)
 			payload = string(b)
-			if len(payload) > 160 {
-				payload = payload[:157] + "..."
+			// Shorten by characters: a byte cut can split one in two.
+			if r := []rune(payload); len(r) > 160 {
+				payload = string(r[:157]) + "..."
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.TS.Local().Format("2006-01-02 15:04:05"),
