@@ -63,8 +63,9 @@ func (t *tx) Record(a *plexus.Activity) error {
 	if row.ID, err = res.LastInsertId(); err != nil {
 		return fmt.Errorf("record %s: %w", a.ActionType, err)
 	}
-	t.lastHash, t.haveLast = row.Hash, true
+	t.head.hash = row.Hash
 	t.recorded = append(t.recorded, row)
+	t.handedActs = append(t.handedActs, a)
 
 	a.ID, a.TS, a.Payload = row.ID, a.TS.UTC().Round(0), payload
 	a.Target, a.PrevHash, a.Hash = row.Target, row.PrevHash, row.Hash
@@ -74,17 +75,23 @@ func (t *tx) Record(a *plexus.Activity) error {
 // chainHead returns the hash of the newest activity row. It is read inside
 // the write transaction (BEGIN IMMEDIATE holds the write lock), so no other
 // writer, in this process or another, can append between the read and the
-// insert.
+// insert. It is read once per transaction, then kept in t.head (shared by the
+// fns of a group-committed batch, restored when one is rolled back to its
+// savepoint). It is never kept across transactions: another process (the
+// CLI, a script) may append between two of ours.
 func (t *tx) chainHead() (string, error) {
-	if t.haveLast {
-		return t.lastHash, nil
+	if t.head == nil {
+		t.head = new(chainHead)
+	}
+	if t.head.known {
+		return t.head.hash, nil
 	}
 	var h string
 	err := t.queryRow(`SELECT hash FROM activity ORDER BY id DESC LIMIT 1`).Scan(&h)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", err
 	}
-	t.lastHash, t.haveLast = h, true
+	t.head.hash, t.head.known = h, true
 	return h, nil
 }
 

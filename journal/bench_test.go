@@ -67,3 +67,30 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordParallel is BenchmarkRecord under concurrent callers (the
+// gateway's /invoke handlers): non-durable Updates are group-committed, so
+// concurrent callers share one transaction, one COMMIT and one mirror write.
+func BenchmarkRecordParallel(b *testing.B) {
+	dir := b.TempDir()
+	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), Options{AuditDir: filepath.Join(dir, "audit")})
+	ctx := context.Background()
+	b.SetParallelism(4) // 4 × GOMAXPROCS callers, like a handful of HTTP handlers
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			err := db.Update(ctx, false, func(tx plexus.StateTx) error {
+				return tx.Record(&plexus.Activity{
+					TraceID: "trace", Actor: "agent-1", AgentID: "agent-1", ActionType: "invoke.ok",
+					Target: "fs.read", Payload: map[string]any{"capabilityId": "fs.read", "ms": 3},
+				})
+			})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if n := db.group.batches.Load(); n > 0 {
+		b.ReportMetric(float64(db.group.callers.Load())/float64(n), "callers/batch")
+	}
+}

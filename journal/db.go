@@ -43,14 +43,17 @@ type Options struct {
 // BEGIN IMMEDIATE transactions, so writers queue in Go (cancellable by
 // context) instead of spinning on SQLITE_BUSY, and the write lock is taken
 // before the first read of a transaction, which rules out the deadlock of two
-// deferred transactions upgrading at once. Reads go through r, a separate
-// query-only pool; in WAL mode they never wait for the writer.
+// deferred transactions upgrading at once. Non-durable writers queue in
+// group first and are committed in batches (group.go); durable ones queue on
+// w directly. Reads go through r, a separate query-only pool; in WAL mode
+// they never wait for the writer.
 type DB struct {
 	w      *sql.DB
 	r      *sql.DB
 	clock  func() time.Time
 	log    *slog.Logger
 	mirror *mirror // nil when Options.AuditDir is ""
+	group  group   // non-durable Updates waiting to be group-committed
 }
 
 var _ plexus.Store = (*DB)(nil)
@@ -242,18 +245,37 @@ func (db *DB) MirrorErrors() int {
 	return int(db.mirror.errs.Load())
 }
 
-// Update runs fn in one write transaction (BEGIN IMMEDIATE on the writer
+// Update runs fn in a write transaction (BEGIN IMMEDIATE on the writer
 // connection) and commits when fn returns nil. fn's error is returned as is,
-// after rolling back, so callers can still branch on it. When durable is
-// true the commit is made with synchronous=FULL, so it survives power loss.
+// after rolling fn's work back, so callers can still branch on it.
+//
+// When durable is true fn gets a transaction of its own, committed with
+// synchronous=FULL, so it survives power loss. Otherwise concurrent calls are
+// group-committed (see group.go): fn may share one transaction with other
+// callers' fns, each inside its own savepoint, and may run on another
+// caller's goroutine. Each caller still sees its own transaction: if fn
+// fails only fn's work is rolled back, and Update returns only once the
+// shared COMMIT is done; if that COMMIT fails, every caller of the batch gets
+// the error and nothing of it persists. A ctx done before fn starts returns
+// ctx's error and fn never runs; once fn has started, ctx no longer
+// interrupts its statements (an interrupt would roll back the whole batch).
 //
 // Activity rows recorded in fn reach the audit mirror only after the commit.
-// fn must not call Update on the same DB: the writer is a single connection
-// and a nested Update would wait for itself. (View is safe, but reads the
-// last committed state, not fn's uncommitted writes.)
+// When fn's work is rolled back (fn's error, a panic, a failed commit), the
+// ids Record and Publish set in fn's values (Activity.ID, PrevHash, Hash and
+// Event.ID) are cleared: those ids may be issued again to other rows.
+//
+// fn must not call Update on the same DB (the writer is one connection and
+// a nested Update would wait for itself), nor wait for a lock or a result
+// that another caller of Update holds or produces: fn may run while that
+// caller is the one leading the batch. View is safe inside fn, but reads the
+// last committed state, not fn's uncommitted writes.
 func (db *DB) Update(ctx context.Context, durable bool, fn func(tx plexus.StateTx) error) error {
 	if db.w == nil {
 		return errors.New("journal update: the journal was opened read-only (OpenReader)")
+	}
+	if !durable {
+		return db.updateGrouped(ctx, fn)
 	}
 	conn, err := db.w.Conn(ctx)
 	if err != nil {
@@ -261,23 +283,22 @@ func (db *DB) Update(ctx context.Context, durable bool, fn func(tx plexus.StateT
 	}
 	defer conn.Close()
 
-	if durable {
-		// synchronous is per connection and outside any transaction; it is
-		// restored below so ordinary commits stay cheap.
-		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=FULL"); err != nil {
-			return fmt.Errorf("journal update: %w", err)
-		}
-		defer db.restoreSync(ctx, conn)
+	// synchronous is per connection and outside any transaction; it is
+	// restored below so ordinary commits stay cheap.
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=FULL"); err != nil {
+		return fmt.Errorf("journal update: %w", err)
 	}
+	defer db.restoreSync(ctx, conn)
 
 	sqltx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("journal update: begin: %w", err)
 	}
-	t := &tx{ctx: ctx, db: db, q: sqltx}
+	t := &tx{ctx: ctx, db: db, q: sqltx, head: new(chainHead)}
 	committed := false
 	defer func() {
 		if !committed {
+			t.forget()
 			if rbErr := sqltx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 				db.log.Error("journal rollback", "err", rbErr)
 			}
@@ -292,7 +313,7 @@ func (db *DB) Update(ctx context.Context, durable bool, fn func(tx plexus.StateT
 	committed = true
 	// Still holding the writer: mirror lines are appended in commit order.
 	if db.mirror != nil && len(t.recorded) > 0 {
-		db.mirror.append(t.recorded, durable)
+		db.mirror.append(t.recorded, true)
 	}
 	return nil
 }

@@ -7,7 +7,9 @@
 // transaction [DB.Update] hands out. It redacts the payload ([Redact]) before
 // anything is hashed, stored or mirrored, and it shares the caller's
 // transaction: a state transition and the row that records it commit
-// together or not at all.
+// together or not at all. Concurrent non-durable Updates are group-committed
+// (one transaction, one savepoint per caller, one COMMIT and one mirror
+// write per batch) without weakening that: see group.go.
 //
 // The package must never store raw call inputs or outputs, tokens, PATs,
 // enrollment codes, connection-keys or resolved secret values: credentials

@@ -11,7 +11,9 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// Publish persists e for Last-Event-ID replay and sets e.ID and e.At. Only
+// Publish persists e for Last-Event-ID replay and sets e.ID and e.At. If the
+// Update is rolled back (including fn's own savepoint in a group-committed
+// batch), e.ID is reset to 0: the id may belong to another event by then. Only
 // Type, the audience and a redacted copy of Data are written; e.Secret never
 // is. e.Data itself is left as given for the live delivery the caller makes
 // after the commit.
@@ -51,6 +53,7 @@ func (t *tx) Publish(e *plexus.Event) error {
 		return fmt.Errorf("publish %s: %w", e.Type, err)
 	}
 	e.ID, e.At = id, at
+	t.handedEvents = append(t.handedEvents, e)
 	return nil
 }
 

@@ -26,10 +26,34 @@ type tx struct {
 	// recorded holds this transaction's activity rows for the audit mirror,
 	// which is written only after the commit succeeds.
 	recorded []mirrorRow
-	// lastHash caches the chain head once read, so a transaction recording
-	// several rows reads the previous hash once.
-	lastHash string
-	haveLast bool
+	// head caches the chain head once read. The fns of one group-committed
+	// batch share it; a fn rolled back to its savepoint restores it.
+	head *chainHead
+	// handed are the values Record and Publish set ids in, so that a
+	// rollback can clear them (forget).
+	handedActs   []*plexus.Activity
+	handedEvents []*plexus.Event
+}
+
+// chainHead is the hash of the newest activity row as the transaction sees
+// it, once known.
+type chainHead struct {
+	hash  string
+	known bool
+}
+
+// forget undoes what Record and Publish told the caller about rows that are
+// being rolled back: their ids (which SQLite may issue again, even with
+// AUTOINCREMENT, since sqlite_sequence rolls back too) and chain hashes.
+// It also drops the rows from the mirror's list.
+func (t *tx) forget() {
+	for _, a := range t.handedActs {
+		a.ID, a.PrevHash, a.Hash = 0, "", ""
+	}
+	for _, e := range t.handedEvents {
+		e.ID = 0
+	}
+	t.recorded, t.handedActs, t.handedEvents = nil, nil, nil
 }
 
 var _ plexus.StateTx = (*tx)(nil)
