@@ -155,7 +155,11 @@ type SourceConfig struct {
 //
 // Update serializes writers (one writer connection, BEGIN IMMEDIATE). When
 // durable is true the commit is synchronous=FULL: use it for decisions,
-// grants and revocations, anything acknowledged to someone. View runs on a
+// grants and revocations, anything acknowledged to someone. Concurrent
+// non-durable updates may share one commit (group commit), each fn isolated
+// so that its failure rolls back only its own work; a fn may therefore run
+// on another caller's goroutine and must not wait on another Update caller.
+// Update returns only after the commit that holds fn's work. View runs on a
 // reader connection and never blocks the writer.
 type Store interface {
 	Update(ctx context.Context, durable bool, fn func(tx StateTx) error) error
