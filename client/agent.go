@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,7 +101,13 @@ func (a *Agent) Handshake(ctx context.Context) (*plexus.HandshakeResponse, error
 	a.mu.Lock()
 	a.sess, a.manifest = sess, &mani
 	a.mu.Unlock()
-	if err := a.store.updateCache(func(c *tokenCache) { c.Session = sess }); err != nil {
+	err = a.store.updateCache(func(c *tokenCache) {
+		c.Session = sess
+		// A pending request's token goes only to the session that asked:
+		// one asked from another session can no longer be resumed.
+		c.Pending = slices.DeleteFunc(c.Pending, func(p pendingRequest) bool { return p.SessionID != sess.ID })
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &resp, nil

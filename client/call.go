@@ -40,7 +40,9 @@ type CallOptions struct {
 	// IdempotencyKey is passed to /invoke, so a retried call runs once.
 	IdempotencyKey string
 	// OnPending is called when the grant request pends, before any wait,
-	// with the gateway's answer (its pendingNarration is what to relay).
+	// with the gateway's answer (its pendingNarration is what to relay). When
+	// the call resumes an earlier request that still pends, it is called with
+	// that request's id and narration, as GET /grants/status reports them.
 	OnPending func(plexus.GrantPendingResponse)
 }
 
@@ -50,6 +52,15 @@ type CallOptions struct {
 // /grants) and, when it pends, report it through opts.OnPending and wait for
 // the owner if opts.Wait. A token_expired answer is refreshed and retried
 // once; token_revoked re-grants once and session_expired re-handshakes once.
+//
+// A request that pended is remembered in the store until it is resolved, and
+// a later Call for the same capability resumes it rather than asking again:
+// it polls GET /grants/status once and takes the approved token, reports the
+// same pending id (waiting on it if opts.Wait), or reports the owner's
+// denial (the call after that asks anew). Only when the earlier request is
+// over without a decision (expired, withdrawn, unknown to the gateway) or
+// its session is gone — the approved token goes only to the session that
+// asked — is the grant requested anew.
 //
 // The error is an [*Error] for every failure the gateway reported. When the
 // invoke itself ran and failed (ok:false), the response is returned too, so
@@ -134,8 +145,98 @@ func (a *Agent) tokenFor(ctx context.Context, id string, opts CallOptions) (Held
 		a.forgetToken(tok.JTI)
 	}
 	verbs := plexus.NormalizeVerbs(append(slices.Clone(opts.Verbs), need...))
+	if p, ok := cache.findPending(entry.ID); ok {
+		tok, resumed, err := a.resume(ctx, sess, p, need, verbs, opts)
+		if resumed || err != nil {
+			return tok, true, err
+		}
+	}
 	tok, err := a.grant(ctx, sess, entry.ID, need, verbs, opts)
 	return tok, true, err
+}
+
+// resume takes up p, an earlier request for the capability that pended,
+// instead of asking the owner again: one GET /grants/status under sess, then
+// the approved token, the same pending outcome (or a wait on it, with
+// opts.Wait), or the owner's denial. resumed is false, with p forgotten, when
+// p is over without a decision to report — expired, withdrawn, unknown to
+// the gateway, approved but with no token left to fetch, asked from another
+// session than sess (its token cannot be fetched) or for fewer verbs than
+// are wanted now — and the caller then requests anew.
+func (a *Agent) resume(ctx context.Context, sess *cachedSession, p pendingRequest, need, verbs []plexus.Verb, opts CallOptions) (_ HeldToken, resumed bool, _ error) {
+	id := p.CapabilityID
+	if p.SessionID != sess.ID || !plexus.CoversVerbs(p.Verbs, verbs) {
+		a.forgetPending(id, p.PendingID)
+		return HeldToken{}, false, nil
+	}
+	var st plexus.GrantStatusResponse
+	q := url.Values{"pendingId": {p.PendingID}}
+	status, err := a.conn.call(ctx, request{method: http.MethodGet, path: "/grants/status", query: q, session: sess.ID}, &st)
+	if err != nil {
+		var ce *Error
+		if !errors.As(err, &ce) {
+			return HeldToken{}, false, err // unreachable, say: remember it still
+		}
+		switch ce.Status {
+		case http.StatusNotFound:
+			a.forgetPending(id, p.PendingID)
+			return HeldToken{}, false, nil
+		case http.StatusUnauthorized, http.StatusForbidden:
+			// The session that asked is gone (session_expired makes Call
+			// handshake anew and ask again); its token cannot be fetched.
+			a.forgetPending(id, p.PendingID)
+		}
+		return HeldToken{}, false, err
+	}
+	switch st.State {
+	case plexus.StatePending:
+		pr := plexus.GrantPendingResponse{Status: plexus.CodeGrantPendingUser, PendingID: p.PendingID,
+			Pending: st.Capabilities, StatusURL: a.statusURL(p.PendingID), PendingNarration: st.PendingNarration}
+		if len(pr.Pending) == 0 {
+			pr.Pending = []string{id}
+		}
+		if opts.OnPending != nil {
+			opts.OnPending(pr)
+		}
+		if !opts.Wait {
+			e := pendingError(pr, id, fmt.Sprintf("the grant for %s still waits for the owner's approval (pending %s, asked earlier; not asked again)", id, p.PendingID))
+			e.Resumed = true
+			return HeldToken{}, true, e
+		}
+		tok, err := a.wait(ctx, sess, id, need, pr, opts.WaitTimeout)
+		return tok, true, err
+	case plexus.StateApproved:
+		if st.Token == nil || st.Token.Token == "" {
+			// Approved, but its grant has ended since (or was superseded):
+			// nothing to fetch, so ask anew.
+			a.forgetPending(id, p.PendingID)
+			return HeldToken{}, false, nil
+		}
+		tok, err := a.keep(st.Token, sess.ID, id, need, status)
+		if err == nil || isGatewayError(err) {
+			a.forgetPending(id, p.PendingID)
+		}
+		return tok, true, err
+	case plexus.StateDenied:
+		a.forgetPending(id, p.PendingID)
+		msg := fmt.Sprintf("the owner denied the earlier request for %s (pending %s)", id, p.PendingID)
+		if st.Reason != "" {
+			msg += ": " + st.Reason
+		}
+		e := deniedError(status, plexus.StateDenied, id, p.PendingID, msg+"; it was not asked again (calling again asks anew)")
+		e.Resumed = true
+		return HeldToken{}, true, e
+	case plexus.StateExpired, plexus.StateWithdrawn:
+		a.forgetPending(id, p.PendingID)
+		return HeldToken{}, false, nil
+	default:
+		return HeldToken{}, true, fmt.Errorf("GET /grants/status: unknown state %q", st.State)
+	}
+}
+
+// statusURL is where the pending decision pendingID is polled.
+func (a *Agent) statusURL(pendingID string) string {
+	return a.conn.baseURL() + "/grants/status?" + url.Values{"pendingId": {pendingID}}.Encode()
 }
 
 // bestToken picks the covering token that lives longest, among those still
@@ -187,6 +288,10 @@ func (a *Agent) grant(ctx context.Context, sess *cachedSession, id string, need,
 		if d, ok := declined(p.Declined, id); ok {
 			return HeldToken{}, deniedError(status, plexus.StateDenied, id, p.PendingID, fmt.Sprintf("the gateway declined %s: %s", id, d))
 		}
+		if p.PendingID != "" {
+			a.rememberPending(pendingRequest{CapabilityID: id, PendingID: p.PendingID, SessionID: sess.ID,
+				Verbs: slices.Clone(verbs), CreatedAt: a.now()})
+		}
 		if opts.OnPending != nil {
 			opts.OnPending(p)
 		}
@@ -235,7 +340,8 @@ func (a *Agent) keep(st *plexus.ScopedToken, sessionID, id string, need []plexus
 }
 
 // wait polls GET /grants/status with backoff until the pending decision p
-// ends or timeout passes.
+// ends or timeout passes. Once p ends it is forgotten; a wait that times out
+// or is interrupted leaves it remembered, to be resumed by the next call.
 func (a *Agent) wait(ctx context.Context, sess *cachedSession, id string, need []plexus.Verb, p plexus.GrantPendingResponse, timeout time.Duration) (HeldToken, error) {
 	var deadline time.Time
 	if timeout > 0 {
@@ -271,12 +377,18 @@ func (a *Agent) wait(ctx context.Context, sess *cachedSession, id string, need [
 			continue
 		case plexus.StateApproved:
 			if st.Token != nil && st.Token.Token != "" {
-				return a.keep(st.Token, sess.ID, id, need, status)
+				tok, err := a.keep(st.Token, sess.ID, id, need, status)
+				if err == nil || isGatewayError(err) {
+					a.forgetPending(id, p.PendingID)
+				}
+				return tok, err
 			}
 			// Approved, but the token went elsewhere (another session asked
 			// too): the grant now stands, so asking again mints one.
+			a.forgetPending(id, p.PendingID)
 			return a.grant(ctx, sess, id, need, need, CallOptions{})
 		case plexus.StateDenied, plexus.StateExpired, plexus.StateWithdrawn:
+			a.forgetPending(id, p.PendingID)
 			msg := fmt.Sprintf("the request for %s was %s", id, st.State)
 			if st.State == plexus.StateDenied {
 				msg = fmt.Sprintf("the owner denied the request for %s", id)
@@ -337,6 +449,26 @@ func (a *Agent) invoke(ctx context.Context, tok HeldToken, id string, input map[
 	return &resp, status, nil
 }
 
+// rememberPending records p as the outstanding request for its capability,
+// replacing any earlier one. Best effort: a request not remembered is only
+// asked again by the next call.
+func (a *Agent) rememberPending(p pendingRequest) {
+	_ = a.store.updateCache(func(c *tokenCache) {
+		c.Pending = slices.DeleteFunc(c.Pending, func(q pendingRequest) bool { return q.CapabilityID == p.CapabilityID })
+		c.Pending = append(c.Pending, p)
+	})
+}
+
+// forgetPending drops the remembered request pendingID for capability id
+// (and not a newer one another call may have remembered since).
+func (a *Agent) forgetPending(id, pendingID string) {
+	_ = a.store.updateCache(func(c *tokenCache) {
+		c.Pending = slices.DeleteFunc(c.Pending, func(q pendingRequest) bool {
+			return q.CapabilityID == id && q.PendingID == pendingID
+		})
+	})
+}
+
 func (a *Agent) forgetToken(jti string) {
 	// Best effort: a token that stays cached fails again and is dropped then.
 	_ = a.store.updateCache(func(c *tokenCache) {
@@ -353,7 +485,8 @@ func (a *Agent) dropSession() {
 	_ = a.store.updateCache(func(c *tokenCache) { c.Session = nil })
 }
 
-// forgetSession drops a dead session and every token bound to it.
+// forgetSession drops a dead session and every token and pending request
+// bound to it.
 func (a *Agent) forgetSession(id string) {
 	a.mu.Lock()
 	if a.sess != nil && a.sess.ID == id {
@@ -365,6 +498,7 @@ func (a *Agent) forgetSession(id string) {
 			c.Session = nil
 		}
 		c.Tokens = slices.DeleteFunc(c.Tokens, func(t HeldToken) bool { return t.SessionID == id })
+		c.Pending = slices.DeleteFunc(c.Pending, func(p pendingRequest) bool { return p.SessionID == id })
 	})
 }
 

@@ -22,6 +22,10 @@ type Error struct {
 	// decision's state (pending when it still waits, or denied, expired,
 	// withdrawn). It is empty for every other error.
 	State string
+	// Resumed is set when the outcome (still pending, or denied) is that of
+	// an earlier request which the call took up through GET /grants/status
+	// instead of asking the owner again.
+	Resumed bool
 }
 
 func (e *Error) Error() string {

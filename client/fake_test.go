@@ -41,6 +41,17 @@ const (
 	fakeKey     = "plx_live_key"
 )
 
+// fakePending is one pending decision of the fake gateway.
+type fakePending struct {
+	id        string
+	sessionID string
+	caps      []string
+	scopes    []plexus.TokenScope
+	state     string
+	reason    string
+	token     *plexus.ScopedToken // minted when first polled approved
+}
+
 type fakeToken struct {
 	jti       string
 	sessionID string
@@ -64,6 +75,8 @@ type fakeGateway struct {
 	decision string          // what a pending decision resolves to
 	polls    int             // status polls answered pending before deciding
 	reason   string
+	pendings map[string]*fakePending // by pending id: pend_1, pend_2, …
+	pendSeq  int
 	consumed bool
 	sessions map[string]time.Time
 	tokens   map[string]*fakeToken // by token string
@@ -85,6 +98,7 @@ func newFakeGateway(t *testing.T, c *clock) *fakeGateway {
 				Provenance: plexus.ProvenanceFirstParty, Sensitivity: plexus.SensitivityElevated},
 		},
 		pend:     map[string]bool{},
+		pendings: map[string]*fakePending{},
 		decision: plexus.StateApproved,
 		sessions: map[string]time.Time{},
 		tokens:   map[string]*fakeToken{},
@@ -182,26 +196,42 @@ func (g *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 			scopes = append(scopes, plexus.TokenScope{ID: id, Verbs: d.Verbs})
 		}
 		if len(pending) > 0 {
+			g.pendSeq++
+			fp := &fakePending{id: fmt.Sprintf("pend_%d", g.pendSeq), sessionID: req.SessionID, caps: pending, state: plexus.StatePending}
+			for _, id := range pending {
+				fp.scopes = append(fp.scopes, plexus.TokenScope{ID: id, Verbs: req.Grants[id].Verbs})
+			}
+			g.pendings[fp.id] = fp
 			writeJSON(w, http.StatusAccepted, plexus.GrantPendingResponse{
-				Status: plexus.CodeGrantPendingUser, PendingID: "pend_1", Pending: pending,
-				StatusURL: g.srv.URL + "/grants/status?pendingId=pend_1",
-				PendingNarration: []plexus.PendingNarration{{ID: pending[0], Verbs: []plexus.Verb{plexus.VerbWrite},
-					Summary: "agent-1 asks to write notes", NotificationLine: "Approve write on notes?"}},
+				Status: plexus.CodeGrantPendingUser, PendingID: fp.id, Pending: pending,
+				StatusURL: g.srv.URL + "/grants/status?pendingId=" + fp.id, PendingNarration: fakeNarration(pending),
 			})
 			return
 		}
 		writeJSON(w, http.StatusOK, g.mint(req.SessionID, scopes))
 	case "GET /grants/status":
-		if r.URL.Query().Get("pendingId") != "pend_1" || r.Header.Get(plexus.SessionHeader) == "" {
+		sid := r.Header.Get(plexus.SessionHeader)
+		fp, ok := g.pendings[r.URL.Query().Get("pendingId")]
+		if !ok || sid == "" {
 			writeErr(w, http.StatusNotFound, plexus.CodeNotFound, "no such pending")
 			return
 		}
-		resp := plexus.GrantStatusResponse{PendingID: "pend_1", State: plexus.StatePending, Capabilities: []string{"notes.write"}}
-		if g.hits[route] > g.polls {
-			resp.State, resp.Reason = g.decision, g.reason
-			if g.decision == plexus.StateApproved {
-				tok := g.mint(r.Header.Get(plexus.SessionHeader), []plexus.TokenScope{{ID: "notes.write", Verbs: []plexus.Verb{plexus.VerbWrite}}})
-				resp.Token = &tok
+		if exp, ok := g.sessions[sid]; !ok || !now.Before(exp) {
+			writeErr(w, http.StatusUnauthorized, plexus.CodeSessionExpired, "no session")
+			return
+		}
+		if fp.state == plexus.StatePending && g.hits[route] > g.polls {
+			fp.state, fp.reason = g.decision, g.reason
+		}
+		resp := plexus.GrantStatusResponse{PendingID: fp.id, State: fp.state, Capabilities: fp.caps,
+			PendingNarration: fakeNarration(fp.caps), Reason: fp.reason}
+		if fp.state == plexus.StateApproved {
+			if fp.token == nil {
+				tok := g.mint(fp.sessionID, fp.scopes)
+				fp.token = &tok
+			}
+			if sid == fp.sessionID { // only the asking session gets the token
+				resp.Token = fp.token
 			}
 		}
 		writeJSON(w, http.StatusOK, resp)
@@ -239,6 +269,27 @@ func (g *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeErr(w, http.StatusNotFound, plexus.CodeNotFound, "no route "+route)
 	}
+}
+
+func fakeNarration(caps []string) []plexus.PendingNarration {
+	return []plexus.PendingNarration{{ID: caps[0], Verbs: []plexus.Verb{plexus.VerbWrite},
+		Summary: "agent-1 asks to write notes", NotificationLine: "Approve write on notes?"}}
+}
+
+// decide resolves the pending decision id as the owner (or its expiry) would;
+// state "" makes the gateway forget it altogether.
+func (g *fakeGateway) decide(id, state, reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	fp, ok := g.pendings[id]
+	if !ok {
+		g.t.Fatalf("fake gateway: no pending %s", id)
+	}
+	if state == "" {
+		delete(g.pendings, id)
+		return
+	}
+	fp.state, fp.reason = state, reason
 }
 
 func covers(scopes []plexus.TokenScope, id string) bool {

@@ -109,12 +109,37 @@ func (s *cachedSession) live(now time.Time) bool {
 	return s != nil && s.ID != "" && now.Add(sessionMargin).Before(s.ExpiresAt)
 }
 
+// pendingRequest is a grant request that pended and, as far as this agent
+// knows, is still outstanding. It is remembered so that calling the same
+// capability again resumes it (GET /grants/status) rather than asking the
+// owner a second time. Only the session that asked can fetch the approved
+// token, so a record is good only while that session lives.
+type pendingRequest struct {
+	CapabilityID string        `json:"capabilityId"`
+	PendingID    string        `json:"pendingId"`
+	SessionID    string        `json:"sessionId"`
+	Verbs        []plexus.Verb `json:"verbs"`
+	CreatedAt    time.Time     `json:"createdAt"`
+}
+
 // tokenCache is the content of tokens.json. The session id is a credential
 // too (it authenticates /manifest, /grants and /events), so it lives here,
-// 0600, beside the tokens.
+// 0600, beside the tokens and the outstanding pending requests (at most one
+// per capability).
 type tokenCache struct {
-	Session *cachedSession `json:"session,omitempty"`
-	Tokens  []HeldToken    `json:"tokens"`
+	Session *cachedSession   `json:"session,omitempty"`
+	Tokens  []HeldToken      `json:"tokens"`
+	Pending []pendingRequest `json:"pending,omitempty"`
+}
+
+// findPending returns the remembered pending request for capability id.
+func (c *tokenCache) findPending(id string) (pendingRequest, bool) {
+	for _, p := range c.Pending {
+		if p.CapabilityID == id {
+			return p, true
+		}
+	}
+	return pendingRequest{}, false
 }
 
 // CredStore persists an agent's credential and token cache in one directory
@@ -211,7 +236,8 @@ func (s *CredStore) Tokens() ([]HeldToken, error) {
 	return c.Tokens, err
 }
 
-// ClearTokens forgets every cached token and the cached session.
+// ClearTokens forgets every cached token, the cached session and the
+// remembered pending requests.
 func (s *CredStore) ClearTokens() error {
 	return s.updateCache(func(c *tokenCache) { *c = tokenCache{} })
 }
@@ -248,6 +274,7 @@ func (s *CredStore) updateCache(fn func(*tokenCache)) error {
 	}
 	fn(&c)
 	c.Tokens = slices.DeleteFunc(c.Tokens, func(t HeldToken) bool { return t.Token == "" })
+	c.Pending = slices.DeleteFunc(c.Pending, func(p pendingRequest) bool { return p.CapabilityID == "" || p.PendingID == "" })
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("save token cache: %w", err)

@@ -100,7 +100,9 @@ func agentCallCommand() *cli.Command {
 		ArgsUsage: "<capability> [key=value...]",
 		Description: "Each key=value becomes an input field; a value that parses as JSON (a number, true,\n" +
 			"an object) is taken as JSON, anything else as a string. Pairs override --input.\n" +
-			"Exit status 3 means the grant waits for the owner's approval.",
+			"Exit status 3 means the grant waits for the owner's approval. Calling again resumes that\n" +
+			"request (it picks up the approval, or reports the same pending id or the owner's denial)\n" +
+			"rather than asking the owner a second time.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "input", Usage: "the input as a JSON object"},
 			&cli.StringFlag{Name: "purpose", Usage: "why you ask, shown to the owner beside the gateway's own narration"},
@@ -159,9 +161,14 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 		return writeOutput(stdout, resp)
 	case errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser:
 		if asJSON {
-			_ = printJSON(stdout, map[string]any{"id": id, "status": ce.Body.Code, "pendingId": ce.Body.PendingID, "statusUrl": ce.Body.GrantStatusURL})
+			_ = printJSON(stdout, map[string]any{"id": id, "status": ce.Body.Code, "pendingId": ce.Body.PendingID,
+				"statusUrl": ce.Body.GrantStatusURL, "resumed": ce.Resumed})
 		}
-		return &codedError{code: exitPending, msg: fmt.Sprintf("grant pending: %s\nask the owner to approve: plexus approve %s", ce.Body.PendingID, ce.Body.PendingID)}
+		again := ""
+		if ce.Resumed {
+			again = " (requested earlier; not asked again)"
+		}
+		return &codedError{code: exitPending, msg: fmt.Sprintf("grant pending: %s%s\nask the owner to approve: plexus approve %s", ce.Body.PendingID, again, ce.Body.PendingID)}
 	case pendingID != "" && errors.Is(err, context.Canceled):
 		// Interrupted while waiting: the request still stands.
 		return &codedError{code: exitPending, msg: fmt.Sprintf("stopped waiting; grant still pending: %s\nask the owner to approve: plexus approve %s", pendingID, pendingID)}

@@ -628,6 +628,10 @@ func TestCLICallWait(t *testing.T) {
 			t.Fatalf("want exit 3 naming the pending decision: %s", r)
 		}
 		e.ok("reject", m[1], "--reason", "cleanup")
+		// The next call reports that rejection rather than asking again.
+		if r := e.run("agent", "call", "portal.notes.write", "path=t.md", "content=late"); r.code != exitError || !strings.Contains(r.stderr, "cleanup") {
+			t.Errorf("the call after the rejection: %s", r)
+		}
 	})
 	t.Run("Interrupted", func(t *testing.T) {
 		e := e.with(t)
