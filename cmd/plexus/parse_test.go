@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plexus-gw/plexus"
@@ -111,6 +112,17 @@ func TestOutputText(t *testing.T) {
 		got, ok := outputText(&tt.resp)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("%s: outputText = %q, %v; want %q, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestCompactDuration(t *testing.T) {
+	for in, want := range map[time.Duration]string{
+		2 * time.Hour: "2h", 36 * time.Hour: "1d12h", 90 * time.Minute: "1h30m", 72 * time.Hour: "3d",
+		1500 * time.Millisecond: "1.5s",
+	} {
+		if got := compactDuration(in); got != want {
+			t.Errorf("compactDuration(%v) = %q, want %q", in, got, want)
 		}
 	}
 }
