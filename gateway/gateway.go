@@ -337,7 +337,7 @@ func (g *Gateway) refuseSameUser(ctx context.Context, c Credentials, step string
 		g.log.Error("record same-user refusal", "err", err)
 	}
 	return plexus.Errorf(plexus.CodeUnauthorized,
-		"strict mode: this agent runs as the owner's own OS user, which can read PLEXUS_HOME; run it as another user (network.json strictSameUser)")
+		"strict mode: this agent runs as the owner's own OS user, which can read PLEXUS_HOME; run it as another user (auth-config.json strictSameUser)")
 }
 
 // remoteKey throttles by host, not host:port: a client opening a new

@@ -211,7 +211,7 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 	}
 	g.credentialOK(c.Remote)
 	if sameUser {
-		g.log.Warn("agent runs as the owner's OS user: it can read PLEXUS_HOME and move decision files; set strictSameUser in network.json to refuse such agents",
+		g.log.Warn("agent runs as the owner's OS user: it can read PLEXUS_HOME and move decision files; set strictSameUser in auth-config.json to refuse such agents",
 			"agent", sess.AgentID)
 	}
 	return g.handshakeResponse(ctx, sess)

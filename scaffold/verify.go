@@ -31,9 +31,13 @@ const (
 // AuthConfig is auth-config.json. Load clamps TokenLifetimeMs into
 // [60000, 3600000] (0 or absent means 900000) and defaults a zero
 // MaxTrustWindowMs to 30 days; a negative MaxTrustWindowMs is a problem.
+// StrictSameUser refuses agents whose connection belongs to the owner's own
+// OS user (otherwise they are admitted, with a warning in the log and the
+// journal).
 type AuthConfig struct {
 	TokenLifetimeMs  int64 `json:"tokenLifetimeMs"`
 	MaxTrustWindowMs int64 `json:"maxTrustWindowMs"`
+	StrictSameUser   bool  `json:"strictSameUser,omitempty"`
 }
 
 // DefaultAuthConfig is what Init writes.
@@ -55,15 +59,12 @@ func (a AuthConfig) MaxTrustWindow() time.Duration {
 // ::1 or "localhost") unless AllowNonLoopback is true: exposing the gateway
 // beyond the machine is an explicit, written-down choice, never a typo.
 // AllowedOrigins are the browser origins ("http://host:port") the Host/Origin
-// guard admits besides none. StrictSameUser refuses agents whose connection
-// belongs to the owner's own OS user (otherwise they are admitted with a
-// warning in the log and the journal).
+// guard admits besides none.
 type Network struct {
 	Bind             string   `json:"bind"`
 	Port             int      `json:"port"`
 	AllowedOrigins   []string `json:"allowedOrigins"`
 	AllowNonLoopback bool     `json:"allowNonLoopback,omitempty"`
-	StrictSameUser   bool     `json:"strictSameUser,omitempty"`
 }
 
 // DefaultNetwork is what Init writes.

@@ -125,7 +125,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	baseURL := "http://" + d.ln.Addr().String()
 
 	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir,
-		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Network.StrictSameUser},
+		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
 	}, gateway.Deps{
 		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
 		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},

@@ -42,10 +42,10 @@ func TestSameUserAgent(t *testing.T) {
 		if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
 			t.Fatal(err)
 		}
-		n := scaffold.DefaultNetwork()
-		n.StrictSameUser = true
-		b, _ := json.Marshal(n)
-		if err := os.WriteFile(filepath.Join(home, "network.json"), b, 0o600); err != nil {
+		a := scaffold.DefaultAuthConfig()
+		a.StrictSameUser = true
+		b, _ := json.Marshal(a)
+		if err := os.WriteFile(filepath.Join(home, "auth-config.json"), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		td := startTestDaemon(t, daemonOptions{Home: home})
