@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,8 +21,64 @@ var errEmptyBody = errors.New("empty body")
 // the decoder's business, not ours: clients send extra fields and must keep
 // working. Anything after the value but whitespace is refused, so two
 // concatenated bodies can never be read as one.
+//
+// The body is read whole first (it is capped anyway) and a body that is
+// exactly one valid value, the usual case, is returned after one scan;
+// anything else goes through a streaming decoder over the same bytes, whose
+// errors tell trailing data from a syntax error.
 func (s *Server) readBody(w nethttp.ResponseWriter, r *nethttp.Request) (json.RawMessage, error) {
-	dec := json.NewDecoder(nethttp.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	data, err := readAllCapped(nethttp.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	if v := trimJSONSpace(data); len(v) > 0 && json.Valid(v) {
+		if string(v) == "null" {
+			return nil, nil
+		}
+		return v, nil
+	}
+	return decodeOne(bytes.NewReader(data))
+}
+
+// readAllCapped reads body to its end, sizing the buffer from the declared
+// Content-Length when there is one within the cap (body enforces the cap;
+// a large declared length is only trusted up to 64 KiB before bytes arrive).
+func readAllCapped(body io.Reader, declared, limit int64) ([]byte, error) {
+	size := int64(512)
+	if declared > 0 && declared <= limit {
+		size = min(declared+1, 64<<10) // +1: room to see EOF without growing
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// trimJSONSpace strips JSON's four whitespace bytes from both ends.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// decodeOne reads exactly one JSON value from rd, as readBody promises.
+func decodeOne(rd io.Reader) (json.RawMessage, error) {
+	dec := json.NewDecoder(rd)
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
 		if errors.Is(err, io.EOF) {

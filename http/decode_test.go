@@ -1,6 +1,8 @@
 package http
 
 import (
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -139,5 +141,22 @@ func TestCredentials(t *testing.T) {
 	ts.do(t, "GET", "/manifest", map[string]string{"Authorization": "Basic dXNlcg=="}, "")
 	if _, c, _ := api.Last(t); c.Bearer != "" {
 		t.Errorf("Basic auth read as Bearer %q", c.Bearer)
+	}
+}
+
+// TestReadBodyFastPath: the one-scan path for a body holding exactly one
+// value answers what the streaming decoder answers for the same bytes.
+func TestReadBodyFastPath(t *testing.T) {
+	s := &Server{opts: Options{MaxBodyBytes: 1 << 10}}
+	for _, body := range []string{
+		`{"id":"a"}`, " \n{\"id\":\"a\", \"input\":{\"x\":[1,2,{}]}}\r\n\t", `null`, " null ", `[1,2]`, `"s"`, `5`,
+		``, "  \n", `{"a":1} {"b":2}`, `{"a":1}x`, `{"a":`, `hello`,
+	} {
+		r := httptest.NewRequest("POST", "/invoke", strings.NewReader(body))
+		got, gotErr := s.readBody(httptest.NewRecorder(), r)
+		want, wantErr := decodeOne(strings.NewReader(body))
+		if string(got) != string(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("readBody(%q) = %q, %v; decoder says %q, %v", body, got, gotErr, want, wantErr)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,10 @@ type Server struct {
 	// port is the bound port the Host guard compares against; written by
 	// Listen/Serve, read by every request.
 	port atomic.Int32
+
+	// encBufs holds writeJSON's response buffers (*bytes.Buffer), so the
+	// hot /invoke path does not allocate one per call.
+	encBufs sync.Pool
 
 	// streams ends every open /events stream when shutdown begins: Shutdown
 	// waits for connections to go idle, and a stream never does.

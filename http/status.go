@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	nethttp "net/http"
@@ -118,7 +119,15 @@ func (s *Server) writeInvokeDenial(w nethttp.ResponseWriter, r *nethttp.Request,
 // writeJSON writes v with status. Encoding happens before the header is
 // written, so a value that cannot be encoded still gets a proper 500.
 func (s *Server) writeJSON(w nethttp.ResponseWriter, r *nethttp.Request, status int, v any) {
-	b, err := json.Marshal(v)
+	buf, _ := s.encBufs.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer s.putEncodeBuf(buf)
+	buf.Reset()
+	// Encode is json.Marshal plus the trailing newline, into a reused buffer.
+	err := json.NewEncoder(buf).Encode(v)
+	b := buf.Bytes()
 	if err != nil {
 		s.log.Error("encode response", "method", r.Method, "path", r.URL.Path, "err", err)
 		status = statusFor(plexus.CodeInternalError)
@@ -128,11 +137,20 @@ func (s *Server) writeJSON(w nethttp.ResponseWriter, r *nethttp.Request, status 
 		} else {
 			b, _ = json.Marshal(plexus.ErrorResponse{Error: &plexus.ErrorBody{Code: plexus.CodeInternalError, Message: "internal error"}})
 		}
+		b = append(b, '\n')
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b) // net/http copies b: the buffer can go back to the pool
+}
+
+// putEncodeBuf returns buf to the pool unless a large answer (a manifest)
+// grew it: the pool should not pin megabytes.
+func (s *Server) putEncodeBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		s.encBufs.Put(buf)
+	}
 }

@@ -19,7 +19,8 @@ import (
 // the stored time (UTC) and a.Payload the redacted payload actually stored.
 // The row reaches the audit mirror only once the transaction commits.
 func (t *tx) Record(a *plexus.Activity) error {
-	if err := t.writable(); err != nil {
+	err := t.writable()
+	if err != nil {
 		return err
 	}
 	if a.TS.IsZero() {
@@ -27,12 +28,13 @@ func (t *tx) Record(a *plexus.Activity) error {
 	}
 	ts := fmtTime(a.TS)
 	payload := Redact(a.Payload)
-	payloadText, err := encodeCanonical(payload)
-	if err != nil {
-		return fmt.Errorf("record %s: payload: %w", a.ActionType, err)
-	}
+	// The payload is encoded once: the same bytes are the column, part of
+	// the canonical row that is hashed, and part of the mirror line.
+	var payloadText []byte
 	if payload == nil {
 		payloadText = []byte("{}")
+	} else if payloadText, err = appendPayloadJSON(make([]byte, 0, 256), payload); err != nil {
+		return fmt.Errorf("record %s: payload: %w", a.ActionType, err)
 	}
 	prev, err := t.chainHead()
 	if err != nil {
@@ -48,10 +50,8 @@ func (t *tx) Record(a *plexus.Activity) error {
 		Payload:    payloadText,
 		PrevHash:   prev,
 	}
-	row.Hash, err = rowHash(row)
-	if err != nil {
-		return fmt.Errorf("record %s: hash: %w", a.ActionType, err)
-	}
+	row.canonical = appendCanonicalRow(make([]byte, 0, len(payloadText)+256), &row)
+	row.Hash = chainHash(prev, row.canonical)
 	res, err := t.exec(`INSERT INTO activity
 		(ts, trace_id, actor, agent_id, action_type, target, payload, prev_hash, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -108,7 +108,8 @@ type canonicalRow struct {
 	Payload    json.RawMessage `json:"payload"`
 }
 
-// rowHash computes hex(sha256(prev_hash || canonical JSON)) for r.
+// rowHash computes hex(sha256(prev_hash || canonical JSON)) for r, from the
+// stored texts alone (verify's view of a row).
 func rowHash(r mirrorRow) (string, error) {
 	c, err := encodeCanonical(canonicalRow{
 		TS: r.TS, TraceID: r.TraceID, Actor: r.Actor, AgentID: r.AgentID,
@@ -117,10 +118,16 @@ func rowHash(r mirrorRow) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return chainHash(r.PrevHash, c), nil
+}
+
+// chainHash is hex(sha256(prev || canonical)).
+func chainHash(prev string, canonical []byte) string {
 	h := sha256.New()
-	h.Write([]byte(r.PrevHash))
-	h.Write(c)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	h.Write([]byte(prev))
+	h.Write(canonical)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // encodeCanonical is compact JSON with HTML escaping off (so a script in any

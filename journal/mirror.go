@@ -26,6 +26,10 @@ type mirrorRow struct {
 	Payload    json.RawMessage `json:"payload"`
 	PrevHash   string          `json:"prev_hash"`
 	Hash       string          `json:"hash"`
+
+	// canonical is the hashed encoding Record built for the row, reused
+	// for the mirror line; nil for rows read back from the table.
+	canonical []byte
 }
 
 // mirror appends committed activity rows to AuditDir/YYYY-MM-DD.jsonl (the
@@ -98,14 +102,14 @@ func rowDay(r mirrorRow) string {
 
 func (m *mirror) write(day string, rows []mirrorRow, sync bool) error {
 	var buf []byte
-	for _, r := range rows {
+	for i := range rows {
 		// Unescaped like the payload column, so a line carries the stored
 		// text byte for byte.
-		b, err := encodeCanonical(r)
-		if err != nil {
+		var err error
+		if buf, err = appendMirrorLine(buf, &rows[i]); err != nil {
 			return err
 		}
-		buf = append(append(buf, b...), '\n')
+		buf = append(buf, '\n')
 	}
 	if m.f == nil || m.day != day {
 		if m.f != nil {

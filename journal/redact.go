@@ -2,7 +2,9 @@ package journal
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
+	"reflect"
 	"strings"
 )
 
@@ -117,6 +119,22 @@ func redactValue(v any) any {
 		}
 		return out
 	}
+	// Named strings and slices of them (plexus.Via, []plexus.Verb: every
+	// invoke row carries one) are stored as plain JSON strings; redact them
+	// as strings without the JSON round trip below, producing what it
+	// would (a string, or []any of strings).
+	if rv := reflect.ValueOf(v); plainJSONString(rv.Type()) {
+		return redactString(rv.String())
+	} else if rv.Kind() == reflect.Slice && plainJSONString(rv.Type().Elem()) && !customJSON(rv.Type()) {
+		if rv.IsNil() {
+			return nil // encodes as null, decodes as nil
+		}
+		out := make([]any, rv.Len())
+		for i := range out {
+			out[i] = redactString(rv.Index(i).String())
+		}
+		return out
+	}
 	// Structs, pointers, typed slices and maps, json.RawMessage: look at
 	// them the way they will be stored.
 	b, err := json.Marshal(v)
@@ -128,6 +146,25 @@ func redactValue(v any) any {
 		return Redacted
 	}
 	return redactValue(generic)
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// customJSON reports whether t (or *t) encodes itself rather than as its
+// kind says.
+func customJSON(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+		pt.Implements(jsonMarshaler) || pt.Implements(textMarshaler)
+}
+
+// plainJSONString reports whether encoding/json writes values of t as a
+// JSON string holding their text.
+func plainJSONString(t reflect.Type) bool {
+	return t.Kind() == reflect.String && !customJSON(t)
 }
 
 // decodeJSON decodes b keeping numbers exact (json.Number), so redaction

@@ -88,3 +88,37 @@ func TestRedactionPolicyIsEnforced(t *testing.T) {
 		t.Error("RedactionPolicy returned shared state")
 	}
 }
+
+type (
+	testVerb    string
+	testVerbs   []testVerb
+	loudString  string
+	loudStrings []string
+)
+
+func (s loudString) MarshalText() ([]byte, error)  { return []byte("LOUD " + string(s)), nil }
+func (s loudStrings) MarshalJSON() ([]byte, error) { return []byte(`"joined"`), nil }
+
+// TestRedactNamedStrings: named strings and slices of them skip the JSON
+// round trip, and must come out exactly as it would have made them.
+func TestRedactNamedStrings(t *testing.T) {
+	roundTrip := func(v any) any {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := decodeJSON(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return redactValue(g)
+	}
+	for _, v := range []any{
+		testVerb("read"), testVerb(jwt), []testVerb{"read", "write"}, []testVerb{"plx_live_x"}, []testVerb{},
+		[]testVerb(nil), testVerbs{"execute"}, loudString("x"), []loudString{"a"}, loudStrings{"a", "b"},
+	} {
+		if diff := cmp.Diff(roundTrip(v), redactValue(v)); diff != "" {
+			t.Errorf("redactValue(%#v) (-round trip +got):\n%s", v, diff)
+		}
+	}
+}
