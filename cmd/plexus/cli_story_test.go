@@ -638,6 +638,20 @@ func TestCLICallWait(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		pid, result := e.waitingCall(ctx, "portal.notes.write", "path=i.md", "content=x", "--wait")
+		// The pending shows in the journal before the client has read its
+		// 202: interrupt only once the client has remembered the request,
+		// which it does right before it starts waiting.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, _ := os.ReadFile(filepath.Join(e.agentHome, "tokens.json"))
+			if strings.Contains(string(b), pid) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the client never remembered its pending request")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		cancel() // Ctrl-C
 		call := result()
 		if call.code != exitPending || !strings.Contains(call.stderr, "stopped waiting; grant still pending: "+pid) {
