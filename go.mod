@@ -3,9 +3,18 @@ module github.com/plexus-gw/plexus
 go 1.26
 
 require (
+	github.com/adrg/frontmatter v0.2.0
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/go-cmp v0.7.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/oklog/ulid/v2 v2.1.2
 	github.com/urfave/cli/v3 v3.14.0
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
+	github.com/BurntSushi/toml v0.3.1 // indirect
+	golang.org/x/sys v0.13.0 // indirect
+	gopkg.in/yaml.v2 v2.3.0 // indirect
 )

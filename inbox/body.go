@@ -1,0 +1,303 @@
+package inbox
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// NoteHeading leads the block a [RenderOptions.Note] is written into.
+const NoteHeading = "**Plexus could not apply this file:**"
+
+// humanTime is how the body writes times for a person.
+const humanTime = "2006-01-02 15:04:05 UTC"
+
+// body writes the markdown after the frontmatter. Every line it writes is
+// either fixed text, gateway data through code (ids) or md (prose), so an
+// agent's text can never add a link, an image, HTML or a heading.
+type body struct {
+	b *bytes.Buffer
+}
+
+func (w body) para(lines ...string) {
+	w.b.WriteByte('\n')
+	for _, l := range lines {
+		w.b.WriteString(strings.TrimRight(l, " "))
+		w.b.WriteByte('\n')
+	}
+}
+
+func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions) {
+	w := body{b}
+	pending := p.State == plexus.StatePending
+	w.para("# " + title(p))
+	w.para(statusLine(p))
+	if fm.Problem != "" {
+		w.para(noteBlock(fm.Problem)...)
+	}
+	if opts.SameUser && pending {
+		w.para("> **Warning: this agent runs as your own user.** Anything running as you, this agent included,",
+			"> can move this file into `../active/` and so approve its own request. Approve only a request",
+			"> you expected; docs/threat-model.md says how to run agents as another user or in a sandbox.")
+	}
+	w.narration(p)
+	w.agentSays(fm)
+	switch p.State {
+	case plexus.StatePending:
+		w.para("## What approving means")
+		w.meaning(p)
+		w.howToDecide(p)
+	case plexus.StateApproved:
+		w.para("## What was approved")
+		w.meaning(p)
+		w.decision(p, fm)
+		w.para("## Revoking", "",
+			"Delete this file or move it to `../archive/` to revoke what it grants; tokens carrying it stop",
+			"working at once. A `once` grant moves to `../archive/` by itself after its one use, and a standing",
+			"grant when its window ends.")
+	default:
+		w.para("## What was asked")
+		w.meaning(p)
+		w.decision(p, fm)
+	}
+}
+
+func title(p plexus.Pending) string {
+	agent := "An agent"
+	if p.AgentID != "" {
+		agent = code(p.AgentID)
+	}
+	switch p.Kind {
+	case plexus.PendingGrant:
+		switch len(p.Items) {
+		case 0:
+			return agent + " asks for a grant"
+		case 1:
+			return agent + " asks for " + code(p.Items[0].CapabilityID)
+		}
+		return fmt.Sprintf("%s asks for %d capabilities", agent, len(p.Items))
+	case plexus.PendingExtension:
+		return agent + " asks to register an extension"
+	case plexus.PendingInstall:
+		return agent + " asks to install a source"
+	}
+	return agent + " asks for a decision of type " + code(p.Kind)
+}
+
+func statusLine(p plexus.Pending) string {
+	parts := []string{"Decision " + code(p.ID), "**" + md(oneLine(p.State)) + "**"}
+	if !p.CreatedAt.IsZero() {
+		parts = append(parts, "asked "+p.CreatedAt.UTC().Format(humanTime))
+	}
+	if p.DecidedAt != nil {
+		parts = append(parts, "decided "+p.DecidedAt.UTC().Format(humanTime))
+	} else if !p.ExpiresAt.IsZero() {
+		parts = append(parts, "expires "+p.ExpiresAt.UTC().Format(humanTime))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// narration writes the gateway-authored summaries, one per capability in
+// the file's order; a capability without one gets a summary made here from
+// the same facts.
+func (w body) narration(p plexus.Pending) {
+	if len(p.Items) == 0 {
+		return
+	}
+	lines := []string{"## What Plexus says", ""}
+	if p.State != plexus.StatePending {
+		lines[0] = "## What Plexus said when it asked"
+	}
+	for _, it := range p.Items {
+		i := slices.IndexFunc(p.Narration, func(n plexus.PendingNarration) bool { return n.ID == it.CapabilityID })
+		if i >= 0 && oneLine(p.Narration[i].Summary) != "" {
+			lines = append(lines, "- "+md(oneLine(p.Narration[i].Summary)))
+			continue
+		}
+		agent := "the agent"
+		if p.AgentID != "" {
+			agent = code(p.AgentID)
+		}
+		lines = append(lines, fmt.Sprintf("- Approving lets %s %s %s %s.", agent, verbWords(it.Verbs),
+			code(it.CapabilityID), windowPhrase(it.TrustWindow, it.Verbs)))
+	}
+	w.para(lines...)
+}
+
+func (w body) agentSays(fm *header) {
+	lines := []string{"## The agent says", "", "The agent's own words, which Plexus has not checked:", ""}
+	switch {
+	case fm.Bundle == "" && fm.Purpose == "":
+		lines = append(lines, "> (the agent gave no purpose)")
+	case fm.Bundle == "":
+		lines = append(lines, "> "+md(fm.Purpose))
+	case fm.Purpose == "":
+		lines = append(lines, "> Task: "+md(fm.Bundle))
+	default:
+		lines = append(lines, "> Task: "+md(fm.Bundle), ">", "> "+md(fm.Purpose))
+	}
+	w.para(lines...)
+}
+
+// meaning writes, per capability, what an approval really grants: the
+// verbs, the real trust window (execute: this one use only), the
+// constraint and a workflow's members.
+func (w body) meaning(p plexus.Pending) {
+	if len(p.Items) == 0 {
+		w.para("Nothing but the decision itself; see the frontmatter.")
+		return
+	}
+	var lines []string
+	for _, it := range p.Items {
+		l := fmt.Sprintf("- %s: %s, %s", code(it.CapabilityID), verbList(it.Verbs), windowPhrase(it.TrustWindow, it.Verbs))
+		var facts []string
+		if it.Provenance != "" {
+			facts = append(facts, md(oneLine(string(it.Provenance))))
+		}
+		if it.Sensitivity != "" {
+			facts = append(facts, md(oneLine(string(it.Sensitivity)))+" sensitivity")
+		}
+		if len(facts) > 0 {
+			l += " (" + strings.Join(facts, ", ") + ")"
+		}
+		lines = append(lines, l+".")
+		if it.Constraint != nil {
+			lines = append(lines, "  - only for calls the `constraint` admits: "+describeConstraint(it.Constraint)+".")
+		}
+		if len(it.Members) > 0 {
+			ms := make([]string, len(it.Members))
+			for i, m := range it.Members {
+				ms[i] = code(m.ID) + " (" + verbList(m.Verbs) + ")"
+			}
+			lines = append(lines, "  - as a workflow it also calls "+strings.Join(ms, ", ")+".")
+		}
+	}
+	w.para(lines...)
+}
+
+func (w body) howToDecide(p plexus.Pending) {
+	lines := []string{"## How to decide", "",
+		"- **Approve:** move this file to `../active/`, or run `plexus approve " + p.ID + "`.",
+		"- **Deny:** write why after `reason:` in the frontmatter, then move this file to `../rejected/`;",
+		"  or run `plexus reject " + p.ID + " --reason \"…\"`.",
+		"- **Withdraw:** delete this file.",
+	}
+	if !p.ExpiresAt.IsZero() {
+		lines = append(lines, "- **Do nothing:** the request expires at "+p.ExpiresAt.UTC().Format(humanTime)+
+			" and this file moves to `../archive/`.")
+	}
+	w.para(lines...)
+	var ways []string
+	if slices.ContainsFunc(p.Items, func(it plexus.PendingItem) bool {
+		return it.TrustWindow.Kind != plexus.WindowOnce && !slices.Contains(it.Verbs, plexus.VerbExecute)
+	}) {
+		ways = append(ways, "- shorten a `window`: `once`, `1h`, `1d`, `7d`, or a duration such as `36h` or `3d`;")
+	}
+	if slices.ContainsFunc(p.Items, func(it plexus.PendingItem) bool { return len(plexus.NormalizeVerbs(it.Verbs)) > 1 }) {
+		ways = append(ways, "- remove verbs from a `verbs` list;")
+	}
+	if len(p.Items) > 1 {
+		ways = append(ways, "- remove capabilities from `capabilities` (keep at least one);")
+	}
+	if slices.ContainsFunc(p.Items, func(it plexus.PendingItem) bool { return it.Constraint != nil }) {
+		ways = append(ways, "- tighten a `constraint`: fewer paths or values, more `match` rules;")
+	}
+	if len(ways) == 0 {
+		w.para("## How to narrow", "", "This request is as narrow as it gets: approve it or deny it as it stands.")
+		return
+	}
+	ways[len(ways)-1] = strings.TrimSuffix(ways[len(ways)-1], ";") + "."
+	lines = append([]string{"## How to narrow", "", "Before approving you may edit the frontmatter to grant less, never more:", ""}, ways...)
+	lines = append(lines, "",
+		"An edit that widens the request (a capability or a verb added, a longer window, a looser",
+		"constraint) or that changes `id`, `type` or `agent` is refused: the file comes back here with",
+		"the reason at the top, and nothing is approved. The other fields are Plexus's own; editing them",
+		"changes nothing.")
+	if slices.ContainsFunc(p.Items, func(it plexus.PendingItem) bool { return slices.Contains(it.Verbs, plexus.VerbExecute) }) {
+		lines = append(lines, "", "Execute is never standing: its window stays `once`.")
+	}
+	w.para(lines...)
+}
+
+func (w body) decision(p plexus.Pending, fm *header) {
+	var what string
+	switch p.State {
+	case plexus.StateApproved:
+		what = "Approved"
+	case plexus.StateDenied:
+		what = "Denied"
+	case plexus.StateExpired:
+		what = "Expired without a decision"
+	case plexus.StateWithdrawn:
+		what = "Withdrawn"
+	default:
+		what = "Closed as " + md(oneLine(p.State))
+	}
+	if p.DecidedBy != "" {
+		what += " by " + code(p.DecidedBy)
+	}
+	if p.Via != "" {
+		what += " via " + code(p.Via)
+	}
+	if p.DecidedAt != nil {
+		what += " at " + p.DecidedAt.UTC().Format(humanTime)
+	}
+	lines := []string{"## Decision", "", what + "."}
+	if fm.Reason != "" {
+		lines = append(lines, "", "Reason given: "+md(fm.Reason))
+	}
+	w.para(lines...)
+}
+
+func verbWords(vs []plexus.Verb) string {
+	words := make([]string, 0, len(vs))
+	for _, v := range plexus.NormalizeVerbs(vs) {
+		words = append(words, strings.ToUpper(string(v)))
+	}
+	return strings.Join(words, " and ")
+}
+
+func verbList(vs []plexus.Verb) string {
+	words := make([]string, 0, len(vs))
+	for _, v := range plexus.NormalizeVerbs(vs) {
+		words = append(words, string(v))
+	}
+	return strings.Join(words, ", ")
+}
+
+// describeConstraint spells c in a line: which input fields it pins down.
+func describeConstraint(c *plexus.ScopeConstraint) string {
+	var parts []string
+	if pp := c.PathPrefix; pp != nil {
+		parts = append(parts, code(pp.Field)+" under "+codes(pp.Allow))
+	}
+	if al := c.Allow; al != nil {
+		parts = append(parts, code(al.Field)+" one of "+codes(al.Values))
+	}
+	for _, m := range c.Match {
+		switch m.Op {
+		case "in":
+			vs := make([]string, len(m.Values))
+			for i, v := range m.Values {
+				vs[i] = fmt.Sprint(v)
+			}
+			parts = append(parts, code(m.Field)+" one of "+codes(vs))
+		case "prefix":
+			parts = append(parts, code(m.Field)+" starting with "+code(fmt.Sprint(m.Value)))
+		default:
+			parts = append(parts, code(m.Field)+" "+md(oneLine(m.Op))+" "+code(fmt.Sprint(m.Value)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func codes(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = code(s)
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,317 @@
+package inbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+)
+
+// RenderOptions are what a file says beyond the decision itself. The zero
+// value renders the plain decision.
+type RenderOptions struct {
+	// SameUser is true when the requesting agent runs as the owner's own OS
+	// user: the file then says so and warns that the agent could approve
+	// its own request by moving the file.
+	SameUser bool
+	// Note is a problem to tell the owner about, such as an edit that was
+	// refused: it is written near the top of the body and into the
+	// frontmatter's `problem:` field. One statement per line.
+	Note string
+}
+
+// maxBundleName caps the agent-authored task name, as auth caps a purpose.
+const maxBundleName = 120
+
+// header is the YAML frontmatter a decision file starts with; field order is the
+// file's key order. Keep docs/files-as-api.md in step.
+type header struct {
+	Plexus       string         `yaml:"plexus"`
+	Problem      string         `yaml:"problem,omitempty"`
+	ID           string         `yaml:"id"`
+	Type         string         `yaml:"type"`
+	State        string         `yaml:"state"`
+	Agent        string         `yaml:"agent"`
+	TraceID      string         `yaml:"trace_id,omitempty"`
+	Created      stamp          `yaml:"created,omitempty"`
+	Expires      stamp          `yaml:"expires,omitempty"`
+	SameUser     bool           `yaml:"same_user,omitempty"`
+	Bundle       string         `yaml:"bundle,omitempty"`
+	Purpose      string         `yaml:"purpose,omitempty"`
+	Capabilities []fmCapability `yaml:"capabilities"`
+	Reason       string         `yaml:"reason"`
+	Decided      stamp          `yaml:"decided,omitempty"`
+	DecidedBy    string         `yaml:"decided_by,omitempty"`
+	Via          string         `yaml:"via,omitempty"`
+}
+
+type fmCapability struct {
+	ID          string     `yaml:"id"`
+	Verbs       []string   `yaml:"verbs,flow"`
+	Window      string     `yaml:"window"`
+	Provenance  string     `yaml:"provenance,omitempty"`
+	Sensitivity string     `yaml:"sensitivity,omitempty"`
+	Constraint  any        `yaml:"constraint,omitempty"`
+	Members     []fmMember `yaml:"members,omitempty"`
+}
+
+type fmMember struct {
+	ID         string   `yaml:"id"`
+	Verbs      []string `yaml:"verbs,flow"`
+	Constraint any      `yaml:"constraint,omitempty"`
+}
+
+// stamp is a time written as a plain YAML timestamp (unquoted).
+type stamp string
+
+func (s stamp) MarshalYAML() (any, error) {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: string(s)}, nil
+}
+
+func stampOf(t time.Time) stamp {
+	if t.IsZero() {
+		return ""
+	}
+	return stamp(t.UTC().Truncate(time.Second).Format(timeLayout))
+}
+
+// Render writes p as a decision file: YAML frontmatter for the machine
+// fields and a body for a person. The same p and opts give the same bytes:
+// nothing depends on the time of rendering or on map order.
+//
+// Agent-authored text (the purpose, a bundle's task name) is stripped of
+// control and bidi characters in both parts, and in the body only ever
+// appears quoted under "The agent says". Render refuses a decision whose id
+// is not a decision id, or whose verbs, windows or constraints are not
+// valid, rather than write a file that [Parse] would refuse.
+func Render(p plexus.Pending, opts RenderOptions) ([]byte, error) {
+	fm, err := headerOf(p, opts)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", p.ID, err)
+	}
+	var doc yaml.Node
+	if err := doc.Encode(fm); err != nil {
+		return nil, fmt.Errorf("render %s: %w", p.ID, err)
+	}
+	oneLineScalars(&doc)
+	var b bytes.Buffer
+	b.WriteString("---\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("render %s: %w", p.ID, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("render %s: %w", p.ID, err)
+	}
+	b.WriteString("---\n")
+	writeBody(&b, p, fm, opts)
+	return b.Bytes(), nil
+}
+
+// oneLineScalars makes every text value that holds a line break
+// double-quoted ("a\nb"), so that each value sits on its key's line: a
+// block scalar's line could otherwise read "---" and end the frontmatter.
+func oneLineScalars(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "\n") {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		oneLineScalars(c)
+	}
+}
+
+func headerOf(p plexus.Pending, opts RenderOptions) (*header, error) {
+	if !ValidID(p.ID) {
+		return nil, fmt.Errorf("id %q is not a decision id (%s followed by a ULID)", p.ID, IDPrefix)
+	}
+	for _, f := range [][2]string{{"type", p.Kind}, {"state", p.State}, {"agent", p.AgentID},
+		{"trace_id", p.TraceID}, {"decided_by", p.DecidedBy}, {"via", p.Via}} {
+		if !utf8.ValidString(f[1]) {
+			return nil, fmt.Errorf("%s is not valid UTF-8", f[0])
+		}
+	}
+	fm := &header{
+		Plexus: Format, Problem: cleanNote(opts.Note),
+		ID: p.ID, Type: p.Kind, State: p.State, Agent: p.AgentID, TraceID: p.TraceID,
+		Created: stampOf(p.CreatedAt), Expires: stampOf(p.ExpiresAt), SameUser: opts.SameUser,
+		Purpose: auth.CleanPurpose(p.Purpose), Reason: auth.CleanPurpose(p.Reason),
+		DecidedBy: p.DecidedBy, Via: p.Via,
+		Capabilities: []fmCapability{},
+	}
+	if p.Bundle != nil {
+		fm.Bundle = capRunes(oneLine(p.Bundle.Name), maxBundleName)
+	}
+	if p.DecidedAt != nil {
+		fm.Decided = stampOf(*p.DecidedAt)
+	}
+	for i, it := range p.Items {
+		if slices.ContainsFunc(p.Items[:i], func(o plexus.PendingItem) bool { return o.CapabilityID == it.CapabilityID }) {
+			return nil, fmt.Errorf("capabilities[%d]: %s is listed twice", i, it.CapabilityID)
+		}
+		c, err := capabilityOf(it)
+		if err != nil {
+			return nil, fmt.Errorf("capabilities[%d] (%s): %w", i, it.CapabilityID, err)
+		}
+		fm.Capabilities = append(fm.Capabilities, c)
+	}
+	return fm, nil
+}
+
+func capabilityOf(it plexus.PendingItem) (fmCapability, error) {
+	if it.CapabilityID == "" || !utf8.ValidString(it.CapabilityID) {
+		return fmCapability{}, fmt.Errorf("capability id %q is empty or not UTF-8", it.CapabilityID)
+	}
+	verbs, err := verbStrings(it.Verbs)
+	if err != nil {
+		return fmCapability{}, err
+	}
+	w, err := FormatWindow(it.TrustWindow)
+	if err != nil {
+		return fmCapability{}, err
+	}
+	constraint, err := constraintValue(it.Constraint)
+	if err != nil {
+		return fmCapability{}, err
+	}
+	c := fmCapability{ID: it.CapabilityID, Verbs: verbs, Window: w,
+		Provenance: string(it.Provenance), Sensitivity: string(it.Sensitivity), Constraint: constraint}
+	for j, m := range it.Members {
+		mv, err := verbStrings(m.Verbs)
+		if err != nil {
+			return fmCapability{}, fmt.Errorf("members[%d]: %w", j, err)
+		}
+		mc, err := constraintValue(m.Constraint)
+		if err != nil {
+			return fmCapability{}, fmt.Errorf("members[%d]: %w", j, err)
+		}
+		if m.ID == "" || !utf8.ValidString(m.ID) {
+			return fmCapability{}, fmt.Errorf("members[%d]: id %q is empty or not UTF-8", j, m.ID)
+		}
+		c.Members = append(c.Members, fmMember{ID: m.ID, Verbs: mv, Constraint: mc})
+	}
+	return c, nil
+}
+
+// verbStrings checks and orders verbs canonically (read, write, execute).
+func verbStrings(vs []plexus.Verb) ([]string, error) {
+	for _, v := range vs {
+		if !v.Valid() {
+			return nil, fmt.Errorf("verb %q is not read, write or execute", v)
+		}
+	}
+	n := plexus.NormalizeVerbs(vs)
+	if len(n) == 0 {
+		return nil, fmt.Errorf("no verbs")
+	}
+	out := make([]string, len(n))
+	for i, v := range n {
+		out[i] = string(v)
+	}
+	return out, nil
+}
+
+// constraintValue turns c into plain maps in its wire (JSON) shape, which
+// YAML writes with sorted keys: the file shows constraints as the protocol
+// spells them (pathPrefix, allow, match).
+func constraintValue(c *plexus.ScopeConstraint) (any, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if err := auth.ValidateConstraint(c); err != nil {
+		return nil, fmt.Errorf("constraint: %w", err)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("constraint: %w", err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("constraint: %w", err)
+	}
+	return v, nil
+}
+
+// oneLine drops invalid UTF-8 and the characters that hide or reorder text
+// (controls, bidi overrides), and collapses whitespace, as auth does for a
+// purpose.
+func oneLine(s string) string {
+	s = strings.ToValidUTF8(s, "")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsSpace(r):
+			return ' '
+		case unicode.IsControl(r), r == '\u061c', r == '\u200e', r == '\u200f',
+			'\u202a' <= r && r <= '\u202e', '\u2066' <= r && r <= '\u2069':
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// cleanNote keeps a note's lines, each cleaned, without empty ones.
+func cleanNote(s string) string {
+	var lines []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = oneLine(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func capRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+// md escapes text for a markdown body so that it stays text: no HTML, no
+// links or images (which a viewer might fetch), no entities, no emphasis.
+// A leading character that would start a block (heading, quote, list) is
+// escaped too. Backticks are left alone: a code span only ever makes text
+// more literal, and the gateway's narration quotes commands in them.
+func md(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch r {
+		case '\\', '<', '[', ']', '&', '*':
+			b.WriteByte('\\')
+		case '#', '>', '-', '+', '=', '|':
+			if i == 0 {
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// code writes s as an inline code span, whose content markdown never
+// interprets; the fence is longer than any run of backticks inside.
+func code(s string) string {
+	s = oneLine(s)
+	if s == "" {
+		return "(empty)"
+	}
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
