@@ -117,20 +117,25 @@ type sseEvent struct {
 // until the test ends.
 func (td *testDaemon) openEvents(t testing.TB, sessionID, lastEventID string) <-chan sseEvent {
 	t.Helper()
+	ch, stop := openStream(t, td, sessionID, lastEventID)
+	t.Cleanup(stop)
+	return ch
+}
+
+// openStream subscribes to /events for a session and streams parsed events
+// until stop is called.
+func openStream(t testing.TB, td *testDaemon, sid, lastEventID string) (<-chan sseEvent, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, td.baseURL()+"/events", nil)
-	req.Header.Set(plexus.SessionHeader, sessionID)
+	req.Header.Set(plexus.SessionHeader, sid)
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if err != nil || resp.StatusCode != http.StatusOK {
 		cancel()
 		t.Fatalf("events: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		cancel()
-		t.Fatalf("events: status %d", resp.StatusCode)
 	}
 	out := make(chan sseEvent, 64)
 	done := make(chan struct{})
@@ -156,8 +161,18 @@ func (td *testDaemon) openEvents(t testing.TB, sessionID, lastEventID string) <-
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); resp.Body.Close(); <-done })
-	return out
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			resp.Body.Close()
+			for range out {
+			}
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return out, stop
 }
 
 // waitEvent returns the first event of type typ, failing after a generous

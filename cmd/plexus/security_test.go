@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -612,59 +611,6 @@ func TestKeyRotation(t *testing.T) {
 			t.Errorf("agent refresh after rotation: status %d", st)
 		}
 	})
-}
-
-// openStream is openEvents with a way to close the stream before the test
-// ends.
-func openStream(t *testing.T, td *testDaemon, sid, lastEventID string) (<-chan sseEvent, func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, td.baseURL()+"/events", nil)
-	req.Header.Set(plexus.SessionHeader, sid)
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		cancel()
-		t.Fatalf("events: %v", err)
-	}
-	out := make(chan sseEvent, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(out)
-		sc := bufio.NewScanner(resp.Body)
-		var ev sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if ev.Type != "" {
-					out <- ev
-				}
-				ev = sseEvent{}
-			case strings.HasPrefix(line, "id: "):
-				ev.ID = strings.TrimPrefix(line, "id: ")
-			case strings.HasPrefix(line, "event: "):
-				ev.Type = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.Data += strings.TrimPrefix(line, "data: ")
-			}
-		}
-	}()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			resp.Body.Close()
-			for range out {
-			}
-			<-done
-		})
-	}
-	t.Cleanup(stop)
-	return out, stop
 }
 
 // until collects events up to and including the first that stop accepts.
