@@ -66,6 +66,19 @@ type Decision struct {
 	TrustWindow  *TrustWindow
 	Verbs        []Verb
 	Capabilities []string
+	// Items narrows capability by capability (an owner's edit of a decision
+	// file): the capabilities kept, each with its verbs, window and
+	// constraint, none wider than asked. It excludes the three fields above.
+	Items []ItemDecision
+}
+
+// ItemDecision is what is approved of one requested capability. Empty
+// fields keep what was asked.
+type ItemDecision struct {
+	CapabilityID string
+	Verbs        []Verb
+	TrustWindow  *TrustWindow
+	Constraint   *ScopeConstraint
 }
 
 // PendingListResponse is the body of GET /admin/api/pending.

@@ -142,6 +142,12 @@ func optionalResolved(pendingID string, tok *plexus.ScopedToken) any {
 // narrowItems applies a decision's narrowing to the requested items and
 // refuses anything that would widen them.
 func narrowItems(items []plexus.PendingItem, d plexus.Decision) ([]plexus.PendingItem, error) {
+	if len(d.Items) > 0 {
+		if len(d.Capabilities) > 0 || len(d.Verbs) > 0 || d.TrustWindow != nil {
+			return nil, plexus.Errorf(plexus.CodeInvalidRequest, "narrow either per capability or for the whole request, not both")
+		}
+		return narrowEach(items, d.Items)
+	}
 	out := items
 	if len(d.Capabilities) > 0 {
 		out = nil
@@ -169,6 +175,48 @@ func narrowItems(items []plexus.PendingItem, d plexus.Decision) ([]plexus.Pendin
 	}
 	if len(out) == 0 {
 		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "nothing left to approve")
+	}
+	return out, nil
+}
+
+// narrowEach applies per-capability narrowing: only capabilities that were
+// asked, only verbs that were asked, windows no longer than asked, and
+// constraints that narrow what was asked.
+func narrowEach(items []plexus.PendingItem, each []plexus.ItemDecision) ([]plexus.PendingItem, error) {
+	out := make([]plexus.PendingItem, 0, len(each))
+	seen := map[string]bool{}
+	for _, n := range each {
+		i := slices.IndexFunc(items, func(it plexus.PendingItem) bool { return it.CapabilityID == n.CapabilityID })
+		if i < 0 || seen[n.CapabilityID] {
+			return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s was not requested (or is listed twice); a decision may only narrow the request", n.CapabilityID)
+		}
+		seen[n.CapabilityID] = true
+		it := items[i]
+		if len(n.Verbs) > 0 {
+			for _, v := range n.Verbs {
+				if !slices.Contains(it.Verbs, v) {
+					return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s was requested with %s, not %s; a decision may only narrow the request",
+						it.CapabilityID, verbList(it.Verbs), v)
+				}
+			}
+			it.Verbs = plexus.NormalizeVerbs(n.Verbs)
+		}
+		if n.TrustWindow != nil {
+			if !auth.ValidWindow(*n.TrustWindow) || !auth.Narrower(*n.TrustWindow, it.TrustWindow) {
+				return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s: window %+v is not a valid narrowing of %+v", it.CapabilityID, *n.TrustWindow, it.TrustWindow)
+			}
+			it.TrustWindow = *n.TrustWindow
+		}
+		if n.Constraint != nil {
+			if err := auth.ValidateConstraint(n.Constraint); err != nil {
+				return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s: invalid constraint: %v", it.CapabilityID, err)
+			}
+			if !auth.Narrows(n.Constraint, it.Constraint) {
+				return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s: the constraint does not narrow what was asked", it.CapabilityID)
+			}
+			it.Constraint = n.Constraint
+		}
+		out = append(out, it)
 	}
 	return out, nil
 }

@@ -163,3 +163,67 @@ func TestBusDropsSlowSubscriber(t *testing.T) {
 	}
 	b.unsubscribe(s) // closing twice must be safe
 }
+
+func TestNarrowEach(t *testing.T) {
+	w1d, w7d, w1h := plexus.TrustWindow{Kind: plexus.Window1d}, plexus.TrustWindow{Kind: plexus.Window7d}, plexus.TrustWindow{Kind: plexus.Window1h}
+	items := []plexus.PendingItem{
+		{CapabilityID: "a.write", Verbs: []plexus.Verb{plexus.VerbRead, plexus.VerbWrite}, TrustWindow: w1d},
+		{CapabilityID: "b.read", Verbs: []plexus.Verb{plexus.VerbRead}, TrustWindow: w7d,
+			Constraint: &plexus.ScopeConstraint{PathPrefix: &plexus.PathPrefixConstraint{Field: "path", Allow: []string{"docs/"}}}},
+	}
+	narrower := &plexus.ScopeConstraint{PathPrefix: &plexus.PathPrefixConstraint{Field: "path", Allow: []string{"docs/public/"}}}
+	wider := &plexus.ScopeConstraint{PathPrefix: &plexus.PathPrefixConstraint{Field: "path", Allow: []string{"other/"}}}
+	tests := []struct {
+		name    string
+		each    []plexus.ItemDecision
+		wantErr bool
+		check   func(t *testing.T, got []plexus.PendingItem)
+	}{
+		{"KeepOne", []plexus.ItemDecision{{CapabilityID: "b.read"}}, false, func(t *testing.T, got []plexus.PendingItem) {
+			if len(got) != 1 || got[0].CapabilityID != "b.read" || got[0].TrustWindow != w7d {
+				t.Errorf("got %+v", got)
+			}
+		}},
+		{"ShorterWindowEach", []plexus.ItemDecision{{CapabilityID: "a.write", TrustWindow: &w1h}, {CapabilityID: "b.read", TrustWindow: &w1d}}, false,
+			func(t *testing.T, got []plexus.PendingItem) {
+				if got[0].TrustWindow != w1h || got[1].TrustWindow != w1d {
+					t.Errorf("windows = %v, %v", got[0].TrustWindow, got[1].TrustWindow)
+				}
+			}},
+		{"LongerWindow", []plexus.ItemDecision{{CapabilityID: "a.write", TrustWindow: &w7d}}, true, nil},
+		{"FewerVerbs", []plexus.ItemDecision{{CapabilityID: "a.write", Verbs: []plexus.Verb{plexus.VerbWrite}}}, false,
+			func(t *testing.T, got []plexus.PendingItem) {
+				if len(got[0].Verbs) != 1 || got[0].Verbs[0] != plexus.VerbWrite {
+					t.Errorf("verbs = %v", got[0].Verbs)
+				}
+			}},
+		{"AddedVerb", []plexus.ItemDecision{{CapabilityID: "b.read", Verbs: []plexus.Verb{plexus.VerbWrite}}}, true, nil},
+		{"NarrowerConstraint", []plexus.ItemDecision{{CapabilityID: "b.read", Constraint: narrower}}, false,
+			func(t *testing.T, got []plexus.PendingItem) {
+				if got[0].Constraint != narrower {
+					t.Errorf("constraint = %+v", got[0].Constraint)
+				}
+			}},
+		{"WiderConstraint", []plexus.ItemDecision{{CapabilityID: "b.read", Constraint: wider}}, true, nil},
+		{"Unrequested", []plexus.ItemDecision{{CapabilityID: "c.exec"}}, true, nil},
+		{"Twice", []plexus.ItemDecision{{CapabilityID: "b.read"}, {CapabilityID: "b.read"}}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := narrowItems(items, plexus.Decision{Items: tt.each})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if plexus.CodeOf(err) != plexus.CodeInvalidRequest {
+					t.Fatalf("code = %s", plexus.CodeOf(err))
+				}
+				return
+			}
+			tt.check(t, got)
+		})
+	}
+	if _, err := narrowItems(items, plexus.Decision{Items: []plexus.ItemDecision{{CapabilityID: "b.read"}}, Verbs: []plexus.Verb{plexus.VerbRead}}); err == nil {
+		t.Error("per-capability and whole-request narrowing together must be refused")
+	}
+}
