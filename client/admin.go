@@ -104,6 +104,13 @@ func (a *Admin) Pending(ctx context.Context) ([]plexus.Pending, error) {
 	return resp.Pending, err
 }
 
+// ShowPending returns one decision, pending or decided.
+func (a *Admin) ShowPending(ctx context.Context, id string) (plexus.Pending, error) {
+	var p plexus.Pending
+	err := a.do(ctx, http.MethodGet, "/admin/api/pending/"+url.PathEscape(id), nil, &p)
+	return p, err
+}
+
 // Decide approves or denies pending decision id; req may narrow an approval
 // (window, verbs, capabilities) and carries the reason.
 func (a *Admin) Decide(ctx context.Context, id string, approve bool, req plexus.DecideRequest) (plexus.Pending, error) {

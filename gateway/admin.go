@@ -235,6 +235,25 @@ func (g *Gateway) AdminPending(ctx context.Context, c Credentials) (plexus.Pendi
 	return plexus.PendingListResponse{Pending: list}, nil
 }
 
+// AdminShowPending returns one decision, whatever its state.
+func (g *Gateway) AdminShowPending(ctx context.Context, c Credentials, id string) (plexus.Pending, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.Pending{}, err
+	}
+	var p *plexus.Pending
+	err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		p, err = tx.Pending(id)
+		return err
+	})
+	if errors.Is(err, plexus.ErrNotFound) {
+		return plexus.Pending{}, plexus.Errorf(plexus.CodeNotFound, "no decision %q", id)
+	} else if err != nil {
+		return plexus.Pending{}, plexus.WrapError(plexus.CodeInternalError, err, "could not read the decision")
+	}
+	return *p, nil
+}
+
 // AdminAgents lists every agent, enrolled or not, revoked or not.
 func (g *Gateway) AdminAgents(ctx context.Context, c Credentials) ([]plexus.Agent, error) {
 	if err := g.AdminCheck(ctx, c); err != nil {

@@ -62,6 +62,8 @@ type API interface {
 	RevokeAgent(ctx context.Context, c Credentials, req plexus.AgentRevokeRequest) (plexus.AgentRevokeResponse, error)
 	AdminGrants(ctx context.Context, c Credentials) (plexus.GrantsListResponse, error)
 	AdminPending(ctx context.Context, c Credentials) (plexus.PendingListResponse, error)
+	// AdminShowPending returns one decision, pending or decided.
+	AdminShowPending(ctx context.Context, c Credentials, id string) (plexus.Pending, error)
 	AdminDecide(ctx context.Context, c Credentials, pendingID string, req plexus.DecideRequest) (plexus.Pending, error)
 	RotateKey(ctx context.Context, c Credentials) (plexus.KeyRotateResponse, error)
 	Integration(ctx context.Context, c Credentials, agentID string) (plexus.IntegrationResponse, error)

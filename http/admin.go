@@ -106,6 +106,11 @@ func (s *Server) handleAdminPending(w nethttp.ResponseWriter, r *nethttp.Request
 	s.reply(w, r, resp, err)
 }
 
+func (s *Server) handleAdminShowPending(w nethttp.ResponseWriter, r *nethttp.Request) {
+	resp, err := s.api.AdminShowPending(r.Context(), credentials(r), r.PathValue("id"))
+	s.reply(w, r, resp, err)
+}
+
 // handleDecide serves the three spellings of a decision. With the action in
 // the path the body (a DecideRequest narrowing the approval) is optional and
 // an action it names must agree; on the bare path the body's action is

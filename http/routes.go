@@ -36,6 +36,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /admin/api/agents", s.handleAdminAgents)
 	m.HandleFunc("GET /admin/api/grants", s.handleAdminGrants)
 	m.HandleFunc("GET /admin/api/pending", s.handleAdminPending)
+	m.HandleFunc("GET /admin/api/pending/{id}", s.handleAdminShowPending)
 	m.HandleFunc("POST /admin/api/pending/{id}/approve", s.handleDecide("approve"))
 	m.HandleFunc("POST /admin/api/pending/{id}/deny", s.handleDecide("deny"))
 	m.HandleFunc("POST /admin/api/pending/{id}", s.handleDecide(""))

@@ -240,6 +240,7 @@ func TestEveryRouteReachesGateway(t *testing.T) {
 		{"GET", "/admin/api/agents", "", "AdminAgents"},
 		{"GET", "/admin/api/grants", "", "AdminGrants"},
 		{"GET", "/admin/api/pending", "", "AdminPending"},
+		{"GET", "/admin/api/pending/pend_1", "", "AdminShowPending"},
 		{"POST", "/admin/api/pending/p/approve", "", "AdminDecide"},
 		{"POST", "/admin/api/pending/p/deny", "", "AdminDecide"},
 		{"POST", "/admin/api/pending/p", `{"action":"deny"}`, "AdminDecide"},

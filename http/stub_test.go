@@ -146,6 +146,11 @@ func (s *stubAPI) AdminGrants(_ context.Context, c gateway.Credentials) (plexus.
 	return plexus.GrantsListResponse{}, s.Err
 }
 
+func (s *stubAPI) AdminShowPending(_ context.Context, c gateway.Credentials, id string) (plexus.Pending, error) {
+	s.record("AdminShowPending", c, id)
+	return plexus.Pending{ID: id}, s.Err
+}
+
 func (s *stubAPI) AdminPending(_ context.Context, c gateway.Credentials) (plexus.PendingListResponse, error) {
 	s.record("AdminPending", c, nil)
 	return plexus.PendingListResponse{}, s.Err

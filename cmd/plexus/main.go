@@ -49,6 +49,7 @@ func commands() []func() *cli.Command {
 		agentsCommand,
 		grantsCommand,
 		pendingCommand,
+		showCommand,
 		approveCommand,
 		rejectCommand,
 		portalCommand,
