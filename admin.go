@@ -113,6 +113,9 @@ type StatusResponse struct {
 	Pending  int            `json:"pending"`
 	Grants   int            `json:"grants"`
 	Started  time.Time      `json:"started"`
+	// SameUserAgents are the agents seen, since the gateway started, handshaking
+	// from the owner's own OS user: they can read PLEXUS_HOME and move files.
+	SameUserAgents []string `json:"sameUserAgents,omitempty"`
 }
 
 // SourceStatus is one source's line in StatusResponse.

@@ -494,6 +494,12 @@ func (g *Gateway) Status(ctx context.Context, c Credentials) (plexus.StatusRespo
 	}
 	out := plexus.StatusResponse{Gateway: g.gatewayInfo(), Home: g.cfg.Home, Revision: g.d.Registry.Revision(),
 		Entries: len(entries), Started: g.started, Sources: []plexus.SourceStatus{}}
+	g.mu.RLock()
+	for id := range g.sameUserSeen {
+		out.SameUserAgents = append(out.SameUserAgents, id)
+	}
+	g.mu.RUnlock()
+	slices.Sort(out.SameUserAgents)
 	for _, id := range g.d.Registry.Sources() {
 		src, _ := g.d.Registry.Source(id)
 		out.Sources = append(out.Sources, plexus.SourceStatus{ID: id, Provenance: src.Provenance(), Entries: counts[id],

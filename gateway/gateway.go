@@ -108,8 +108,11 @@ type Gateway struct {
 
 	started time.Time
 
-	mu      sync.RWMutex // guards keyHash and resolved
+	mu      sync.RWMutex // guards keyHash, resolved and sameUserSeen
 	keyHash []byte
+	// sameUserSeen holds the agents that handshook from the owner's own OS
+	// user since start, for `plexus status`.
+	sameUserSeen map[string]bool
 	// resolved holds tokens minted on approval, until their session fetches
 	// them by GET /grants/status or they expire. They are never persisted.
 	resolved map[string]*plexus.ScopedToken
@@ -147,7 +150,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g := &Gateway{
 		cfg: cfg, d: d, log: d.Logger, now: func() time.Time { return d.Clock().UTC() },
 		bus: newBus(), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
-		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken),
+		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken), sameUserSeen: make(map[string]bool),
 	}
 	g.started = g.now()
 	return g, nil

@@ -211,6 +211,9 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 	}
 	g.credentialOK(c.Remote)
 	if sameUser {
+		g.mu.Lock()
+		g.sameUserSeen[sess.AgentID] = true
+		g.mu.Unlock()
 		g.log.Warn("agent runs as the owner's OS user: it can read PLEXUS_HOME and move decision files; set strictSameUser in auth-config.json to refuse such agents",
 			"agent", sess.AgentID)
 	}

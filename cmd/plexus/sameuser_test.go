@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/plexus-gw/plexus"
@@ -35,6 +36,16 @@ func TestSameUserAgent(t *testing.T) {
 		}
 		if rows[0].Payload["sameUser"] != true {
 			t.Fatalf("payload = %v, want sameUser true", rows[0].Payload)
+		}
+		var st plexus.StatusResponse
+		td.call(t, "GET", "/admin/api/status", td.admin(), nil, &st)
+		if len(st.SameUserAgents) != 1 || st.SameUserAgents[0] != "claude" {
+			t.Fatalf("status sameUserAgents = %v", st.SameUserAgents)
+		}
+		var out, errOut strings.Builder
+		if code := run(context.Background(), []string{"plexus", "--home", td.home.Dir, "--addr", td.ln.Addr().String(), "status"}, &out, &errOut); code != 0 ||
+			!strings.Contains(out.String(), "WARNING: these agents run as your own OS user: claude") {
+			t.Fatalf("plexus status (exit %d):\n%s%s", code, out.String(), errOut.String())
 		}
 	})
 	t.Run("StrictRefuses", func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/plexus-gw/plexus/client"
@@ -36,12 +37,11 @@ func statusCommand() *cli.Command {
 			if err := t.Flush(); err != nil {
 				return err
 			}
-			if len(st.Sources) == 0 {
-				return nil
+			if len(st.Sources) > 0 {
+				fmt.Fprintln(w)
+				t = newTable(w)
+				fmt.Fprintln(t, "SOURCE\tPROVENANCE\tENTRIES\tHEALTH")
 			}
-			fmt.Fprintln(w)
-			t = newTable(w)
-			fmt.Fprintln(t, "SOURCE\tPROVENANCE\tENTRIES\tHEALTH")
 			for _, s := range st.Sources {
 				health := string(s.Health.Status)
 				if s.Health.Detail != "" {
@@ -49,7 +49,15 @@ func statusCommand() *cli.Command {
 				}
 				fmt.Fprintf(t, "%s\t%s\t%d\t%s\n", s.ID, dash(string(s.Provenance)), s.Entries, dash(health))
 			}
-			return t.Flush()
+			if err := t.Flush(); err != nil {
+				return err
+			}
+			if len(st.SameUserAgents) > 0 {
+				fmt.Fprintf(w, "\nWARNING: these agents run as your own OS user: %s.\n", strings.Join(st.SameUserAgents, ", "))
+				fmt.Fprintln(w, "They can read PLEXUS_HOME (keys, journal) and step around the gateway. Run them as another")
+				fmt.Fprintln(w, "user or in a sandbox, or set \"strictSameUser\": true in auth-config.json to refuse them.")
+			}
+			return nil
 		}),
 	}
 }
