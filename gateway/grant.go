@@ -427,11 +427,8 @@ func (g *Gateway) StandingGrants(ctx context.Context, c Credentials) (plexus.Gra
 		return plexus.GrantsListResponse{}, err
 	}
 	agent := sess.AgentID
-	if sess.Kind == plexus.SessionAdmin || sess.Kind == plexus.SessionAnon {
-		agent = ""
-		if sess.Kind == plexus.SessionAdmin {
-			agent = sess.AgentID
-		}
+	if sess.Kind == plexus.SessionAnon {
+		agent = "" // a key-holder's session that names no agent sees everyone's
 	}
 	return g.grantsList(ctx, agent)
 }

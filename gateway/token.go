@@ -30,9 +30,7 @@ func (g *Gateway) Refresh(ctx context.Context, c Credentials, req plexus.Refresh
 	}
 	now := g.now()
 	var out plexus.RefreshResponse
-	var events []*plexus.Event
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		events = nil
 		sess, err := g.liveSession(tx, claims.SessionID)
 		if err != nil {
 			return err
@@ -83,9 +81,6 @@ func (g *Gateway) Refresh(ctx context.Context, c Credentials, req plexus.Refresh
 	})
 	if err != nil {
 		return plexus.RefreshResponse{}, plexus.AsError(err)
-	}
-	for _, ev := range events {
-		g.bus.publish(*ev)
 	}
 	return out, nil
 }
