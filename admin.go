@@ -58,6 +58,9 @@ type DecideRequest struct {
 type Decision struct {
 	PendingID string
 	Approve   bool
+	// Withdraw closes the request without granting or denying it (its file
+	// was deleted from the inbox); Approve must then be false.
+	Withdraw bool
 	// DecidedBy names who decided (an owner name, "system"); Via the channel.
 	DecidedBy string
 	Via       string

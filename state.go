@@ -138,6 +138,28 @@ type Pending struct {
 	BundleID string         `json:"bundleId,omitempty"`
 	Bundle   *BundleRequest `json:"bundle,omitempty"`
 	TraceID  string         `json:"traceId"`
+	// SameUser is true when the request came over a connection owned by the
+	// owner's own OS user: that agent could move its own decision file.
+	SameUser bool `json:"sameUser,omitempty"`
+}
+
+// Decision-file folders under PLEXUS_HOME (docs/files-as-api.md).
+const (
+	FolderInbox    = "inbox"
+	FolderActive   = "active"
+	FolderRejected = "rejected"
+	FolderArchive  = "archive"
+)
+
+// DecisionFile records the file the daemon last wrote for a decision: where
+// and with which sha256. A file whose sum differs is the owner's edit and is
+// never overwritten. Folder is "" once the owner deleted a decided file, so
+// that it is not written again.
+type DecisionFile struct {
+	PendingID string
+	Folder    string
+	Sum       string
+	WrittenAt time.Time
 }
 
 // SourceConfig is an owner-configured source persisted across restarts.
@@ -176,6 +198,7 @@ type StateTx interface {
 	GrantState
 	TokenState
 	PendingState
+	DecisionFileState
 	MetaState
 }
 
@@ -243,6 +266,14 @@ type PendingState interface {
 	Pending(id string) (*Pending, error)
 	// PendingList lists decisions in state ("" for all), oldest first.
 	PendingList(state string) ([]Pending, error)
+}
+
+// DecisionFileState holds the record of each decision's file.
+type DecisionFileState interface {
+	DecisionFile(pendingID string) (*DecisionFile, error)
+	PutDecisionFile(f *DecisionFile) error
+	// DecisionFiles lists the records whose folder is one of folders.
+	DecisionFiles(folders ...string) ([]DecisionFile, error)
 }
 
 // MetaState holds small gateway-wide values (the key epoch, the revision)

@@ -146,8 +146,9 @@ func (g *Gateway) RevokeAgent(ctx context.Context, c Credentials, req plexus.Age
 	}
 	out := plexus.AgentRevokeResponse{AgentID: req.AgentID}
 	var events []*plexus.Event
+	var touched []string
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events = nil
+		events, touched = nil, nil
 		out = plexus.AgentRevokeResponse{AgentID: req.AgentID, RevokedJTIs: []string{}, RevokedSessions: []string{}}
 		agent, err := tx.Agent(req.AgentID)
 		if errors.Is(err, plexus.ErrNotFound) {
@@ -191,6 +192,7 @@ func (g *Gateway) RevokeAgent(ctx context.Context, c Credentials, req plexus.Age
 			if err := tx.RevokeGrant(gr.ID, now); err != nil {
 				return err
 			}
+			touched = append(touched, gr.PendingID)
 		}
 		out.RevokedGrants = len(grants)
 		out.OK = true
@@ -205,6 +207,7 @@ func (g *Gateway) RevokeAgent(ctx context.Context, c Credentials, req plexus.Age
 		g.bus.publish(*ev)
 	}
 	g.bus.end(out.RevokedSessions)
+	g.touch(touched...)
 	return out, nil
 }
 

@@ -26,6 +26,9 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	if d.Via == "" {
 		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest, "a decision must say via which channel it was made")
 	}
+	if d.Withdraw && d.Approve {
+		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest, "a decision cannot both approve and withdraw")
+	}
 	if d.TrustWindow != nil && !auth.ValidWindow(*d.TrustWindow) {
 		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest,
 			"trust window %+v is not valid (kinds: once, 1h, 1d, 7d, until-revoked, custom with ms > 0)", *d.TrustWindow)
@@ -54,16 +57,20 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 			actor = plexus.ActorSystem
 		}
 		if !d.Approve {
+			action := "grant.denied"
 			p.State = plexus.StateDenied
+			if d.Withdraw {
+				p.State, action = plexus.StateWithdrawn, "grant.withdrawn"
+			}
 			if err := tx.PutPending(p); err != nil {
 				return err
 			}
-			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "grant.denied",
+			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: action,
 				Target: p.ID, Payload: map[string]any{"decidedBy": d.DecidedBy, "via": d.Via, "reason": p.Reason, "capabilities": pendingIDs(p)}}); err != nil {
 				return err
 			}
 			ev := newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
-				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: plexus.StateDenied}, nil)
+				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: p.State}, nil)
 			events = append(events, ev)
 			out = *p
 			return tx.Publish(ev)
@@ -129,7 +136,71 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	for _, ev := range events {
 		g.bus.publish(*ev)
 	}
+	g.touch(out.ID)
 	return out, nil
+}
+
+// RevokeDecision revokes every grant an approved decision gave that still
+// stands, and every live token carrying one (token_revoked fires), as when
+// the owner removes the decision's file from active/. It reports how many
+// grants it revoked; none is not an error (they may have ended already).
+func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via, reason string) (int, error) {
+	if via == "" {
+		return 0, plexus.Errorf(plexus.CodeInvalidRequest, "a revocation must say via which channel it was made")
+	}
+	if decidedBy == "" {
+		decidedBy = plexus.ActorHuman
+	}
+	reason = auth.CleanPurpose(reason)
+	if reason == "" {
+		reason = "revoked by the owner"
+	}
+	var events []*plexus.Event
+	var n int
+	err := g.update(ctx, true, func(tx plexus.StateTx) error {
+		events, n = nil, 0
+		p, err := tx.Pending(pendingID)
+		if errors.Is(err, plexus.ErrNotFound) {
+			return plexus.Errorf(plexus.CodeNotFound, "no decision %q", pendingID)
+		} else if err != nil {
+			return err
+		}
+		if p.State != plexus.StateApproved {
+			return plexus.Errorf(plexus.CodeConflict, "decision %s is %s: it granted nothing to revoke", p.ID, p.State)
+		}
+		now := g.now()
+		for _, it := range p.Items {
+			gr, err := tx.Grant(p.AgentID, it.CapabilityID)
+			if errors.Is(err, plexus.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if gr.PendingID != p.ID || !gr.Live(now) {
+				continue // ended already, or replaced by a newer decision
+			}
+			r, err := g.revokeScope(tx, p.AgentID, it.CapabilityID, reason, plexus.ActorHuman, via, p.TraceID)
+			if err != nil {
+				return err
+			}
+			events = append(events, r.events...)
+			n++
+		}
+		if n == 0 {
+			return nil
+		}
+		return tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: plexus.ActorHuman, AgentID: p.AgentID,
+			ActionType: "decision.revoked", Target: p.ID, Payload: map[string]any{"decidedBy": decidedBy, "via": via,
+				"reason": reason, "grants": n}})
+	})
+	if err != nil {
+		return 0, plexus.AsError(err)
+	}
+	for _, ev := range events {
+		g.bus.publish(*ev)
+	}
+	g.touch(pendingID)
+	return n, nil
 }
 
 func optionalResolved(pendingID string, tok *plexus.ScopedToken) any {
@@ -282,6 +353,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 		}
 		if ev != nil {
 			g.bus.publish(*ev)
+			g.touch(p.ID)
 		}
 	}
 	g.mu.Lock()

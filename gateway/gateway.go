@@ -74,7 +74,7 @@ type SameUserPolicy struct {
 }
 
 // Deps are the gateway's collaborators. All are required except Logger,
-// Clock, Throttle, Limiter and SaveConnectionKey.
+// Clock, Throttle, Limiter, SaveConnectionKey and OnDecision.
 type Deps struct {
 	Store      plexus.Store
 	Events     EventLog
@@ -93,6 +93,11 @@ type Deps struct {
 	SaveConnectionKey func(key string) error
 	Clock             func() time.Time
 	Logger            *slog.Logger
+	// OnDecision, when set, is told the id of each decision that was put up,
+	// decided, or whose grants ended (revoked, used, expired), after the
+	// change committed. It must not block: files as API uses it as a hint
+	// to look at that decision's file again.
+	OnDecision func(pendingID string)
 }
 
 // Gateway implements [API].
@@ -265,6 +270,18 @@ func (g *Gateway) OnSourceStatus(source string, h plexus.Health) {
 		return
 	}
 	g.bus.publish(*ev)
+}
+
+// touch hints OnDecision about each non-empty decision id.
+func (g *Gateway) touch(ids ...string) {
+	if g.d.OnDecision == nil {
+		return
+	}
+	for _, id := range ids {
+		if id != "" {
+			g.d.OnDecision(id)
+		}
+	}
 }
 
 // record writes one activity row in its own transaction.

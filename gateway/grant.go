@@ -81,14 +81,16 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 	var tok *plexus.ScopedToken
 	var pend *plexus.Pending
 	var revokedEvents []*plexus.Event
+	var touched []string // decisions whose grants were relinquished
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		tok, pend, revokedEvents = nil, nil, nil
+		tok, pend, revokedEvents, touched = nil, nil, nil, nil
 		for _, id := range relinquish {
-			evs, err := g.revokeScope(tx, sess.AgentID, id, "relinquished by the agent", sess.AgentID, traceID)
+			r, err := g.revokeScope(tx, sess.AgentID, id, "relinquished by the agent", sess.AgentID, plexus.ViaAgent, traceID)
 			if err != nil {
 				return err
 			}
-			revokedEvents = append(revokedEvents, evs...)
+			revokedEvents = append(revokedEvents, r.events...)
+			touched = append(touched, r.pendingID)
 		}
 		var allowed []plexus.Grant
 		var pendingItems []plexus.PendingItem
@@ -141,7 +143,8 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 		if len(pendingItems) > 0 {
 			pend = &plexus.Pending{ID: auth.NewID("pend_"), Kind: plexus.PendingGrant, AgentID: sess.AgentID, SessionID: sess.ID,
 				State: plexus.StatePending, CreatedAt: now, ExpiresAt: now.Add(g.cfg.PendingTTL), Items: pendingItems,
-				Narration: narration, Purpose: firstPurpose(asks), BundleID: bundleID, Bundle: req.Bundle, TraceID: traceID}
+				Narration: narration, Purpose: firstPurpose(asks), BundleID: bundleID, Bundle: req.Bundle, TraceID: traceID,
+				SameUser: g.sameUser(c)}
 			if err := tx.PutPending(pend); err != nil {
 				return err
 			}
@@ -149,9 +152,12 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 			for i, it := range pendingItems {
 				ids[i] = it.CapabilityID
 			}
+			payload := map[string]any{"capabilities": ids, "purpose": pend.Purpose, "bundle": bundleName(req.Bundle), "sessionId": sess.ID}
+			if pend.SameUser {
+				payload["sameUser"] = true
+			}
 			if err := tx.Record(&plexus.Activity{TraceID: traceID, Actor: sess.AgentID, AgentID: sess.AgentID,
-				ActionType: "grant.requested", Target: pend.ID, Payload: map[string]any{
-					"capabilities": ids, "purpose": pend.Purpose, "bundle": bundleName(req.Bundle), "sessionId": sess.ID}}); err != nil {
+				ActionType: "grant.requested", Target: pend.ID, Payload: payload}); err != nil {
 				return err
 			}
 		}
@@ -176,7 +182,9 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 	for _, ev := range revokedEvents {
 		g.bus.publish(*ev)
 	}
+	g.touch(touched...)
 	if pend != nil {
+		g.touch(pend.ID)
 		if tok != nil {
 			tok.Declined = nil
 		}

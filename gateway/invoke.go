@@ -157,6 +157,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	// transaction, so two concurrent calls cannot both use it.
 	if !backing.Standing && scope.SynthesizedFor == "" {
 		var used bool
+		var usedDecision string
 		err := g.update(ctx, true, func(tx plexus.StateTx) error {
 			cur, err := tx.Grant(backing.AgentID, backing.CapabilityID)
 			if err != nil {
@@ -169,6 +170,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			if err := tx.MarkGrantUsed(cur.ID, now); err != nil {
 				return err
 			}
+			usedDecision = cur.PendingID
 			return tx.Record(&plexus.Activity{TraceID: ic.TraceID, Actor: plexus.ActorSystem, AgentID: ic.AgentID,
 				ActionType: "grant.used", Target: cur.CapabilityID, Payload: map[string]any{"grantId": cur.ID, "jti": ic.JTI}})
 		})
@@ -179,6 +181,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			return g.denyAudited(ctx, req, ic, &plexus.Error{Code: plexus.CodeGrantRequired, CapabilityID: req.ID,
 				Message: "the once grant for " + req.ID + " was already used; request it again"})
 		}
+		g.touch(usedDecision)
 	}
 
 	tr, ok := g.d.Registry.Transport(entry.Transport)

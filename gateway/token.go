@@ -113,8 +113,9 @@ func (g *Gateway) Revoke(ctx context.Context, c Credentials, req plexus.RevokeRe
 	traceID := auth.NewTraceID()
 	var out plexus.RevokeResponse
 	var events []*plexus.Event
+	var decision string // the decision whose grant was revoked, if any
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		events = nil
+		events, decision = nil, ""
 		out = plexus.RevokeResponse{RevokedJTIs: []string{}}
 		if byJTI {
 			rec, err := tx.Token(req.JTI)
@@ -161,19 +162,20 @@ func (g *Gateway) Revoke(ctx context.Context, c Credentials, req plexus.RevokeRe
 		} else if err != nil && !errors.Is(err, plexus.ErrNotFound) {
 			return err
 		}
-		evs, removed, jtis, auditID, err := g.revokeScopeFull(tx, req.AgentID, req.CapabilityID, reason, actor, via, traceID)
+		r, err := g.revokeScope(tx, req.AgentID, req.CapabilityID, reason, actor, via, traceID)
 		if err != nil {
 			return err
 		}
-		if !removed && len(jtis) == 0 {
+		if !r.removed && len(r.jtis) == 0 {
 			// Nothing stood: say so, and journal nothing (the tx rolls back).
 			return plexus.Errorf(plexus.CodeNotFound, "%s holds no grant or live token for %s", req.AgentID, req.CapabilityID)
 		}
-		events = evs
-		out.RevokedJTIs = append(out.RevokedJTIs, jtis...)
-		out.GrantRemoved = removed
-		out.AuditID = auditID
-		out.OK = removed || len(jtis) > 0
+		events = r.events
+		decision = r.pendingID
+		out.RevokedJTIs = append(out.RevokedJTIs, r.jtis...)
+		out.GrantRemoved = r.removed
+		out.AuditID = r.auditID
+		out.OK = r.removed || len(r.jtis) > 0
 		return nil
 	})
 	if err != nil {
@@ -182,6 +184,7 @@ func (g *Gateway) Revoke(ctx context.Context, c Credentials, req plexus.RevokeRe
 	for _, ev := range events {
 		g.bus.publish(*ev)
 	}
+	g.touch(decision)
 	return out, nil
 }
 
@@ -213,53 +216,60 @@ func (g *Gateway) revoker(ctx context.Context, c Credentials) (actor, agent, via
 	return claims.Subject, claims.Subject, plexus.ViaAgent, nil
 }
 
-// revokeScope is revokeScopeFull for callers that only need the events.
-func (g *Gateway) revokeScope(tx plexus.StateTx, agentID, capabilityID, reason, actor, traceID string) ([]*plexus.Event, error) {
-	evs, _, _, _, err := g.revokeScopeFull(tx, agentID, capabilityID, reason, actor, plexus.ViaAgent, traceID)
-	return evs, err
+// revocation is what revokeScope ended.
+type revocation struct {
+	events []*plexus.Event
+	// removed says whether a standing grant was removed; pendingID is the
+	// decision that grant came from ("" when none, or not one of the owner's).
+	removed   bool
+	pendingID string
+	jtis      []string
+	auditID   string
 }
 
-// revokeScopeFull removes the grant for (agentID, capabilityID) and revokes
+// revokeScope removes the grant for (agentID, capabilityID) and revokes
 // every live token carrying that capability, inside tx. The grant row stays
 // as a tombstone so an auto-allowable read pends until re-approved.
-func (g *Gateway) revokeScopeFull(tx plexus.StateTx, agentID, capabilityID, reason, actor, via, traceID string) (events []*plexus.Event, removed bool, jtis []string, auditID string, err error) {
+func (g *Gateway) revokeScope(tx plexus.StateTx, agentID, capabilityID, reason, actor, via, traceID string) (revocation, error) {
 	now := g.now()
+	var out revocation
 	gr, err := tx.Grant(agentID, capabilityID)
 	switch {
 	case errors.Is(err, plexus.ErrNotFound):
 	case err != nil:
-		return nil, false, nil, "", err
+		return revocation{}, err
 	case gr.RevokedAt == nil:
 		if err := tx.RevokeGrant(gr.ID, now); err != nil {
-			return nil, false, nil, "", err
+			return revocation{}, err
 		}
-		removed = true
+		out.removed, out.pendingID = true, gr.PendingID
 	}
 	toks, err := tx.LiveTokens(agentID, capabilityID, "", now)
 	if err != nil {
-		return nil, false, nil, "", err
+		return revocation{}, err
 	}
 	for i := range toks {
 		ok, err := tx.RevokeToken(toks[i].JTI, reason, now)
 		if err != nil {
-			return nil, false, nil, "", err
+			return revocation{}, err
 		}
 		if !ok {
 			continue
 		}
-		jtis = append(jtis, toks[i].JTI)
+		out.jtis = append(out.jtis, toks[i].JTI)
 		ev := revokedEvent(&toks[i], reason)
 		if err := tx.Publish(ev); err != nil {
-			return nil, false, nil, "", err
+			return revocation{}, err
 		}
-		events = append(events, ev)
+		out.events = append(out.events, ev)
 	}
 	a := &plexus.Activity{TraceID: traceID, Actor: actor, AgentID: agentID, ActionType: "grant.revoked", Target: capabilityID,
-		Payload: map[string]any{"reason": reason, "via": via, "grantRemoved": removed, "revokedJtis": jtis}}
+		Payload: map[string]any{"reason": reason, "via": via, "grantRemoved": out.removed, "revokedJtis": out.jtis}}
 	if err := tx.Record(a); err != nil {
-		return nil, false, nil, "", err
+		return revocation{}, err
 	}
-	return events, removed, jtis, a.AuditID(), nil
+	out.auditID = a.AuditID()
+	return out, nil
 }
 
 func revokedEvent(rec *plexus.TokenRecord, reason string) *plexus.Event {

@@ -11,7 +11,7 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1}
+	return []string{schemaV1, schemaV2}
 }
 
 // schemaV1 creates everything. Times are fixed-width RFC 3339 UTC text (see
@@ -163,6 +163,21 @@ CREATE INDEX activity_trace ON activity(trace_id);
 CREATE INDEX activity_type ON activity(action_type);
 CREATE INDEX activity_agent ON activity(agent_id);
 CREATE INDEX activity_ts ON activity(ts);
+`
+
+// schemaV2 adds files as API: the record of each decision's file (where
+// the daemon last wrote it and its sha256, so an owner's edit is never
+// overwritten) and whether a request came from the owner's own OS user.
+const schemaV2 = `
+ALTER TABLE pending ADD COLUMN same_user INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE decision_files (
+	pending_id TEXT PRIMARY KEY,
+	folder     TEXT NOT NULL,
+	sum        TEXT NOT NULL,
+	written_at TEXT NOT NULL
+);
+CREATE INDEX decision_files_folder ON decision_files(folder);
 `
 
 // migrate applies the steps db has not run yet, each in its own write

@@ -25,17 +25,18 @@ func (t *tx) PutPending(p *plexus.Pending) error {
 	}
 	_, err = t.exec(`INSERT INTO pending
 		(id, kind, agent_id, session_id, state, created_at, expires_at, decided_at, decided_by, via,
-		 reason, items, narration, purpose, bundle_id, bundle, trace_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, agent_id = excluded.agent_id,
 			session_id = excluded.session_id, state = excluded.state, created_at = excluded.created_at,
 			expires_at = excluded.expires_at, decided_at = excluded.decided_at,
 			decided_by = excluded.decided_by, via = excluded.via, reason = excluded.reason,
 			items = excluded.items, narration = excluded.narration, purpose = excluded.purpose,
-			bundle_id = excluded.bundle_id, bundle = excluded.bundle, trace_id = excluded.trace_id`,
+			bundle_id = excluded.bundle_id, bundle = excluded.bundle, trace_id = excluded.trace_id,
+			same_user = excluded.same_user`,
 		p.ID, p.Kind, p.AgentID, p.SessionID, p.State, fmtTime(p.CreatedAt), fmtTime(p.ExpiresAt),
 		fmtTimePtr(p.DecidedAt), p.DecidedBy, p.Via, p.Reason, items, narration, p.Purpose,
-		p.BundleID, bundle, p.TraceID)
+		p.BundleID, bundle, p.TraceID, p.SameUser)
 	if err != nil {
 		return fmt.Errorf("put pending %q: %w", p.ID, err)
 	}
@@ -43,7 +44,7 @@ func (t *tx) PutPending(p *plexus.Pending) error {
 }
 
 const pendingCols = `id, kind, agent_id, session_id, state, created_at, expires_at, decided_at, decided_by, via,
-	reason, items, narration, purpose, bundle_id, bundle, trace_id`
+	reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user`
 
 func scanPending(s scanner) (*plexus.Pending, error) {
 	var (
@@ -53,7 +54,7 @@ func scanPending(s scanner) (*plexus.Pending, error) {
 		items, narration string
 	)
 	err := s.Scan(&p.ID, &p.Kind, &p.AgentID, &p.SessionID, &p.State, &created, &expires, &decided,
-		&p.DecidedBy, &p.Via, &p.Reason, &items, &narration, &p.Purpose, &p.BundleID, &bundle, &p.TraceID)
+		&p.DecidedBy, &p.Via, &p.Reason, &items, &narration, &p.Purpose, &p.BundleID, &bundle, &p.TraceID, &p.SameUser)
 	if err != nil {
 		return nil, err
 	}
