@@ -54,6 +54,11 @@ func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions
 		w.para("## What was approved")
 		w.meaning(p)
 		w.decision(p, fm)
+		if fm.Ended != "" {
+			w.para("## Ended", "", "This approval no longer grants anything: "+md(fm.Ended)+".",
+				"To grant it again, the agent asks again and a new decision file appears in `../inbox/`.")
+			return
+		}
 		w.para("## Revoking", "",
 			"Delete this file or move it to `../archive/` to revoke what it grants; tokens carrying it stop",
 			"working at once. A `once` grant moves to `../archive/` by itself after its one use, and a standing",

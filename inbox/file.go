@@ -52,6 +52,8 @@ type File struct {
 	Decided   time.Time
 	DecidedBy string
 	Via       string
+	// Ended says why an approved decision no longer grants anything.
+	Ended string
 }
 
 // FileCapability is one capability of a decision, as the file states it.
@@ -98,5 +100,5 @@ func (f *File) Pending() plexus.Pending {
 
 // Options returns the [RenderOptions] that re-render f as it was written.
 func (f *File) Options() RenderOptions {
-	return RenderOptions{SameUser: f.SameUser, Note: f.Problem}
+	return RenderOptions{SameUser: f.SameUser, Note: f.Problem, Ended: f.Ended}
 }

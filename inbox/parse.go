@@ -178,7 +178,7 @@ func kindName(n *yaml.Node) string {
 
 var topKeys = map[string]bool{"plexus": true, "problem": true, "id": true, "type": true, "state": true,
 	"agent": true, "trace_id": true, "created": true, "expires": true, "same_user": true, "bundle": true,
-	"purpose": true, "capabilities": true, "reason": true, "decided": true, "decided_by": true, "via": true}
+	"purpose": true, "capabilities": true, "reason": true, "decided": true, "decided_by": true, "via": true, "ended": true}
 
 func (p parser) file(root *yaml.Node) (*File, error) {
 	n := root
@@ -191,7 +191,7 @@ func (p parser) file(root *yaml.Node) (*File, error) {
 	}
 	strs := map[string]*string{"plexus": &f.Format, "problem": &f.Problem, "id": &f.ID, "type": &f.Type,
 		"state": &f.State, "agent": &f.Agent, "trace_id": &f.TraceID, "bundle": &f.Bundle, "purpose": &f.Purpose,
-		"reason": &f.Reason, "decided_by": &f.DecidedBy, "via": &f.Via}
+		"reason": &f.Reason, "decided_by": &f.DecidedBy, "via": &f.Via, "ended": &f.Ended}
 	times := map[string]*time.Time{"created": &f.Created, "expires": &f.Expires, "decided": &f.Decided}
 	err := p.fields("", n, func(k string) bool { return topKeys[k] }, func(key string, v *yaml.Node) error {
 		var err error

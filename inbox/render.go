@@ -27,6 +27,10 @@ type RenderOptions struct {
 	// refused: it is written near the top of the body and into the
 	// frontmatter's `problem:` field. One statement per line.
 	Note string
+	// Ended says why an approved decision no longer grants anything (its
+	// once grant was used, its window ended, it was revoked): written into
+	// the frontmatter's `ended:` field and the body of an archived file.
+	Ended string
 }
 
 // maxBundleName caps the agent-authored task name, as auth caps a purpose.
@@ -52,6 +56,7 @@ type header struct {
 	Decided      stamp          `yaml:"decided,omitempty"`
 	DecidedBy    string         `yaml:"decided_by,omitempty"`
 	Via          string         `yaml:"via,omitempty"`
+	Ended        string         `yaml:"ended,omitempty"`
 }
 
 type fmCapability struct {
@@ -145,7 +150,7 @@ func headerOf(p plexus.Pending, opts RenderOptions) (*header, error) {
 		ID: p.ID, Type: p.Kind, State: p.State, Agent: p.AgentID, TraceID: p.TraceID,
 		Created: stampOf(p.CreatedAt), Expires: stampOf(p.ExpiresAt), SameUser: opts.SameUser,
 		Purpose: auth.CleanPurpose(p.Purpose), Reason: auth.CleanPurpose(p.Reason),
-		DecidedBy: p.DecidedBy, Via: p.Via,
+		DecidedBy: p.DecidedBy, Via: p.Via, Ended: oneLine(opts.Ended),
 		Capabilities: []fmCapability{},
 	}
 	if p.Bundle != nil {
