@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,11 +34,14 @@ const (
 // MaxTrustWindowMs to 30 days; a negative MaxTrustWindowMs is a problem.
 // StrictSameUser refuses agents whose connection belongs to the owner's own
 // OS user (otherwise they are admitted, with a warning in the log and the
-// journal).
+// journal). Notify is the command run (argv, never a shell) with the
+// gateway's one-line notification appended as its last argument whenever a
+// decision is put up for the owner, such as ["notify-send", "Plexus"].
 type AuthConfig struct {
-	TokenLifetimeMs  int64 `json:"tokenLifetimeMs"`
-	MaxTrustWindowMs int64 `json:"maxTrustWindowMs"`
-	StrictSameUser   bool  `json:"strictSameUser,omitempty"`
+	TokenLifetimeMs  int64    `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs int64    `json:"maxTrustWindowMs"`
+	StrictSameUser   bool     `json:"strictSameUser,omitempty"`
+	Notify           []string `json:"notify,omitempty"`
 }
 
 // DefaultAuthConfig is what Init writes.
@@ -281,6 +285,10 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 	case a.MaxTrustWindowMs < 0:
 		v.add(path, fmt.Sprintf("%s: maxTrustWindowMs is %d", FileAuthConfig, a.MaxTrustWindowMs),
 			fmt.Sprintf("set it to a positive number of milliseconds (default %d, 30 days)", int64(DefaultMaxTrustWindowMs)))
+	}
+	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
+		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",
+			`write it as a list such as ["notify-send", "Plexus"], or remove it`)
 	}
 	return a
 }

@@ -9,17 +9,25 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/gateway"
+	"github.com/plexus-gw/plexus/inbox"
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/sources/portal"
+	"github.com/plexus-gw/plexus/watcher"
 )
+
+// inboxDebounce is how long the decision folders must stay quiet before a
+// look: short, because a move is the owner waiting for an answer, and long
+// enough to take an editor's save (temp file, rename) as one change.
+const inboxDebounce = 10 * time.Millisecond
 
 // daemonOptions configure one gateway process. Addr "" means network.json's
 // bind and port.
@@ -33,6 +41,11 @@ type daemonOptions struct {
 	// Clock drives every expiry (tokens, windows, codes, pending); nil means
 	// time.Now. Tests move it to expire things without sleeping.
 	Clock func() time.Time
+	// Owner names who decides by moving files; nil means deciderIdentity.
+	Owner func() string
+	// InboxInterval is the period of the full inbox reconcile; 0 means
+	// inbox.DefaultInterval.
+	InboxInterval time.Duration
 }
 
 // daemon is one wired gateway: the journal, the registry and its
@@ -46,6 +59,11 @@ type daemon struct {
 	srv  *plexushttp.Server
 	ln   net.Listener
 	log  *slog.Logger
+	// Files as API: the reconciler, the watcher that hints it, and the
+	// owner's notify command.
+	inbox  *inbox.Reconciler
+	watch  *watcher.Watcher
+	notify *notifier
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -136,7 +154,26 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 			return scaffold.WriteConnectionKey(home.Dir, key)
 		},
 		Logger: log, Clock: o.Clock,
+		// Set before serving starts, so every call sees d.inbox.
+		OnDecision: func(id string) { d.inbox.Touch(id) },
 	})
+	if err != nil {
+		d.ln.Close()
+		return nil, err
+	}
+	owner := o.Owner
+	if owner == nil {
+		owner = sync.OnceValue(deciderIdentity)
+	}
+	d.notify = newNotifier(home.Auth.Notify, log)
+	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
+		Notify: d.notify.send, Interval: o.InboxInterval}, db, d.gw)
+	if err != nil {
+		d.ln.Close()
+		return nil, err
+	}
+	d.watch, err = watcher.New([]string{home.Inbox, home.Active, home.Rejected, home.Archive},
+		watcher.Options{Debounce: inboxDebounce, Logger: log})
 	if err != nil {
 		d.ln.Close()
 		return nil, err
@@ -170,12 +207,15 @@ func sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 func (d *daemon) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 3)
-	go func() { errc <- d.srv.Serve(ctx, d.ln) }()
-	go func() { errc <- d.gw.Run(ctx) }()
-	go func() { errc <- d.reg.Run(ctx) }()
+	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
+	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
+		d.forwardHints}
+	errc := make(chan error, len(services))
+	for _, run := range services {
+		go func() { errc <- run(ctx) }()
+	}
 	var first error
-	for range 3 {
+	for range services {
 		if err := <-errc; err != nil && first == nil && !errors.Is(err, context.Canceled) {
 			first = err
 			cancel()
@@ -185,6 +225,15 @@ func (d *daemon) run(ctx context.Context) error {
 		first = err
 	}
 	return first
+}
+
+// forwardHints hands the watcher's hints to the reconciler until the
+// watcher closes its channel (when ctx ends).
+func (d *daemon) forwardHints(context.Context) error {
+	for h := range d.watch.Hints() {
+		d.inbox.Hint(h.Full, h.Dirs)
+	}
+	return nil
 }
 
 func (d *daemon) baseURL() string { return "http://" + d.ln.Addr().String() }
