@@ -405,8 +405,10 @@ func (r *Reconciler) locate(id string) (here []*copyOf, blind bool) {
 		r.seen[path] = seenFile{info: fi}
 		here = append(here, &copyOf{folder: f, path: path, b: b, sum: Sum(b)})
 	}
-	if _, err := os.Stat(r.dir(plexus.FolderInbox)); err != nil {
-		blind = true
+	for _, f := range folders {
+		if _, err := os.Stat(r.dir(f)); err != nil {
+			blind = true // a folder replaced or removed: its files may be anywhere
+		}
 	}
 	return here, blind
 }
@@ -670,7 +672,10 @@ func (r *Reconciler) decideFailed(ctx context.Context, s state, c *copyOf, stale
 		return r.one(ctx, s.p.ID)
 	}
 	if c == nil {
-		return fmt.Errorf("decide %s: %w", s.p.ID, err)
+		// A withdrawal the gateway refused: the request expired a moment
+		// ago and the sweep will close it.
+		r.log.Debug("inbox: withdrawal not applied", "id", s.p.ID, "err", err)
+		return nil
 	}
 	note := "this decision could not be applied, so nothing changed: " + pe.Message
 	b, rerr := r.render(*now.p, note, "")
@@ -695,13 +700,15 @@ func (r *Reconciler) refuse(ctx context.Context, s state, c *copyOf, stale []*co
 func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*copyOf) error {
 	p, rec := s.p, s.rec
 	want, ended := r.desired(s)
+	if c == nil && rec != nil && rec.Folder == plexus.FolderActive && want == plexus.FolderActive {
+		if !r.gone(p.ID) {
+			return nil
+		}
+		return r.revoke(ctx, s, "its file was deleted from active/")
+	}
+	delete(r.missing, p.ID) // whatever was missing is settled below
 	if c == nil {
 		switch {
-		case rec != nil && rec.Folder == plexus.FolderActive && want == plexus.FolderActive:
-			if !r.gone(p.ID) {
-				return nil
-			}
-			return r.revoke(ctx, s, "its file was deleted from active/")
 		case rec == nil || rec.Folder == plexus.FolderInbox:
 			// Never written, or decided elsewhere while its file was away.
 			b, err := r.render(*p, "", ended)
