@@ -704,7 +704,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		if !r.gone(p.ID) {
 			return nil
 		}
-		return r.revoke(ctx, s, "its file was deleted from active/")
+		return r.revoke(ctx, s, nil, stale, "its file was deleted from active/")
 	}
 	delete(r.missing, p.ID) // whatever was missing is settled below
 	if c == nil {
@@ -738,7 +738,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		return r.put(ctx, p.ID, want, b, append(stale, c))
 	case p.State == plexus.StateApproved && want == plexus.FolderActive && !ours &&
 		(c.folder == plexus.FolderArchive || c.folder == plexus.FolderRejected):
-		return r.revoke(ctx, s, "its file was moved from active/ to "+c.folder+"/")
+		return r.revoke(ctx, s, c, stale, "its file was moved from active/ to "+c.folder+"/")
 	case ours:
 		// The state changed through another channel (decided by the CLI or
 		// the admin API, expired, used, revoked, its window ended): the
@@ -780,19 +780,35 @@ func (r *Reconciler) redecided(s state, c *copyOf, ended string) ([]byte, error)
 	}
 }
 
-// revoke revokes what an approved decision granted, and then files it.
-func (r *Reconciler) revoke(ctx context.Context, s state, why string) error {
-	n, err := r.dec.RevokeDecision(ctx, s.p.ID, r.cfg.Owner(), plexus.ViaFile, "revoked by the owner: "+why)
-	if err != nil {
+// revoke revokes what an approved decision granted, because its file left
+// active/: c is where the owner moved it (nil: deleted). A moved file is
+// rewritten in archive/ saying so; a deleted one stays deleted.
+func (r *Reconciler) revoke(ctx context.Context, s state, c *copyOf, stale []*copyOf, why string) error {
+	if _, err := r.dec.RevokeDecision(ctx, s.p.ID, r.cfg.Owner(), plexus.ViaFile, "revoked by the owner: "+why); err != nil {
 		var pe *plexus.Error
 		if !errors.As(err, &pe) || pe.Code != plexus.CodeConflict {
 			return err
 		}
 	}
-	if n == 0 {
-		return nil // nothing stood any more; the next look files it
+	now, err := r.read(ctx, s.p.ID)
+	if err != nil {
+		return err
 	}
-	return r.one(ctx, s.p.ID)
+	want, ended := r.desired(now)
+	if want == plexus.FolderActive {
+		return fmt.Errorf("revoke %s: a grant still stands", s.p.ID)
+	}
+	if c == nil {
+		if err := r.drop(stale); err != nil {
+			return err
+		}
+		return r.record(ctx, plexus.DecisionFile{PendingID: s.p.ID, Folder: "", Sum: s.rec.Sum})
+	}
+	b, err := r.render(*now.p, "", ended)
+	if err != nil {
+		return err
+	}
+	return r.put(ctx, s.p.ID, want, b, append(stale, c))
 }
 
 // desired says which folder a decided decision's file belongs in, and for
