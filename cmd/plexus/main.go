@@ -68,10 +68,37 @@ func main() {
 
 // run executes the command line args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return exitStatus(newRoot(stdout, stderr).Run(ctx, args), stderr)
+	return runIn(ctx, process{decider: deciderIdentity}, args, stdout, stderr)
 }
 
-func newRoot(stdout, stderr io.Writer) *cli.Command {
+// runIn is run with what the command line takes from its process given by
+// the caller, as tests do.
+func runIn(ctx context.Context, p process, args []string, stdout, stderr io.Writer) int {
+	return exitStatus(newRoot(stdout, stderr, p).Run(ctx, args), stderr)
+}
+
+// process is what the command line takes from the process it runs in,
+// beyond flags, environment and streams: what tests replace.
+type process struct {
+	// decider names the person deciding (deciderIdentity): `plexus
+	// approve` and `reject` write it into the decision file, and `serve`
+	// journals it for decisions made by moving files.
+	decider func() string
+}
+
+// processKey is where the root command's Metadata holds its process.
+const processKey = "process"
+
+// processOf returns the process cmd runs in.
+func processOf(cmd *cli.Command) process {
+	p, _ := cmd.Root().Metadata[processKey].(process)
+	if p.decider == nil {
+		p.decider = deciderIdentity
+	}
+	return p
+}
+
+func newRoot(stdout, stderr io.Writer, p process) *cli.Command {
 	root := &cli.Command{
 		Name:    "plexus",
 		Usage:   "a local capability gateway for AI agents",
@@ -88,6 +115,7 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		ErrWriter: stderr,
 		// Errors are reported once, by exitStatus; never os.Exit from inside.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		Metadata:       map[string]any{processKey: p},
 	}
 	for _, c := range commands() {
 		root.Commands = append(root.Commands, c())
