@@ -535,7 +535,7 @@ func TestCLIReject(t *testing.T) {
 	if len(denied) != 1 || denied[0].Payload["reason"] != "not now" || denied[0].Payload["via"] != plexus.ViaCLI {
 		t.Errorf("grant.denied rows for %s = %+v", pid, denied)
 	}
-	if r := e.run("reject", pid, "--reason", "twice"); r.code != exitError || !strings.Contains(r.stderr, "conflict") {
+	if r := e.run("reject", pid, "--reason", "twice"); r.code != exitError || !strings.Contains(r.stderr, "already denied") {
 		t.Errorf("second reject: %s", r)
 	}
 	if r := e.run("approve", pid); r.code != exitError || !strings.Contains(r.stderr, "already denied") {
@@ -784,7 +784,7 @@ func TestCLIErrors(t *testing.T) {
 	t.Run("UnknownPending", func(t *testing.T) {
 		e := e.with(t)
 		r := e.run("approve", "pend_nope")
-		if r.code != exitError || !strings.Contains(r.stderr, "not_found") {
+		if r.code != exitError || !strings.Contains(r.stderr, "no pending decision pend_nope") {
 			t.Errorf("%s", r)
 		}
 	})

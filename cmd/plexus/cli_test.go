@@ -180,8 +180,8 @@ func TestExitStatus(t *testing.T) {
 	}
 	t.Run("ErrEnvelope", func(t *testing.T) {
 		rec := newRecorder(t)
-		rec.reply("POST /admin/api/pending/pend_1/deny", 409, plexus.ErrorResponse{Error: &plexus.ErrorBody{Code: plexus.CodeConflict, Message: "already decided"}})
-		res := runCLI(t, rec.addr(), "reject", "pend_1", "--reason", "no")
+		rec.reply("GET /admin/api/pending/pend_1", 409, plexus.ErrorResponse{Error: &plexus.ErrorBody{Code: plexus.CodeConflict, Message: "already decided"}})
+		res := runCLI(t, rec.addr(), "show", "pend_1")
 		if res.code != exitError || !strings.Contains(res.stderr, "conflict: already decided") {
 			t.Errorf("exit %d, stderr %q", res.code, res.stderr)
 		}

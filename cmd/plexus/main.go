@@ -1,8 +1,10 @@
 // Command plexus is the command line of the Plexus gateway. The owner's
-// commands (status, agents, grants, pending, approve, reject, portal, key)
-// talk to the running daemon through its admin API with the connection-key
-// from --home; the agent's commands (agent enroll|list|call) perform the
-// agent loop through package client with the credential under --agent-home.
+// commands (status, agents, grants, pending, show, portal, key) talk to the
+// running daemon through its admin API with the connection-key from --home;
+// approve and reject decide by moving the decision's file under --home, as
+// the owner would, and ask the daemon only for the outcome. The agent's
+// commands (agent enroll|list|call) perform the agent loop through package
+// client with the credential under --agent-home.
 //
 // This is the only package that reads flags, the environment and $HOME. It
 // never prints a PAT, a token or a connection-key except where showing one

@@ -56,52 +56,6 @@ func pendingCommand() *cli.Command {
 	}
 }
 
-func approveCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "approve",
-		Usage:     "approve a pending decision, optionally choosing its trust window",
-		ArgsUsage: "<pending-id>",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "window", Usage: "the trust window to grant: once, 1h, 1d, 7d, until-revoked or a duration (execute stays once)"},
-			&cli.StringFlag{Name: "reason", Usage: "why, for the journal"},
-		},
-		Action: withAdmin(1, "<pending-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-			req := plexus.DecideRequest{Action: "approve", Reason: cmd.String("reason")}
-			if s := cmd.String("window"); s != "" {
-				w, err := parseWindow(s)
-				if err != nil {
-					return usageError(cmd, "%v", err)
-				}
-				req.TrustWindow = w
-			}
-			p, err := adm.Decide(ctx, cmd.Args().First(), true, req)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.Root().Writer, "Approved %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
-			return nil
-		}),
-	}
-}
-
-func rejectCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "reject",
-		Usage:     "deny a pending decision",
-		ArgsUsage: "<pending-id>",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, shown to the agent and kept in the journal", Required: true}},
-		Action: withAdmin(1, "<pending-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-			req := plexus.DecideRequest{Action: "deny", Reason: cmd.String("reason")}
-			p, err := adm.Decide(ctx, cmd.Args().First(), false, req)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.Root().Writer, "Rejected %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
-			return nil
-		}),
-	}
-}
-
 func describeItems(items []plexus.PendingItem) string {
 	if len(items) == 0 {
 		return "-"
