@@ -30,11 +30,11 @@ func pendingCommand() *cli.Command {
 			t := newTable(w)
 			fmt.Fprintln(t, "ID\tAGENT\tASKS FOR\tWINDOW\tSENSITIVITY\tEXPIRES\tPURPOSE")
 			for _, p := range pending {
-				var asks []string
-				window, sens := "-", plexus.Sensitivity("")
+				var asks, windows []string
+				sens := plexus.Sensitivity("")
 				for _, it := range p.Items {
 					asks = append(asks, it.CapabilityID+" ("+verbsString(it.Verbs)+")")
-					window = windowString(&it.TrustWindow)
+					windows = append(windows, windowString(&it.TrustWindow)) // in the order of asks
 					if it.Sensitivity.Rank() > sens.Rank() {
 						sens = it.Sensitivity
 					}
@@ -42,7 +42,7 @@ func pendingCommand() *cli.Command {
 				if p.Kind != "" && p.Kind != plexus.PendingGrant {
 					asks = append([]string{p.Kind + ":"}, asks...)
 				}
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.AgentID, dash(strings.Join(asks, ", ")), window,
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.AgentID, dash(strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
 					dash(string(sens)), timeString(p.ExpiresAt), dash(oneLine(p.Purpose, 60)))
 			}
 			if err := t.Flush(); err != nil {
