@@ -64,7 +64,12 @@ func (e *cliEnv) with(t *testing.T) *cliEnv {
 	return &c
 }
 
-// run runs `plexus --home … --addr … --agent-home … args…`.
+// testDecider is who decides in the command-line tests, in place of `git
+// config user.email` or $USER.
+const testDecider = "owner@plexus.test"
+
+// run runs `plexus --home … --addr … --agent-home … args…`, deciding as
+// testDecider.
 func (e *cliEnv) run(args ...string) cliRun {
 	e.t.Helper()
 	return e.runCtx(context.Background(), args...)
@@ -73,7 +78,7 @@ func (e *cliEnv) run(args ...string) cliRun {
 func (e *cliEnv) runCtx(ctx context.Context, args ...string) cliRun {
 	argv := append([]string{"plexus", "--home", e.home, "--addr", e.addr, "--agent-home", e.agentHome}, args...)
 	var out, errOut bytes.Buffer
-	code := run(ctx, argv, &out, &errOut)
+	code := runIn(ctx, process{decider: func() string { return testDecider }}, argv, &out, &errOut)
 	return cliRun{args: args, code: code, stdout: out.String(), stderr: errOut.String()}
 }
 
@@ -530,7 +535,7 @@ func TestCLIReject(t *testing.T) {
 	if len(denied) != 1 || denied[0].Payload["reason"] != "not now" || denied[0].Payload["via"] != plexus.ViaCLI {
 		t.Errorf("grant.denied rows for %s = %+v", pid, denied)
 	}
-	if r := e.run("reject", pid, "--reason", "twice"); r.code != exitError || !strings.Contains(r.stderr, "conflict") {
+	if r := e.run("reject", pid, "--reason", "twice"); r.code != exitError || !strings.Contains(r.stderr, "already denied") {
 		t.Errorf("second reject: %s", r)
 	}
 	if r := e.run("approve", pid); r.code != exitError || !strings.Contains(r.stderr, "already denied") {
@@ -779,7 +784,7 @@ func TestCLIErrors(t *testing.T) {
 	t.Run("UnknownPending", func(t *testing.T) {
 		e := e.with(t)
 		r := e.run("approve", "pend_nope")
-		if r.code != exitError || !strings.Contains(r.stderr, "not_found") {
+		if r.code != exitError || !strings.Contains(r.stderr, "no pending decision pend_nope") {
 			t.Errorf("%s", r)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -180,10 +181,43 @@ func TestExitStatus(t *testing.T) {
 	}
 	t.Run("ErrEnvelope", func(t *testing.T) {
 		rec := newRecorder(t)
-		rec.reply("POST /admin/api/pending/pend_1/deny", 409, plexus.ErrorResponse{Error: &plexus.ErrorBody{Code: plexus.CodeConflict, Message: "already decided"}})
-		res := runCLI(t, rec.addr(), "reject", "pend_1", "--reason", "no")
+		rec.reply("GET /admin/api/pending/pend_1", 409, plexus.ErrorResponse{Error: &plexus.ErrorBody{Code: plexus.CodeConflict, Message: "already decided"}})
+		res := runCLI(t, rec.addr(), "show", "pend_1")
 		if res.code != exitError || !strings.Contains(res.stderr, "conflict: already decided") {
 			t.Errorf("exit %d, stderr %q", res.code, res.stderr)
 		}
 	})
+}
+
+// `plexus pending` shows each capability's window beside it, in the order
+// the gateway lists the decisions (oldest first).
+func TestPendingTable(t *testing.T) {
+	rec := newRecorder(t)
+	exp := time.Now().Add(time.Hour)
+	rec.reply("GET /admin/api/pending", 200, plexus.PendingListResponse{Pending: []plexus.Pending{
+		{ID: "pend_1", Kind: plexus.PendingGrant, AgentID: "claude", State: plexus.StatePending, ExpiresAt: exp, Items: []plexus.PendingItem{
+			{CapabilityID: "portal.notes.read", Verbs: []plexus.Verb{plexus.VerbRead}, TrustWindow: plexus.TrustWindow{Kind: plexus.Window7d}},
+			{CapabilityID: "portal.notes.write", Verbs: []plexus.Verb{plexus.VerbWrite}, TrustWindow: plexus.TrustWindow{Kind: plexus.Window1d},
+				Sensitivity: plexus.SensitivityElevated},
+		}},
+		{ID: "pend_2", Kind: plexus.PendingGrant, AgentID: "codex", State: plexus.StatePending, ExpiresAt: exp, Items: []plexus.PendingItem{
+			{CapabilityID: "shell.run", Verbs: []plexus.Verb{plexus.VerbExecute}, TrustWindow: plexus.TrustWindow{Kind: plexus.WindowOnce}},
+		}},
+	}})
+	res := runCLI(t, rec.addr(), "pending")
+	if res.code != exitOK {
+		t.Fatalf("exit %d, stderr %s", res.code, res.stderr)
+	}
+	lines := strings.Split(res.stdout, "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "ID") {
+		t.Fatalf("stdout:\n%s", res.stdout)
+	}
+	for i, want := range []string{
+		`^pend_1\s+claude\s+portal\.notes\.read \(read\), portal\.notes\.write \(write\)\s+7d, 1d\s+elevated\s`,
+		`^pend_2\s+codex\s+shell\.run \(execute\)\s+once\s`,
+	} {
+		if !regexp.MustCompile(want).MatchString(lines[i+1]) {
+			t.Errorf("line %d = %q, want %s", i+1, lines[i+1], want)
+		}
+	}
 }

@@ -1,8 +1,10 @@
 // Command plexus is the command line of the Plexus gateway. The owner's
-// commands (status, agents, grants, pending, approve, reject, portal, key)
-// talk to the running daemon through its admin API with the connection-key
-// from --home; the agent's commands (agent enroll|list|call) perform the
-// agent loop through package client with the credential under --agent-home.
+// commands (status, agents, grants, pending, show, portal, key) talk to the
+// running daemon through its admin API with the connection-key from --home;
+// approve and reject decide by moving the decision's file under --home, as
+// the owner would, and ask the daemon only for the outcome. The agent's
+// commands (agent enroll|list|call) perform the agent loop through package
+// client with the credential under --agent-home.
 //
 // This is the only package that reads flags, the environment and $HOME. It
 // never prints a PAT, a token or a connection-key except where showing one
@@ -68,10 +70,37 @@ func main() {
 
 // run executes the command line args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return exitStatus(newRoot(stdout, stderr).Run(ctx, args), stderr)
+	return runIn(ctx, process{decider: deciderIdentity}, args, stdout, stderr)
 }
 
-func newRoot(stdout, stderr io.Writer) *cli.Command {
+// runIn is run with what the command line takes from its process given by
+// the caller, as tests do.
+func runIn(ctx context.Context, p process, args []string, stdout, stderr io.Writer) int {
+	return exitStatus(newRoot(stdout, stderr, p).Run(ctx, args), stderr)
+}
+
+// process is what the command line takes from the process it runs in,
+// beyond flags, environment and streams: what tests replace.
+type process struct {
+	// decider names the person deciding (deciderIdentity): `plexus
+	// approve` and `reject` write it into the decision file, and `serve`
+	// journals it for decisions made by moving files.
+	decider func() string
+}
+
+// processKey is where the root command's Metadata holds its process.
+const processKey = "process"
+
+// processOf returns the process cmd runs in.
+func processOf(cmd *cli.Command) process {
+	p, _ := cmd.Root().Metadata[processKey].(process)
+	if p.decider == nil {
+		p.decider = deciderIdentity
+	}
+	return p
+}
+
+func newRoot(stdout, stderr io.Writer, p process) *cli.Command {
 	root := &cli.Command{
 		Name:    "plexus",
 		Usage:   "a local capability gateway for AI agents",
@@ -88,6 +117,7 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		ErrWriter: stderr,
 		// Errors are reported once, by exitStatus; never os.Exit from inside.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		Metadata:       map[string]any{processKey: p},
 	}
 	for _, c := range commands() {
 		root.Commands = append(root.Commands, c())

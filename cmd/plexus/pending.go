@@ -30,11 +30,11 @@ func pendingCommand() *cli.Command {
 			t := newTable(w)
 			fmt.Fprintln(t, "ID\tAGENT\tASKS FOR\tWINDOW\tSENSITIVITY\tEXPIRES\tPURPOSE")
 			for _, p := range pending {
-				var asks []string
-				window, sens := "-", plexus.Sensitivity("")
+				var asks, windows []string
+				sens := plexus.Sensitivity("")
 				for _, it := range p.Items {
 					asks = append(asks, it.CapabilityID+" ("+verbsString(it.Verbs)+")")
-					window = windowString(&it.TrustWindow)
+					windows = append(windows, windowString(&it.TrustWindow)) // in the order of asks
 					if it.Sensitivity.Rank() > sens.Rank() {
 						sens = it.Sensitivity
 					}
@@ -42,7 +42,7 @@ func pendingCommand() *cli.Command {
 				if p.Kind != "" && p.Kind != plexus.PendingGrant {
 					asks = append([]string{p.Kind + ":"}, asks...)
 				}
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.AgentID, dash(strings.Join(asks, ", ")), window,
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.AgentID, dash(strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
 					dash(string(sens)), timeString(p.ExpiresAt), dash(oneLine(p.Purpose, 60)))
 			}
 			if err := t.Flush(); err != nil {
@@ -51,52 +51,6 @@ func pendingCommand() *cli.Command {
 			if len(pending) > 0 {
 				fmt.Fprintln(w, "\nDecide with: plexus approve <id> | plexus reject <id> --reason \"…\"")
 			}
-			return nil
-		}),
-	}
-}
-
-func approveCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "approve",
-		Usage:     "approve a pending decision, optionally choosing its trust window",
-		ArgsUsage: "<pending-id>",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "window", Usage: "the trust window to grant: once, 1h, 1d, 7d, until-revoked or a duration (execute stays once)"},
-			&cli.StringFlag{Name: "reason", Usage: "why, for the journal"},
-		},
-		Action: withAdmin(1, "<pending-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-			req := plexus.DecideRequest{Action: "approve", Reason: cmd.String("reason")}
-			if s := cmd.String("window"); s != "" {
-				w, err := parseWindow(s)
-				if err != nil {
-					return usageError(cmd, "%v", err)
-				}
-				req.TrustWindow = w
-			}
-			p, err := adm.Decide(ctx, cmd.Args().First(), true, req)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.Root().Writer, "Approved %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
-			return nil
-		}),
-	}
-}
-
-func rejectCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "reject",
-		Usage:     "deny a pending decision",
-		ArgsUsage: "<pending-id>",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, shown to the agent and kept in the journal", Required: true}},
-		Action: withAdmin(1, "<pending-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-			req := plexus.DecideRequest{Action: "deny", Reason: cmd.String("reason")}
-			p, err := adm.Decide(ctx, cmd.Args().First(), false, req)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.Root().Writer, "Rejected %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
 			return nil
 		}),
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/urfave/cli/v3"
 )
@@ -26,7 +27,8 @@ func serveCommand() *cli.Command {
 			if cmd.IsSet("addr") {
 				addr = cmd.String("addr")
 			}
-			d, err := startDaemon(ctx, daemonOptions{Home: cmd.String("home"), Addr: addr, Logger: log})
+			d, err := startDaemon(ctx, daemonOptions{Home: cmd.String("home"), Addr: addr, Logger: log,
+				Owner: sync.OnceValue(processOf(cmd).decider)})
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ func TestCLIShow(t *testing.T) {
 
 	e.ok("reject", m[1], "--reason", "not now")
 	out = e.ok("show", m[1]).stdout
-	if !strings.Contains(out, "Denied by human via cli") || !strings.Contains(out, "not now") {
+	if !strings.Contains(out, "Denied by "+testDecider+" via cli") || !strings.Contains(out, "not now") {
 		t.Errorf("show after reject:\n%s", out)
 	}
 

@@ -1,0 +1,244 @@
+package inbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+)
+
+// StampOptions say what [Stamp] writes into a decision file.
+type StampOptions struct {
+	// DecidedBy names the person deciding (cmd passes `git config
+	// user.email`, else $USER). Required.
+	DecidedBy string
+	// Reason, when not empty, replaces the file's `reason:`: why the owner
+	// denies, or a note an approval keeps in the journal.
+	Reason string
+	// Window, when set, narrows an approval: every capability whose window
+	// is at least as long gets this one; shorter ones (a `once`, such as
+	// execute's) keep theirs. Nil leaves the windows as the file has them.
+	Window *plexus.TrustWindow
+}
+
+// WindowError is [Stamp]'s refusal of a window longer than every
+// capability's window in the file: approving with it would ask for more
+// than the request did, and a decision may only narrow.
+type WindowError struct {
+	// Window is the window refused, as the file would spell it.
+	Window string
+	// Asked lists each capability with the window it has ("portal.notes.write 1d").
+	Asked []string
+}
+
+func (e *WindowError) Error() string {
+	asked := "no capability"
+	if len(e.Asked) > 0 {
+		asked = strings.Join(e.Asked, ", ")
+	}
+	return fmt.Sprintf("window %s is longer than the request asks (%s): a decision may only narrow it", e.Window, asked)
+}
+
+// Stamp returns decision file b with what `plexus approve` and `plexus
+// reject` write before their move: `decided_by:` s.DecidedBy and `via: cli`
+// (which is how the daemon tells their move from one made by hand), and
+// s.Reason and s.Window when given. The command then moves the file like a
+// person would, so there is one path from a decision file to the gateway.
+//
+// Only the frontmatter changes, and only those fields: the YAML is edited as
+// a tree, so every other key (the owner's own notes too), its order and its
+// comments stay, and everything before the opening and from the closing
+// `---` line on is kept byte for byte. Stamp narrows and never widens:
+// a window is written only where it is no longer than the one the file
+// has. It does not check the file against the gateway's record; the daemon
+// does that when it sees the move, and refuses an edit that widens.
+//
+// A file [Parse] refuses is refused with its [*ParseError]; a window longer
+// than every capability's is a [*WindowError].
+func Stamp(b []byte, s StampOptions) ([]byte, error) {
+	// As the reconciler reads decided_by: one line, capped.
+	by := capRunes(oneLine(s.DecidedBy), 120)
+	if by == "" {
+		return nil, errors.New("stamp: no decider named")
+	}
+	f, err := Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	want := *f // what the stamped file must parse to
+	want.Capabilities = slices.Clone(f.Capabilities)
+	want.DecidedBy, want.Via = by, plexus.ViaCLI
+	if s.Reason != "" {
+		want.Reason = s.Reason
+	}
+	narrow := map[string]string{} // capability id → the window written for it
+	if s.Window != nil {
+		w, err := FormatWindow(*s.Window)
+		if err != nil {
+			return nil, fmt.Errorf("stamp: %w", err)
+		}
+		canon, err := ParseWindow(w) // how the file will read it back
+		if err != nil {
+			return nil, fmt.Errorf("stamp: %w", err)
+		}
+		var asked []string
+		for i, c := range want.Capabilities {
+			has, _ := FormatWindow(c.Window)
+			asked = append(asked, c.ID+" "+has)
+			if auth.Narrower(*s.Window, c.Window) {
+				narrow[c.ID] = w
+				want.Capabilities[i].Window = canon
+			}
+		}
+		if len(narrow) == 0 {
+			return nil, &WindowError{Window: w, Asked: asked}
+		}
+	}
+
+	lo, hi, ok := frontmatterSpan(b)
+	if !ok {
+		return nil, errors.New("stamp: no frontmatter found in a file Parse read") // Parse and frontmatterSpan disagree
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b[lo:hi], &doc); err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("stamp: the frontmatter is not a mapping")
+	}
+	m := doc.Content[0]
+	setField(m, "decided_by", by)
+	setField(m, "via", plexus.ViaCLI)
+	if s.Reason != "" {
+		setField(m, "reason", s.Reason)
+	}
+	if len(narrow) > 0 {
+		setWindows(m, narrow)
+	}
+	oneLineScalars(&doc)
+
+	var fm bytes.Buffer
+	enc := yaml.NewEncoder(&fm)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	out := make([]byte, 0, len(b)+fm.Len()-(hi-lo))
+	out = append(append(append(out, b[:lo]...), fm.Bytes()...), b[hi:]...)
+
+	// The stamped file must say what the file said, plus the stamp: a
+	// rewrite that changed anything else (a value re-read differently, a
+	// line that ends the frontmatter early) is not the owner's file.
+	got, err := Parse(out)
+	if err != nil {
+		return nil, fmt.Errorf("stamp: the stamped file does not read back: %w", err)
+	}
+	if !reflect.DeepEqual(*got, want) {
+		return nil, errors.New("stamp: the stamped file does not read back as the file with only the stamp changed")
+	}
+	return out, nil
+}
+
+// frontmatterSpan returns the byte range of the YAML between b's opening
+// and closing `---` lines, found as [Parse] finds them (after a byte-order
+// mark, blank lines and a leading problem note; a delimiter line may carry
+// surrounding spaces).
+func frontmatterSpan(b []byte) (lo, hi int, ok bool) {
+	view := blankLeadingNote(bytes.TrimPrefix(b, []byte("\ufeff"))) // same length as what it replaces
+	shift := len(b) - len(view)
+	open := false
+	for off := 0; off < len(view); {
+		next := len(view)
+		if i := bytes.IndexByte(view[off:], '\n'); i >= 0 {
+			next = off + i + 1
+		}
+		line := string(bytes.TrimSpace(view[off:next]))
+		switch {
+		case !open && line == "":
+		case !open && line == "---":
+			open, lo = true, next
+		case !open:
+			return 0, 0, false
+		case line == "---":
+			return lo + shift, off + shift, true
+		}
+		off = next
+	}
+	return 0, 0, false
+}
+
+// fieldOrder is the order [Render] writes the top-level keys in (the
+// fields of header); a key Stamp adds goes where Render would put it.
+var fieldOrder = []string{"plexus", "problem", "id", "type", "state", "agent", "trace_id", "created", "expires",
+	"same_user", "bundle", "purpose", "capabilities", "reason", "decided", "decided_by", "via", "ended"}
+
+// setField gives key the text value in mapping m, adding it after the last
+// key Render writes before it when m lacks it.
+func setField(m *yaml.Node, key, value string) {
+	at := 0
+	rank := slices.Index(fieldOrder, key)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			continue
+		}
+		if k.Value == key {
+			setText(m.Content[i+1], value)
+			return
+		}
+		if r := slices.Index(fieldOrder, k.Value); r >= 0 && r < rank {
+			at = i + 2
+		}
+	}
+	v := &yaml.Node{}
+	setText(v, value)
+	m.Content = slices.Insert(m.Content, at, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}
+
+// setText makes n the text value, keeping the comments around it. The
+// encoder quotes it where plain text would read as something else
+// ("true", "", "1h: x").
+func setText(n *yaml.Node, value string) {
+	*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value,
+		HeadComment: n.HeadComment, LineComment: n.LineComment, FootComment: n.FootComment}
+}
+
+// setWindows writes window[id] as the window of each capability id listed.
+// Parse has checked the shape: a list of mappings, each with one id and one
+// window.
+func setWindows(m *yaml.Node, window map[string]string) {
+	var caps *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Kind == yaml.ScalarNode && m.Content[i].Value == "capabilities" {
+			caps = m.Content[i+1]
+		}
+	}
+	if caps == nil {
+		return
+	}
+	for _, c := range caps.Content {
+		var id string
+		var win *yaml.Node
+		for i := 0; i+1 < len(c.Content); i += 2 {
+			switch c.Content[i].Value {
+			case "id":
+				id = c.Content[i+1].Value
+			case "window":
+				win = c.Content[i+1]
+			}
+		}
+		if w, ok := window[id]; ok && win != nil {
+			setText(win, w)
+		}
+	}
+}
