@@ -291,10 +291,12 @@ Every decision waiting for you is a markdown file in inbox/.
 - Approve: move it into active/ (or run: plexus approve <id>).
 - Deny: move it into rejected/; a "reason:" you add to its frontmatter is kept.
 - Withdraw: delete it from inbox/.
-- Narrow before approving: edit the file to a shorter window or fewer verbs
-  (widening edits are refused, with the reason written back into the file).
-- Revoke a standing grant: remove its file from active/.
-archive/ holds what ended (expired, used once, revoked). audit/ is the daily
+- Narrow before approving: edit the file to a shorter window, fewer verbs or
+  fewer capabilities (widening edits are refused, with the reason written back
+  into the file).
+- Revoke a standing grant: delete its file from active/ or move it to archive/.
+archive/ holds what ended (expired, used once, revoked, withdrawn). Plexus
+never overwrites a file you edited. audit/ is the daily
 redacted JSONL mirror; journal.db (SQLite) records every transition.
 Keep connection-key, signing-key, hash-key and secrets/ private (0600/0700).
 `
