@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/plexus-gw/plexus"
@@ -49,7 +50,10 @@ func pendingCommand() *cli.Command {
 				return err
 			}
 			if len(pending) > 0 {
-				fmt.Fprintln(w, "\nDecide with: plexus approve <id> | plexus reject <id> --reason \"…\"")
+				inbox := filepath.Join(cmd.Root().String("home"), "inbox")
+				fmt.Fprintf(w, "\nEach is a file in %s: move it to ../active/ to approve (edit it first to narrow),\n"+
+					"to ../rejected/ to deny, or delete it to withdraw.\n"+
+					"Or: plexus show <id> | plexus approve <id> [--window …] | plexus reject <id> --reason \"…\"\n", inbox)
 			}
 			return nil
 		}),
