@@ -110,15 +110,22 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 // waitRaw waits until folder holds id's file and ok (nil: anything) accepts
-// its bytes, and returns them.
+// its bytes, then until the reconciler's pass is over (the daemon writes a
+// file before journaling why), and returns the bytes.
 func (e *filesEnv) waitRaw(t *testing.T, folder, id string, ok func([]byte) bool) []byte {
 	t.Helper()
+	accepts := func(b []byte, err error) bool { return err == nil && (ok == nil || ok(b)) }
 	var b []byte
 	waitFor(t, 10*time.Second, folder+"/"+inbox.FileName(id), func() bool {
 		var err error
 		b, err = os.ReadFile(e.path(folder, id))
-		return err == nil && (ok == nil || ok(b))
+		return accepts(b, err)
 	})
+	e.settle(t)
+	b, err := os.ReadFile(e.path(folder, id))
+	if !accepts(b, err) {
+		t.Fatalf("%s/%s changed after the reconciler settled: %v\n%s", folder, inbox.FileName(id), err, b)
+	}
 	return b
 }
 
@@ -661,7 +668,6 @@ func TestFiles(t *testing.T) {
 				e.waitFile(t, plexus.FolderActive, a.ID, stateIs(plexus.StateApproved))
 				tok := e.checkApproved(t, a, notesWrite)
 				e.mustWrite(t, tok, notesWrite)
-				e.settle(t)
 
 				tc.act(t, e, a.ID)
 				reason := "revoked by the owner: " + tc.why
@@ -675,13 +681,13 @@ func TestFiles(t *testing.T) {
 				if got := e.standing(t); len(got) != 0 {
 					t.Errorf("claude holds %v after the revoke", got)
 				}
+				b := e.onlyIn(t, a.ID, tc.folder)
 				e.checkStory(t, a.Trace, "grant.requested", "grant.approved", "token.minted", "invoke.ok",
 					"grant.revoked", "decision.revoked", "invoke.denied")
 				e.checkRow(t, a.Trace, "grant.revoked", plexus.ActorHuman, notesWrite, map[string]any{
 					"via": plexus.ViaFile, "reason": reason, "grantRemoved": true, "revokedJtis": []any{tok.JTI}})
 				e.checkRow(t, a.Trace, "decision.revoked", plexus.ActorHuman, a.ID, map[string]any{
 					"via": plexus.ViaFile, "decidedBy": filesOwner, "reason": reason, "grants": json.Number("1")})
-				b := e.onlyIn(t, a.ID, tc.folder)
 				if tc.folder != "" {
 					if f := parse(t, b); f.State != plexus.StateApproved || f.Ended != notesWrite+" revoked" {
 						t.Errorf("archived file: state %q, ended %q; want approved, %q", f.State, f.Ended, notesWrite+" revoked")
@@ -704,7 +710,6 @@ func TestFiles(t *testing.T) {
 		}
 		e.revoked(t, tok.JTI)
 		f, _ := e.waitFile(t, plexus.FolderArchive, a.ID, nil)
-		e.settle(t) // the move's journal row is written after the file
 		e.refused(t, tok, notesWrite, plexus.CodeTokenRevoked)
 		e.checkStory(t, a.Trace, "grant.requested", "grant.approved", "token.minted", "grant.revoked", "inbox.moved", "invoke.denied")
 		e.checkRow(t, a.Trace, "grant.revoked", plexus.ActorHuman, notesWrite, map[string]any{"via": plexus.ViaAdminAPI})
@@ -768,7 +773,6 @@ func TestFiles(t *testing.T) {
 
 		// The use itself hints the reconciler: no forced look is needed.
 		f, _ := e.waitFile(t, plexus.FolderArchive, a.ID, nil)
-		e.settle(t)
 		e.refused(t, tok, notesWrite, plexus.CodeGrantRequired)
 		// The file may move before the call's own row is written.
 		story := e.story(t, a.Trace)
