@@ -701,7 +701,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 			if !r.gone(p.ID) {
 				return nil
 			}
-			return r.revoke(ctx, s, "its file was deleted from active/")
+			return r.revoke(ctx, s, nil, stale, "its file was deleted from active/")
 		case rec == nil || rec.Folder == plexus.FolderInbox:
 			// Never written, or decided elsewhere while its file was away.
 			b, err := r.render(*p, "", ended)
@@ -731,7 +731,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		return r.put(ctx, p.ID, want, b, append(stale, c))
 	case p.State == plexus.StateApproved && want == plexus.FolderActive && !ours &&
 		(c.folder == plexus.FolderArchive || c.folder == plexus.FolderRejected):
-		return r.revoke(ctx, s, "its file was moved from active/ to "+c.folder+"/")
+		return r.revoke(ctx, s, c, stale, "its file was moved from active/ to "+c.folder+"/")
 	case ours:
 		// The state changed through another channel (decided by the CLI or
 		// the admin API, expired, used, revoked, its window ended): the
@@ -773,8 +773,11 @@ func (r *Reconciler) redecided(s state, c *copyOf, ended string) ([]byte, error)
 	}
 }
 
-// revoke revokes what an approved decision granted, and then files it.
-func (r *Reconciler) revoke(ctx context.Context, s state, why string) error {
+// revoke revokes what an approved decision granted, and then files it: c,
+// the file whose move revoked it (nil when it was deleted), goes where the
+// decision now belongs. Filed by a later look instead, a file moved to
+// rejected/ would read as a move that changed nothing.
+func (r *Reconciler) revoke(ctx context.Context, s state, c *copyOf, stale []*copyOf, why string) error {
 	n, err := r.dec.RevokeDecision(ctx, s.p.ID, r.cfg.Owner(), plexus.ViaFile, "revoked by the owner: "+why)
 	if err != nil {
 		var pe *plexus.Error
@@ -785,7 +788,19 @@ func (r *Reconciler) revoke(ctx context.Context, s state, why string) error {
 	if n == 0 {
 		return nil // nothing stood any more; the next look files it
 	}
-	return r.one(ctx, s.p.ID)
+	if c == nil {
+		return r.one(ctx, s.p.ID)
+	}
+	now, err := r.read(ctx, s.p.ID)
+	if err != nil {
+		return err
+	}
+	want, ended := r.desired(now)
+	b, err := r.redecided(now, c, ended)
+	if err != nil {
+		return err
+	}
+	return r.put(ctx, s.p.ID, want, b, append(stale, c))
 }
 
 // desired says which folder a decided decision's file belongs in, and for

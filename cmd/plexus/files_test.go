@@ -660,6 +660,9 @@ func TestFiles(t *testing.T) {
 			{"MovedToArchive", func(t *testing.T, e *filesEnv, id string) {
 				move(t, e.path(plexus.FolderActive, id), e.path(plexus.FolderArchive, id))
 			}, "its file was moved from active/ to archive/", plexus.FolderArchive},
+			{"MovedToRejected", func(t *testing.T, e *filesEnv, id string) {
+				move(t, e.path(plexus.FolderActive, id), e.path(plexus.FolderRejected, id))
+			}, "its file was moved from active/ to rejected/", plexus.FolderArchive},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newFilesEnv(t, "")
