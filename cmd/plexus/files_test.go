@@ -393,6 +393,15 @@ func (e *filesEnv) checkApproved(t *testing.T, a asked, caps ...string) *plexus.
 	return ev.Token
 }
 
+// checkEnded checks that the status of a, approved, no longer hands out a
+// token: what a granted has ended.
+func (e *filesEnv) checkEnded(t *testing.T, a asked) {
+	t.Helper()
+	if s := e.status(t, a.ID); s.State != plexus.StateApproved || s.Token != nil {
+		t.Errorf("status = %+v (token %+v), want approved without a token", s, s.Token)
+	}
+}
+
 // checkUnresolved checks that a stays pending for the agent, with nothing
 // granted.
 func (e *filesEnv) checkUnresolved(t *testing.T, a asked) {
@@ -684,6 +693,7 @@ func TestFiles(t *testing.T) {
 				if got := e.standing(t); len(got) != 0 {
 					t.Errorf("claude holds %v after the revoke", got)
 				}
+				e.checkEnded(t, a)
 				b := e.onlyIn(t, a.ID, tc.folder)
 				e.checkStory(t, a.Trace, "grant.requested", "grant.approved", "token.minted", "invoke.ok",
 					"grant.revoked", "decision.revoked", "invoke.denied")
@@ -714,6 +724,7 @@ func TestFiles(t *testing.T) {
 		e.revoked(t, tok.JTI)
 		f, _ := e.waitFile(t, plexus.FolderArchive, a.ID, nil)
 		e.refused(t, tok, notesWrite, plexus.CodeTokenRevoked)
+		e.checkEnded(t, a)
 		e.checkStory(t, a.Trace, "grant.requested", "grant.approved", "token.minted", "grant.revoked", "inbox.moved", "invoke.denied")
 		e.checkRow(t, a.Trace, "grant.revoked", plexus.ActorHuman, notesWrite, map[string]any{"via": plexus.ViaAdminAPI})
 		r := e.checkRow(t, a.Trace, "inbox.moved", plexus.ActorSystem, a.ID, map[string]any{
@@ -777,6 +788,7 @@ func TestFiles(t *testing.T) {
 		// The use itself hints the reconciler: no forced look is needed.
 		f, _ := e.waitFile(t, plexus.FolderArchive, a.ID, nil)
 		e.refused(t, tok, notesWrite, plexus.CodeGrantRequired)
+		e.checkEnded(t, a)
 		// The file may move before the call's own row is written.
 		story := e.story(t, a.Trace)
 		if i := slices.Index(story, "inbox.moved"); i == 4 {
