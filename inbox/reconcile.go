@@ -473,6 +473,15 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 		return err
 	}
 	here, blind := r.locate(id)
+	if len(here) > 1 {
+		// A move made while locate looked (a file read in inbox/, then
+		// found again in active/) shows one file in two folders: a copy
+		// gone since is not one.
+		here = slices.DeleteFunc(here, func(c *copyOf) bool {
+			_, err := os.Lstat(c.path)
+			return errors.Is(err, os.ErrNotExist)
+		})
+	}
 	if s.p == nil {
 		delete(r.missing, id)
 		return r.unknown(ctx, id, here)
