@@ -558,25 +558,40 @@ func TestFiles(t *testing.T) {
 		}
 	})
 
-	t.Run("WithdrawByDelete", func(t *testing.T) {
-		e := newFilesEnv(t, "")
-		a := e.ask(t, "", notesWrite)
-		if err := os.Remove(e.path(plexus.FolderInbox, a.ID)); err != nil {
-			t.Fatal(err)
-		}
+	t.Run("Withdraw", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			act  func(t *testing.T, e *filesEnv, id string)
+			why  string
+		}{
+			// After the grace period the absence is the owner's delete.
+			{"DeletedFromInbox", func(t *testing.T, e *filesEnv, id string) {
+				if err := os.Remove(e.path(plexus.FolderInbox, id)); err != nil {
+					t.Fatal(err)
+				}
+			}, "its file was deleted from inbox/"},
+			{"MovedToArchive", func(t *testing.T, e *filesEnv, id string) {
+				move(t, e.path(plexus.FolderInbox, id), e.path(plexus.FolderArchive, id))
+			}, "its file was moved to archive/"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newFilesEnv(t, "")
+				a := e.ask(t, "", notesWrite)
+				tc.act(t, e, a.ID)
 
-		// After the grace period the absence is the owner's delete; the
-		// decision's record is filed in archive/ (which holds what ended,
-		// withdrawn included).
-		f, _ := e.waitFile(t, plexus.FolderArchive, a.ID, stateIs(plexus.StateWithdrawn))
-		const why = "its file was deleted from inbox/"
-		e.checkClosed(t, a, plexus.StateWithdrawn, why)
-		e.checkStory(t, a.Trace, "grant.requested", "grant.withdrawn")
-		e.checkRow(t, a.Trace, "grant.withdrawn", plexus.ActorHuman, a.ID, map[string]any{
-			"via": plexus.ViaFile, "decidedBy": filesOwner, "reason": why})
-		e.onlyIn(t, a.ID, plexus.FolderArchive)
-		if f.Via != plexus.ViaFile || f.DecidedBy != filesOwner {
-			t.Errorf("archived file: via %q, decided_by %q", f.Via, f.DecidedBy)
+				// Either way the decision's file ends in archive/, which
+				// holds what ended, withdrawn included: a deleted file is
+				// written there again, as withdrawn.
+				f, _ := e.waitFile(t, plexus.FolderArchive, a.ID, stateIs(plexus.StateWithdrawn))
+				e.checkClosed(t, a, plexus.StateWithdrawn, tc.why)
+				e.checkStory(t, a.Trace, "grant.requested", "grant.withdrawn")
+				e.checkRow(t, a.Trace, "grant.withdrawn", plexus.ActorHuman, a.ID, map[string]any{
+					"via": plexus.ViaFile, "decidedBy": filesOwner, "reason": tc.why, "capabilities": []any{notesWrite}})
+				e.onlyIn(t, a.ID, plexus.FolderArchive)
+				if f.Via != plexus.ViaFile || f.DecidedBy != filesOwner || f.Reason != tc.why {
+					t.Errorf("archived file: via %q, decided_by %q, reason %q", f.Via, f.DecidedBy, f.Reason)
+				}
+			})
 		}
 	})
 
@@ -805,6 +820,38 @@ func TestFiles(t *testing.T) {
 		e.onlyIn(t, a.ID, plexus.FolderArchive)
 		if f.State != plexus.StateApproved || f.Ended != notesWrite+" used" || windowOf(t, f, notesWrite) != "once" {
 			t.Errorf("archived file: state %q, ended %q, window %s; want approved, %q, once", f.State, f.Ended, windowOf(t, f, notesWrite), notesWrite+" used")
+		}
+	})
+
+	t.Run("WindowEnded", func(t *testing.T) {
+		e := newFilesEnv(t, "")
+		a := e.ask(t, "", notesWrite)
+		in := e.path(plexus.FolderInbox, a.ID)
+		b, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ownerWrite(t, in, edit(t, b, "window: 1d", "window: 1h"))
+		move(t, in, e.path(plexus.FolderActive, a.ID))
+		e.waitFile(t, plexus.FolderActive, a.ID, stateIs(plexus.StateApproved))
+		tok := e.checkApproved(t, a, notesWrite)
+
+		// No event marks the end of a window: the periodic full look finds
+		// it, which Sync stands in for.
+		e.clock.Advance(time.Hour + time.Second)
+		e.settle(t)
+		f, _ := e.waitFile(t, plexus.FolderArchive, a.ID, nil)
+		e.refused(t, tok, notesWrite, plexus.CodeTokenExpired)
+		e.checkEnded(t, a)
+		if got := e.standing(t); len(got) != 0 {
+			t.Errorf("claude holds %v after the window", got)
+		}
+		e.checkStory(t, a.Trace, "grant.requested", "grant.approved", "token.minted", "inbox.moved")
+		e.checkRow(t, a.Trace, "inbox.moved", plexus.ActorSystem, a.ID, map[string]any{
+			"from": plexus.FolderActive, "to": plexus.FolderArchive})
+		e.onlyIn(t, a.ID, plexus.FolderArchive)
+		if want := notesWrite + " its window ended"; f.State != plexus.StateApproved || f.Ended != want {
+			t.Errorf("archived file: state %q, ended %q; want approved, %q", f.State, f.Ended, want)
 		}
 	})
 
