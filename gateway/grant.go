@@ -388,44 +388,75 @@ func (g *Gateway) GrantStatus(ctx context.Context, c Credentials, pendingID stri
 }
 
 // approvedToken returns the token minted when p was approved, minting a fresh
-// one if this process no longer holds it (after a restart).
+// one if this process no longer holds it (after a restart) or the one it holds
+// was revoked; nil once nothing p granted stands (revoked, used, its window
+// ended). The agent is never handed back a token that can no longer work.
 func (g *Gateway) approvedToken(ctx context.Context, sess *plexus.Session, p *plexus.Pending) (*plexus.ScopedToken, error) {
 	g.mu.RLock()
 	tok := g.resolved[p.ID]
 	g.mu.RUnlock()
 	if tok != nil && g.now().Before(tok.ExpiresAt) {
-		return tok, nil
-	}
-	var out *plexus.ScopedToken
-	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		var grants []plexus.Grant
-		for _, it := range p.Items {
-			gr, err := tx.Grant(p.AgentID, it.CapabilityID)
+		var stands bool
+		err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+			grants, err := g.decisionGrants(tx, p)
+			if err != nil || len(grants) == 0 {
+				return err
+			}
+			rec, err := tx.Token(tok.JTI)
 			if errors.Is(err, plexus.ErrNotFound) {
-				continue
+				return nil
 			} else if err != nil {
 				return err
 			}
-			if gr.PendingID == p.ID && gr.Live(g.now()) {
-				grants = append(grants, *gr)
-			}
-		}
-		if len(grants) == 0 {
+			stands = rec.RevokedAt == nil
 			return nil
+		})
+		if err != nil {
+			return nil, plexus.WrapError(plexus.CodeInternalError, err, "could not read the approved grants")
 		}
-		var err error
+		if stands {
+			return tok, nil
+		}
+	}
+	var out *plexus.ScopedToken
+	err := g.update(ctx, true, func(tx plexus.StateTx) error {
+		out = nil
+		grants, err := g.decisionGrants(tx, p)
+		if err != nil || len(grants) == 0 {
+			return err
+		}
 		out, err = g.mint(tx, sess, grants, p.TraceID)
 		return err
 	})
 	if err != nil {
 		return nil, plexus.WrapError(plexus.CodeInternalError, err, "could not mint the approved token")
 	}
+	g.mu.Lock()
 	if out != nil {
-		g.mu.Lock()
 		g.resolved[p.ID] = out
-		g.mu.Unlock()
+	} else {
+		delete(g.resolved, p.ID)
 	}
+	g.mu.Unlock()
 	return out, nil
+}
+
+// decisionGrants returns the grants approved decision p gave that still
+// stand.
+func (g *Gateway) decisionGrants(tx plexus.StateTx, p *plexus.Pending) ([]plexus.Grant, error) {
+	var grants []plexus.Grant
+	for _, it := range p.Items {
+		gr, err := tx.Grant(p.AgentID, it.CapabilityID)
+		if errors.Is(err, plexus.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		if gr.PendingID == p.ID && gr.Live(g.now()) {
+			grants = append(grants, *gr)
+		}
+	}
+	return grants, nil
 }
 
 // StandingGrants is the caller's ledger; an admin session sees everyone's.

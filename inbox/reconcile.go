@@ -475,6 +475,15 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 		return err
 	}
 	here, blind := r.locate(id)
+	if len(here) > 1 {
+		// A move made while locate looked (a file read in inbox/, then
+		// found again in active/) shows one file in two folders: a copy
+		// gone since is not one.
+		here = slices.DeleteFunc(here, func(c *copyOf) bool {
+			_, err := os.Lstat(c.path)
+			return errors.Is(err, os.ErrNotExist)
+		})
+	}
 	if s.p == nil {
 		delete(r.missing, id)
 		return r.unknown(ctx, id, here)
@@ -804,7 +813,7 @@ func (r *Reconciler) revoke(ctx context.Context, s state, c *copyOf, stale []*co
 		}
 		return r.record(ctx, plexus.DecisionFile{PendingID: s.p.ID, Folder: "", Sum: s.rec.Sum})
 	}
-	b, err := r.render(*now.p, "", ended)
+	b, err := r.redecided(now, c, ended)
 	if err != nil {
 		return err
 	}
