@@ -1,7 +1,10 @@
 package inbox
 
 import (
+	"reflect"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/plexus-gw/plexus"
 )
@@ -54,6 +57,33 @@ type File struct {
 	Via       string
 	// Ended says why an approved decision no longer grants anything.
 	Ended string
+	// Notes are the keys Plexus does not know, as the owner wrote them.
+	Notes Notes
+}
+
+// Notes are frontmatter keys of the owner's own (anything Plexus does not
+// know), kept in their order so that a rewritten file carries them over:
+// nothing the owner wrote into a decision's fields is dropped.
+type Notes struct {
+	nodes []*yaml.Node // key, value, key, value, …
+}
+
+// Len is the number of notes.
+func (n Notes) Len() int { return len(n.nodes) / 2 }
+
+// Equal reports whether n and o hold the same keys and values, in order,
+// however each is styled (go-cmp uses it).
+func (n Notes) Equal(o Notes) bool {
+	if len(n.nodes) != len(o.nodes) {
+		return false
+	}
+	for i := range n.nodes {
+		var a, b any
+		if n.nodes[i].Decode(&a) != nil || o.nodes[i].Decode(&b) != nil || !reflect.DeepEqual(a, b) {
+			return false
+		}
+	}
+	return true
 }
 
 // FileCapability is one capability of a decision, as the file states it.
@@ -100,5 +130,5 @@ func (f *File) Pending() plexus.Pending {
 
 // Options returns the [RenderOptions] that re-render f as it was written.
 func (f *File) Options() RenderOptions {
-	return RenderOptions{SameUser: f.SameUser, Note: f.Problem, Ended: f.Ended}
+	return RenderOptions{SameUser: f.SameUser, Note: f.Problem, Ended: f.Ended, Notes: f.Notes}
 }

@@ -210,6 +210,7 @@ func (p parser) file(root *yaml.Node) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.Notes = ownerNotes(n)
 	switch {
 	case f.Format == "":
 		return nil, p.errorf("plexus", nil, "missing: a decision file says `plexus: %s`", Format)
@@ -221,6 +222,20 @@ func (p parser) file(root *yaml.Node) (*File, error) {
 		return nil, p.errorf("id", nil, "%q is not a decision id (%s followed by a ULID)", f.ID, IDPrefix)
 	}
 	return f, nil
+}
+
+// ownerNotes keeps the top-level keys Plexus does not know, in order: the
+// owner's notes, carried over when Plexus rewrites the file.
+func ownerNotes(n *yaml.Node) Notes {
+	var out Notes
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && topKeys[k.Value] {
+			continue
+		}
+		out.nodes = append(out.nodes, k, n.Content[i+1])
+	}
+	return out
 }
 
 func (p parser) str(field string, n *yaml.Node) (string, error) {

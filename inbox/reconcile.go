@@ -96,6 +96,7 @@ type Reconciler struct {
 	records  map[string]plexus.DecisionFile // records of files in inbox/ and active/
 	seen     map[string]seenFile            // path → what it held when last looked at
 	missing  map[string]time.Time           // decision id → when its file was first seen gone
+	recheck  map[string]time.Time           // decision id → when to look at its broken, still-changing file again
 	reported map[string]string              // decision id → the problem last journaled for it
 }
 
@@ -129,6 +130,7 @@ func New(cfg Config, store plexus.Store, dec Decider) (*Reconciler, error) {
 	return &Reconciler{cfg: cfg, store: store, dec: dec, log: cfg.Logger, now: func() time.Time { return cfg.Clock().UTC() },
 		wake: make(chan struct{}, 1), touched: map[string]bool{}, dirs: map[string]bool{},
 		records: map[string]plexus.DecisionFile{}, seen: map[string]seenFile{}, missing: map[string]time.Time{},
+		recheck: map[string]time.Time{},
 		reported: map[string]string{}}, nil
 }
 
@@ -273,6 +275,11 @@ func (r *Reconciler) nextRetry() (time.Time, bool) {
 			next = t
 		}
 	}
+	for _, t := range r.recheck {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
 	return next, !next.IsZero()
 }
 
@@ -294,6 +301,12 @@ func (r *Reconciler) pass(ctx context.Context) {
 	ids := touched
 	for id := range r.missing {
 		ids[id] = true
+	}
+	for id, t := range r.recheck {
+		if !time.Now().Before(t) {
+			delete(r.recheck, id)
+			ids[id] = true
+		}
 	}
 	for _, f := range folders {
 		if !full && !dirs[f] {
@@ -548,7 +561,7 @@ func (r *Reconciler) pending(ctx context.Context, s state, c *copyOf, stale []*c
 	switch {
 	case c == nil && s.rec == nil:
 		// Never written (just put up, or a crash before the write).
-		b, err := r.render(*p, "", "")
+		b, err := r.render(*p, "", "", Notes{})
 		if err != nil {
 			return err
 		}
@@ -569,13 +582,17 @@ func (r *Reconciler) pending(ctx context.Context, s state, c *copyOf, stale []*c
 		if s.rec == nil {
 			// Written before a crash kept the record from being made; if
 			// the bytes differ, the owner has edited it since.
-			b, err := r.render(*p, "", "")
+			b, err := r.render(*p, "", "", Notes{})
 			if err != nil {
 				return err
 			}
 			return r.record(ctx, plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderInbox, Sum: Sum(b)})
 		}
-		return nil // the owner may be editing it
+		if c.sum != s.rec.Sum {
+			return r.annotateBroken(p, c)
+		}
+		delete(r.recheck, p.ID)
+		return nil
 	case plexus.FolderActive:
 		return r.approve(ctx, s, c, stale)
 	case plexus.FolderRejected:
@@ -592,6 +609,44 @@ func (r *Reconciler) pending(ctx context.Context, s state, c *copyOf, stale []*c
 		d.DecidedBy, d.Via = r.who(f)
 		return r.settle(ctx, s, c, stale, d)
 	}
+}
+
+// annotateBroken writes the problem into an owner-edited inbox file that no
+// longer reads as a decision file, so the owner sees it before moving it.
+// The owner's text is kept; the write is not recorded as the daemon's, so
+// the file stays the owner's. Only a file that has stayed unchanged for the
+// grace period is touched (an editor that writes in place may be half-way
+// through, and replacing the file then would lose the rest of the save),
+// and only while it still holds what was read.
+func (r *Reconciler) annotateBroken(p *plexus.Pending, c *copyOf) error {
+	_, err := Parse(c.b)
+	if err == nil {
+		delete(r.recheck, p.ID)
+		return nil
+	}
+	fi, serr := os.Lstat(c.path)
+	if serr != nil {
+		return nil
+	}
+	if quiet := fi.ModTime().Add(r.cfg.WithdrawGrace); time.Now().Before(quiet) {
+		r.recheck[p.ID] = quiet
+		return nil
+	}
+	delete(r.recheck, p.ID)
+	note := "this file cannot be read as it stands, so moving it would approve nothing: " + err.Error()
+	b := Annotate(c.b, note)
+	if bytes.Equal(b, c.b) {
+		return nil
+	}
+	if cur, rerr := readLimited(c.path); rerr != nil || Sum(cur) != c.sum {
+		return nil // changed again meanwhile: the next look sees the new text
+	}
+	if err := WriteAtomic(filepath.Dir(c.path), filepath.Base(c.path), b); err != nil {
+		return err
+	}
+	r.report(p.ID, "unreadable:"+err.Error(), "inbox.unreadable", plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID,
+		Target: p.ID, Payload: map[string]any{"folder": c.folder, "problem": note}})
+	return nil
 }
 
 // who says who decided by moving f: `plexus approve|reject` write
@@ -636,7 +691,7 @@ func (r *Reconciler) approve(ctx context.Context, s state, c *copyOf, stale []*c
 		if we != nil {
 			note = we.Note()
 		}
-		b, rerr := r.render(*p, note, "")
+		b, rerr := r.render(*p, note, "", f.Notes)
 		if rerr != nil {
 			return rerr
 		}
@@ -687,9 +742,11 @@ func (r *Reconciler) decideFailed(ctx context.Context, s state, c *copyOf, stale
 		return nil
 	}
 	note := "this decision could not be applied, so nothing changed: " + pe.Message
-	b, rerr := r.render(*now.p, note, "")
-	if rerr != nil {
-		return rerr
+	b := Annotate(c.b, note) // the owner's text, when it is not this decision's file
+	if f, perr := Parse(c.b); perr == nil && f.ID == now.p.ID {
+		if b, rerr = r.render(*now.p, note, "", f.Notes); rerr != nil {
+			return rerr
+		}
 	}
 	return r.refuse(ctx, now, c, stale, b, note)
 }
@@ -720,7 +777,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		switch {
 		case rec == nil || rec.Folder == plexus.FolderInbox:
 			// Never written, or decided elsewhere while its file was away.
-			b, err := r.render(*p, "", ended)
+			b, err := r.render(*p, "", ended, Notes{})
 			if err != nil {
 				return err
 			}
@@ -755,7 +812,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		var b []byte
 		var err error
 		if c.sum == rec.Sum {
-			b, err = r.render(*p, "", ended)
+			b, err = r.render(*p, "", ended, Notes{})
 		} else {
 			b = Annotate(c.b, "this decision is now "+describeState(*p, ended)+"; your edits of this file were not applied")
 		}
@@ -781,7 +838,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 // the owner's text is kept and annotated.
 func (r *Reconciler) redecided(s state, c *copyOf, ended string) ([]byte, error) {
 	if f, err := Parse(c.b); err == nil && f.ID == s.p.ID {
-		return r.render(*s.p, "", ended)
+		return r.render(*s.p, "", ended, f.Notes)
 	} else if err == nil {
 		return Annotate(c.b, "this file claims decision "+f.ID+"; decision "+s.p.ID+" was "+describeState(*s.p, ended)), nil
 	} else {
@@ -916,9 +973,10 @@ func (r *Reconciler) freeName(folder, id string) (string, error) {
 	return "", fmt.Errorf("no free name for %s in %s/", id, folder)
 }
 
-// render is p's file, with a note and why it ended.
-func (r *Reconciler) render(p plexus.Pending, note, ended string) ([]byte, error) {
-	return Render(p, RenderOptions{SameUser: p.SameUser, Note: note, Ended: ended})
+// render is p's file, with a note, why it ended, and the owner's notes of
+// the file it replaces.
+func (r *Reconciler) render(p plexus.Pending, note, ended string, notes Notes) ([]byte, error) {
+	return Render(p, RenderOptions{SameUser: p.SameUser, Note: note, Ended: ended, Notes: notes})
 }
 
 // put writes b as folder/<id>.md (unless it holds b already), records it

@@ -31,6 +31,9 @@ type RenderOptions struct {
 	// once grant was used, its window ended, it was revoked): written into
 	// the frontmatter's `ended:` field and the body of an archived file.
 	Ended string
+	// Notes are the owner's own keys from the file being rewritten, written
+	// after Plexus's fields.
+	Notes Notes
 }
 
 // maxBundleName caps the agent-authored task name, as auth caps a purpose.
@@ -106,6 +109,9 @@ func Render(p plexus.Pending, opts RenderOptions) ([]byte, error) {
 	var doc yaml.Node
 	if err := doc.Encode(fm); err != nil {
 		return nil, fmt.Errorf("render %s: %w", p.ID, err)
+	}
+	if doc.Kind == yaml.MappingNode { // always: a header encodes to a mapping
+		doc.Content = append(doc.Content, opts.Notes.nodes...)
 	}
 	oneLineScalars(&doc)
 	var b bytes.Buffer

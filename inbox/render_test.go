@@ -288,3 +288,46 @@ func inCodeSpan(s string, i int) bool {
 	start := strings.LastIndexByte(s[:i], '\n') + 1
 	return strings.Count(s[start:i], "`")%2 == 1
 }
+
+// TestRenderCarriesOwnerNotes: keys the owner added to a file survive a
+// rewrite, after Plexus's fields, in their order and with their values;
+// Plexus's own fields in the edit do not come along as notes.
+func TestRenderCarriesOwnerNotes(t *testing.T) {
+	p := grantFixture()
+	b, err := Render(p, RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), "reason: \"\"\n",
+		"reason: \"\"\nzz_asked: Bob, on Monday\nticket:\n  id: 42\n  tags: [a, b]\nlong: |\n  line one\n  line two\n", 1)
+	f, err := Parse([]byte(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Notes.Len() != 3 {
+		t.Fatalf("notes = %d, want 3", f.Notes.Len())
+	}
+	p.State = plexus.StateApproved
+	out, err := Render(p, RenderOptions{Notes: f.Notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(out)
+	if err != nil {
+		t.Fatalf("rendered with notes does not parse: %v\n%s", err, out)
+	}
+	if !g.Notes.Equal(f.Notes) || g.State != plexus.StateApproved {
+		t.Errorf("notes after a rewrite:\n%s", out)
+	}
+	fm := string(out[:strings.Index(string(out), "\n---\n")])
+	if i, j := strings.Index(fm, "zz_asked:"), strings.Index(fm, "ticket:"); i < strings.Index(fm, "reason:") || j < i {
+		t.Errorf("notes not after Plexus's fields, in order:\n%s", fm)
+	}
+	again, err := Render(p, RenderOptions{Notes: g.Notes})
+	if err != nil || string(again) != string(out) {
+		t.Errorf("a second rewrite changed the file (err %v)", err)
+	}
+	if (Notes{}).Equal(f.Notes) {
+		t.Error("Equal: no notes equal three notes")
+	}
+}

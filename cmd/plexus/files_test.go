@@ -906,8 +906,12 @@ func TestFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		broken := edit(t, b, "verbs: [write]\n", "verbs: [write\n", `reason: ""`, `reason: ""`+"\nmy_note: asked Bob on Monday")
-		ownerWrite(t, in, broken)
-		move(t, in, e.path(plexus.FolderActive, a.ID))
+		// Edited under a scratch name and moved straight into active/, so
+		// the broken text is never seen sitting in inbox/ (BrokenInInbox).
+		scratch := filepath.Join(e.home.Inbox, "."+a.ID+".md.swp")
+		move(t, in, scratch)
+		ownerWrite(t, scratch, broken)
+		move(t, scratch, e.path(plexus.FolderActive, a.ID))
 
 		e.waitRaw(t, plexus.FolderInbox, a.ID, func(b []byte) bool { return strings.Contains(string(b), inbox.NoteHeading) })
 		e.checkUnresolved(t, a)
@@ -1001,6 +1005,58 @@ func TestFiles(t *testing.T) {
 		}
 		e.checkStory(t, a.Trace, "grant.requested", "grant.approved", "token.minted", "invoke.ok")
 		e.checkRow(t, a.Trace, "grant.approved", plexus.ActorHuman, notesWrite, map[string]any{"via": plexus.ViaFile, "decidedBy": filesOwner})
+	})
+
+	t.Run("OwnerNotesKept", func(t *testing.T) {
+		e := newFilesEnv(t, "")
+		a := e.ask(t, "", notesWrite)
+		in := e.path(plexus.FolderInbox, a.ID)
+		b, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const note = "my_note: asked Bob on Monday"
+		ownerWrite(t, in, edit(t, b, `reason: ""`, `reason: ""`+"\n"+note, "window: 1d", "window: 1h"))
+		move(t, in, e.path(plexus.FolderActive, a.ID))
+
+		f, raw := e.waitFile(t, plexus.FolderActive, a.ID, stateIs(plexus.StateApproved))
+		e.checkApproved(t, a, notesWrite)
+		if !strings.Contains(string(raw), "\n"+note+"\n") || windowOf(t, f, notesWrite) != "1h" || f.Notes.Len() != 1 {
+			t.Errorf("the approved file lost the owner's note or the narrowing:\n%s", raw)
+		}
+	})
+
+	t.Run("BrokenInInbox", func(t *testing.T) {
+		e := newFilesEnv(t, "")
+		a := e.ask(t, "", notesWrite)
+		in := e.path(plexus.FolderInbox, a.ID)
+		b, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken := edit(t, b, "verbs: [write]\n", "verbs: [write\n")
+		ownerWrite(t, in, broken)
+
+		// Once the file has been quiet for the grace period, the problem
+		// is written into it, the owner's text kept; nothing is decided.
+		raw := e.waitRaw(t, plexus.FolderInbox, a.ID, func(b []byte) bool { return strings.Contains(string(b), inbox.NoteHeading) })
+		if !strings.Contains(string(raw), "verbs: [write\n") || !strings.Contains(string(raw), "moving it would approve nothing") {
+			t.Errorf("annotated file:\n%s", raw)
+		}
+		e.checkUnresolved(t, a)
+		e.settle(t)
+		e.checkStory(t, a.Trace, "grant.requested", "inbox.unreadable")
+		e.checkRow(t, a.Trace, "inbox.unreadable", plexus.ActorSystem, a.ID, map[string]any{"folder": plexus.FolderInbox})
+		if err := e.inbox.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		e.checkStory(t, a.Trace, "grant.requested", "inbox.unreadable") // journaled once
+
+		// Put right and moved, it approves.
+		ownerWrite(t, in, edit(t, raw, "verbs: [write\n", "verbs: [write]\n"))
+		move(t, in, e.path(plexus.FolderActive, a.ID))
+		e.waitFile(t, plexus.FolderActive, a.ID, stateIs(plexus.StateApproved))
+		e.checkApproved(t, a, notesWrite)
 	})
 
 	t.Run("NeverOverwriteOwner", func(t *testing.T) {
