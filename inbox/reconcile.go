@@ -130,7 +130,7 @@ func New(cfg Config, store plexus.Store, dec Decider) (*Reconciler, error) {
 	return &Reconciler{cfg: cfg, store: store, dec: dec, log: cfg.Logger, now: func() time.Time { return cfg.Clock().UTC() },
 		wake: make(chan struct{}, 1), touched: map[string]bool{}, dirs: map[string]bool{},
 		records: map[string]plexus.DecisionFile{}, seen: map[string]seenFile{}, missing: map[string]time.Time{},
-		recheck: map[string]time.Time{},
+		recheck:  map[string]time.Time{},
 		reported: map[string]string{}}, nil
 }
 
