@@ -12,6 +12,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
 )
@@ -24,7 +25,8 @@ func TestSameUserAgent(t *testing.T) {
 	}
 	t.Run("Warn", func(t *testing.T) {
 		td := startTestDaemon(t, daemonOptions{})
-		enrolledAgent(t, td, "claude")
+		addPortal(t, td, "notes")
+		_, sid := enrolledAgent(t, td, "claude")
 		db, err := journal.OpenReader(context.Background(), filepath.Join(td.home.Dir, "journal.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -37,6 +39,27 @@ func TestSameUserAgent(t *testing.T) {
 		if rows[0].Payload["sameUser"] != true {
 			t.Fatalf("payload = %v, want sameUser true", rows[0].Payload)
 		}
+		// The request carries it too, and its decision file warns that the
+		// agent could approve itself by moving the file.
+		var pend plexus.GrantPendingResponse
+		td.call(t, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{
+			"portal.notes.write": map[string]any{"decision": "allow", "verbs": []string{"write"}}}}, &pend)
+		rows, err = db.Activity(context.Background(), journal.Filter{Type: "grant.requested", AgentID: "claude"})
+		if err != nil || len(rows) != 1 || rows[0].Payload["sameUser"] != true {
+			t.Fatalf("grant.requested rows = %v, %v; want sameUser true", rows, err)
+		}
+		if err := td.inbox.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(td.home.Inbox, pend.PendingID+".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := inbox.Parse(raw); err != nil || !f.SameUser ||
+			!strings.Contains(string(raw), "**Warning: this agent runs as your own user.**") {
+			t.Fatalf("decision file (parse err %v):\n%s", err, raw)
+		}
+
 		var st plexus.StatusResponse
 		td.call(t, "GET", "/admin/api/status", td.admin(), nil, &st)
 		if len(st.SameUserAgents) != 1 || st.SameUserAgents[0] != "claude" {
