@@ -624,15 +624,9 @@ func (r *Reconciler) annotateBroken(p *plexus.Pending, c *copyOf) error {
 		delete(r.recheck, p.ID)
 		return nil
 	}
-	fi, serr := os.Lstat(c.path)
-	if serr != nil {
+	if r.settling(p.ID, c) {
 		return nil
 	}
-	if quiet := fi.ModTime().Add(r.cfg.WithdrawGrace); time.Now().Before(quiet) {
-		r.recheck[p.ID] = quiet
-		return nil
-	}
-	delete(r.recheck, p.ID)
 	note := "this file cannot be read as it stands, so moving it would approve nothing: " + err.Error()
 	b := Annotate(c.b, note)
 	if bytes.Equal(b, c.b) {
@@ -647,6 +641,22 @@ func (r *Reconciler) annotateBroken(p *plexus.Pending, c *copyOf) error {
 	r.report(p.ID, "unreadable:"+err.Error(), "inbox.unreadable", plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID,
 		Target: p.ID, Payload: map[string]any{"folder": c.folder, "problem": note}})
 	return nil
+}
+
+// settling reports whether c changed less than the grace period ago, and if
+// so arranges for another look once it has been quiet that long: a file that
+// does not parse may be one still being written.
+func (r *Reconciler) settling(id string, c *copyOf) bool {
+	fi, err := os.Lstat(c.path)
+	if err != nil {
+		return false
+	}
+	if quiet := fi.ModTime().Add(r.cfg.WithdrawGrace); time.Now().Before(quiet) {
+		r.recheck[id] = quiet
+		return true
+	}
+	delete(r.recheck, id)
+	return false
 }
 
 // who says who decided by moving f: `plexus approve|reject` write
@@ -665,6 +675,9 @@ func (r *Reconciler) who(f *File) (by, via string) {
 func (r *Reconciler) approve(ctx context.Context, s state, c *copyOf, stale []*copyOf) error {
 	p := s.p
 	f, err := Parse(c.b)
+	if err != nil && r.settling(p.ID, c) {
+		return nil // perhaps still being written (cp, an editor saving in place)
+	}
 	if err != nil {
 		// Broken: nothing is approved, and the owner's text is kept, with
 		// the problem written into it, back in inbox/.
