@@ -716,12 +716,19 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		return nil
 	}
 	ours := rec != nil && rec.Folder == c.folder // the daemon put it there
+	// The file whose move into active/ approved this decision, not filed
+	// yet, belongs wherever the decision now does: its grant may have ended
+	// before it was filed (a crash between the decision and the filing,
+	// then a later approval of the same capability; a once grant used at
+	// once). It is not the owner moving a decided file.
+	approvedBy := p.State == plexus.StateApproved && c.folder == plexus.FolderActive &&
+		(rec == nil || rec.Folder == plexus.FolderInbox)
 	switch {
 	case c.folder == want && ours:
 		// Settled. If the sum differs, the owner edited a decided file:
 		// theirs to keep.
 		return r.drop(stale)
-	case c.folder == want:
+	case c.folder == want, approvedBy:
 		// The daemon's file, or the file whose move made this decision
 		// (placed before a crash could record it): written as decided.
 		b, err := r.redecided(s, c, ended)
