@@ -739,6 +739,8 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 	case p.State == plexus.StateApproved && want == plexus.FolderActive && !ours &&
 		(c.folder == plexus.FolderArchive || c.folder == plexus.FolderRejected):
 		return r.revoke(ctx, s, "its file was moved from active/ to "+c.folder+"/")
+	case r.leftBehind(s, c, want, stale):
+		return r.drop([]*copyOf{c})
 	case ours:
 		// The state changed through another channel (decided by the CLI or
 		// the admin API, expired, used, revoked, its window ended): the
@@ -765,6 +767,22 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 			&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.refused", Target: p.ID,
 				Payload: map[string]any{"folder": c.folder, "problem": note}})
 	}
+}
+
+// leftBehind reports whether c is the daemon's own file of an approval as
+// it stood in active/, left there after the daemon filed the decision
+// elsewhere once its grant ended: put records the new place before it
+// removes the old copy, and a crash in between leaves both. The recorded
+// copy, unchanged in want, is the decision's file; c holds exactly the
+// bytes the daemon wrote in active/, so removing it loses nothing of the
+// owner's.
+func (r *Reconciler) leftBehind(s state, c *copyOf, want string, stale []*copyOf) bool {
+	if s.p.State != plexus.StateApproved || c.folder != plexus.FolderActive || want == plexus.FolderActive ||
+		s.rec == nil || s.rec.Folder != want || !slices.ContainsFunc(stale, func(o *copyOf) bool { return o.folder == want }) {
+		return false
+	}
+	b, err := r.render(*s.p, "", "")
+	return err == nil && Sum(b) == c.sum
 }
 
 // redecided is the file of a decided decision that reached its folder: the
