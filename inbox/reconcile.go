@@ -802,12 +802,19 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		return nil
 	}
 	ours := rec != nil && rec.Folder == c.folder // the daemon put it there
+	// The file whose move into active/ approved this decision, not filed
+	// yet, belongs wherever the decision now does: its grant may have ended
+	// before it was filed (a crash between the decision and the filing,
+	// then a later approval of the same capability; a once grant used at
+	// once). It is not the owner moving a decided file.
+	approvedBy := p.State == plexus.StateApproved && c.folder == plexus.FolderActive &&
+		(rec == nil || rec.Folder == plexus.FolderInbox)
 	switch {
 	case c.folder == want && ours:
 		// Settled. If the sum differs, the owner edited a decided file:
 		// theirs to keep.
 		return r.drop(stale)
-	case c.folder == want:
+	case c.folder == want, approvedBy:
 		// The daemon's file, or the file whose move made this decision
 		// (placed before a crash could record it): written as decided.
 		b, err := r.redecided(s, c, ended)
@@ -818,6 +825,8 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 	case p.State == plexus.StateApproved && want == plexus.FolderActive && !ours &&
 		(c.folder == plexus.FolderArchive || c.folder == plexus.FolderRejected):
 		return r.revoke(ctx, s, c, stale, "its file was moved from active/ to "+c.folder+"/")
+	case r.leftBehind(s, c, want, stale):
+		return r.drop([]*copyOf{c})
 	case ours:
 		// The state changed through another channel (decided by the CLI or
 		// the admin API, expired, used, revoked, its window ended): the
@@ -844,6 +853,22 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 			&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.refused", Target: p.ID,
 				Payload: map[string]any{"folder": c.folder, "problem": note}})
 	}
+}
+
+// leftBehind reports whether c is the daemon's own file of an approval as
+// it stood in active/, left there after the daemon filed the decision
+// elsewhere once its grant ended: put records the new place before it
+// removes the old copy, and a crash in between leaves both. The recorded
+// copy, unchanged in want, is the decision's file; c holds exactly the
+// bytes the daemon wrote in active/, so removing it loses nothing of the
+// owner's.
+func (r *Reconciler) leftBehind(s state, c *copyOf, want string, stale []*copyOf) bool {
+	if s.p.State != plexus.StateApproved || c.folder != plexus.FolderActive || want == plexus.FolderActive ||
+		s.rec == nil || s.rec.Folder != want || !slices.ContainsFunc(stale, func(o *copyOf) bool { return o.folder == want }) {
+		return false
+	}
+	b, err := r.render(*s.p, "", "", Notes{})
+	return err == nil && Sum(b) == c.sum
 }
 
 // redecided is the file of a decided decision that reached its folder: the

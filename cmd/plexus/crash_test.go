@@ -364,6 +364,17 @@ func journalRows(t testing.TB, home string) []plexus.Activity {
 	return rows
 }
 
+// verifyJournalCLI runs the real `plexus journal verify` on home (in
+// process; the daemon may be running) and requires it to say ok.
+func verifyJournalCLI(t testing.TB, home string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"plexus", "--home", home, "journal", "verify"}, &out, &errOut); code != exitOK ||
+		!strings.HasPrefix(out.String(), "ok: ") {
+		t.Errorf("journal verify: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
 // mirrorHashes counts the lines of the daily JSONL audit mirror by row hash.
 func mirrorHashes(t testing.TB, home string) map[string]int {
 	t.Helper()
@@ -477,11 +488,7 @@ func TestCrashRevokeThenKill(t *testing.T) {
 		t.Fatalf("invoke with the revoked token after restart: status %d, %+v", st, inv)
 	}
 	// The real CLI agrees, against the running daemon.
-	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"plexus", "--home", home, "journal", "verify"}, &out, &errOut); code != exitOK ||
-		!strings.HasPrefix(out.String(), "ok: ") {
-		t.Errorf("journal verify: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
-	}
+	verifyJournalCLI(t, home)
 	p.stop(t)
 
 	checkIntegrity(t, home)
@@ -903,6 +910,22 @@ func (w *crashWorld) check(rows []plexus.Activity) {
 	}
 }
 
+// crashRand is a crash test's source of random choices: seeded with def,
+// or with PLEXUS_CRASH_SEED when set, and the seed is logged so that a
+// failure's choices can be replayed (the timing of a kill cannot be).
+func crashRand(t testing.TB, def uint64) *rand.Rand {
+	t.Helper()
+	seed := def
+	if s := os.Getenv("PLEXUS_CRASH_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("PLEXUS_CRASH_SEED=%q: %v", s, err)
+		}
+	}
+	t.Logf("seed %d (set PLEXUS_CRASH_SEED to replay another)", seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
 // TestCrashRandomKill fires a deterministic random mix of grant, approve,
 // deny, invoke and revoke requests at the real daemon and SIGKILLs it at a
 // random point, sometimes while a decision is in flight; after each restart
@@ -910,14 +933,10 @@ func (w *crashWorld) check(rows []plexus.Activity) {
 func TestCrashRandomKill(t *testing.T) {
 	failOnLeakedGoroutines(t)
 	const rounds = 5
-	seed := uint64(20240611)
-	if s := os.Getenv("PLEXUS_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (set PLEXUS_CRASH_SEED to replay another)", seed)
+	rng := crashRand(t, 20240611)
 	home := filepath.Join(t.TempDir(), "home")
 	p := startPlexus(t, home)
-	w := &crashWorld{t: t, p: p, f: setUpCrashFixture(t, p), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	w := &crashWorld{t: t, p: p, f: setUpCrashFixture(t, p), rng: rng,
 		open: map[string]string{}, granted: map[string]bool{}, everGranted: map[string]bool{}}
 
 	for round := range rounds {

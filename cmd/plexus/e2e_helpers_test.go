@@ -303,3 +303,30 @@ func (td *testDaemon) auditRow(t testing.TB, auditID string) (plexus.Activity, b
 	}
 	return rows[0], true
 }
+
+// waitFor polls cond (which says what is not yet so, or "") until it holds,
+// failing after limit: a bound on a hang, not a timing assertion.
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %s: %s", what, limit, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holds adapts a yes/no condition to waitFor.
+func holds(cond func() bool) func() string {
+	return func() string {
+		if cond() {
+			return ""
+		}
+		return "not yet"
+	}
+}

@@ -96,18 +96,6 @@ func (e *filesEnv) path(folder, id string) string {
 	return filepath.Join(e.home.Dir, folder, inbox.FileName(id))
 }
 
-// waitFor polls cond until it holds, failing after a generous liveness
-// bound (never a timing assertion).
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, still waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // waitRaw waits until folder holds id's file and ok (nil: anything) accepts
 // its bytes, then until the reconciler's pass is over (the daemon writes a
@@ -116,11 +104,11 @@ func (e *filesEnv) waitRaw(t *testing.T, folder, id string, ok func([]byte) bool
 	t.Helper()
 	accepts := func(b []byte, err error) bool { return err == nil && (ok == nil || ok(b)) }
 	var b []byte
-	waitFor(t, 10*time.Second, folder+"/"+inbox.FileName(id), func() bool {
+	waitFor(t, 10*time.Second, folder+"/"+inbox.FileName(id), holds(func() bool {
 		var err error
 		b, err = os.ReadFile(e.path(folder, id))
 		return accepts(b, err)
-	})
+	}))
 	e.settle(t)
 	b, err := os.ReadFile(e.path(folder, id))
 	if !accepts(b, err) {
@@ -1127,11 +1115,11 @@ func TestFiles(t *testing.T) {
 		// Notifications run one at a time, in order: once the second is
 		// there, a repeat of the first would be too.
 		var lines []string
-		waitFor(t, 10*time.Second, "the notifications", func() bool {
+		waitFor(t, 10*time.Second, "the notifications", holds(func() bool {
 			b, _ := os.ReadFile(out)
 			lines = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 			return strings.Contains(string(b), b2.ID)
-		})
+		}))
 		want := []string{
 			"claude wants to WRITE Write a file in notes — “save the meeting notes” (" + a.ID + ")",
 			"claude wants to WRITE Write a file in docs — “save the meeting notes” (" + b2.ID + ")",
