@@ -246,7 +246,6 @@ func countApproved(decs []crashFileDecision) int {
 	return n
 }
 
-
 // checkFileDecisions compares each decision in the journal (read through a
 // separate read-only connection) and its file with the move that decided
 // it: approved via file with its file in active/ (or archive/, once a later

@@ -96,7 +96,6 @@ func (e *filesEnv) path(folder, id string) string {
 	return filepath.Join(e.home.Dir, folder, inbox.FileName(id))
 }
 
-
 // waitRaw waits until folder holds id's file and ok (nil: anything) accepts
 // its bytes, then until the reconciler's pass is over (the daemon writes a
 // file before journaling why), and returns the bytes.
