@@ -159,7 +159,17 @@ type DecisionFile struct {
 	PendingID string
 	Folder    string
 	Sum       string
+	// Prev are the copies this write replaced and the daemon removes right
+	// after recording it: a crash in between leaves one behind, and this is
+	// how the next look knows it for the daemon's own leftover.
+	Prev      []FilePlace
 	WrittenAt time.Time
+}
+
+// FilePlace is one copy of a decision file: its folder and sha256.
+type FilePlace struct {
+	Folder string `json:"folder"`
+	Sum    string `json:"sum"`
 }
 
 // SourceConfig is an owner-configured source persisted across restarts.

@@ -501,11 +501,32 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 		delete(r.missing, id)
 		return r.unknown(ctx, id, here)
 	}
+	// Copies the daemon's last write replaced and was about to remove when
+	// a crash stopped it are its own leftovers, whatever else is there.
+	var stale []*copyOf
+	if s.rec != nil && len(s.rec.Prev) > 0 {
+		here = slices.DeleteFunc(here, func(c *copyOf) bool {
+			if slices.Contains(s.rec.Prev, plexus.FilePlace{Folder: c.folder, Sum: c.sum}) {
+				stale = append(stale, c)
+				return true
+			}
+			return false
+		})
+		if len(stale) == 0 {
+			// All removed, as planned: forget them, so that the same bytes
+			// put back by hand later are the owner's.
+			rec := *s.rec
+			rec.Prev = nil
+			if err := r.record(ctx, rec); err != nil {
+				return err
+			}
+			s.rec = &rec
+		}
+	}
 	// The daemon's own unchanged file left behind while a copy sits in
 	// another folder (a copy made by hand, or a crash between writing a
 	// file's new place and removing its old one) is not a decision: the
 	// other copy is. It is removed once that one is dealt with.
-	var stale []*copyOf
 	if len(here) > 1 && s.rec != nil {
 		here = slices.DeleteFunc(here, func(c *copyOf) bool {
 			if c.folder == s.rec.Folder && c.sum == s.rec.Sum {
@@ -535,9 +556,14 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 		delete(r.missing, id)
 	}
 	if s.p.State == plexus.StatePending {
-		return r.pending(ctx, s, c, stale)
+		err = r.pending(ctx, s, c, stale)
+	} else {
+		err = r.decided(ctx, s, c, stale)
 	}
-	return r.decided(ctx, s, c, stale)
+	if err != nil {
+		return err
+	}
+	return r.drop(stale) // whatever path was taken, leftovers go (removeIf checks each)
 }
 
 // gone reports whether id's file has stayed missing for the grace period,
@@ -825,8 +851,6 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 	case p.State == plexus.StateApproved && want == plexus.FolderActive && !ours &&
 		(c.folder == plexus.FolderArchive || c.folder == plexus.FolderRejected):
 		return r.revoke(ctx, s, c, stale, "its file was moved from active/ to "+c.folder+"/")
-	case r.leftBehind(s, c, want, stale):
-		return r.drop([]*copyOf{c})
 	case ours:
 		// The state changed through another channel (decided by the CLI or
 		// the admin API, expired, used, revoked, its window ended): the
@@ -853,22 +877,6 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 			&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.refused", Target: p.ID,
 				Payload: map[string]any{"folder": c.folder, "problem": note}})
 	}
-}
-
-// leftBehind reports whether c is the daemon's own file of an approval as
-// it stood in active/, left there after the daemon filed the decision
-// elsewhere once its grant ended: put records the new place before it
-// removes the old copy, and a crash in between leaves both. The recorded
-// copy, unchanged in want, is the decision's file; c holds exactly the
-// bytes the daemon wrote in active/, so removing it loses nothing of the
-// owner's.
-func (r *Reconciler) leftBehind(s state, c *copyOf, want string, stale []*copyOf) bool {
-	if s.p.State != plexus.StateApproved || c.folder != plexus.FolderActive || want == plexus.FolderActive ||
-		s.rec == nil || s.rec.Folder != want || !slices.ContainsFunc(stale, func(o *copyOf) bool { return o.folder == want }) {
-		return false
-	}
-	b, err := r.render(*s.p, "", "", Notes{})
-	return err == nil && Sum(b) == c.sum
 }
 
 // redecided is the file of a decided decision that reached its folder: the
@@ -1029,7 +1037,13 @@ func (r *Reconciler) put(ctx context.Context, id, folder string, b []byte, drop 
 			return err
 		}
 	}
-	if err := r.record(ctx, plexus.DecisionFile{PendingID: id, Folder: folder, Sum: Sum(b)}, rows...); err != nil {
+	rec := plexus.DecisionFile{PendingID: id, Folder: folder, Sum: Sum(b)}
+	for _, c := range drop {
+		if c.path != path {
+			rec.Prev = append(rec.Prev, plexus.FilePlace{Folder: c.folder, Sum: c.sum})
+		}
+	}
+	if err := r.record(ctx, rec, rows...); err != nil {
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil {

@@ -175,6 +175,7 @@ CREATE TABLE decision_files (
 	pending_id TEXT PRIMARY KEY,
 	folder     TEXT NOT NULL,
 	sum        TEXT NOT NULL,
+	prev       TEXT NOT NULL DEFAULT '[]',
 	written_at TEXT NOT NULL
 );
 CREATE INDEX decision_files_folder ON decision_files(folder);

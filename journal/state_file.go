@@ -11,23 +11,37 @@ func (t *tx) PutDecisionFile(f *plexus.DecisionFile) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	_, err := t.exec(`INSERT INTO decision_files (pending_id, folder, sum, written_at) VALUES (?, ?, ?, ?)
+	prev := f.Prev
+	if prev == nil {
+		prev = []plexus.FilePlace{}
+	}
+	prevJSON, err := toJSON(prev)
+	if err != nil {
+		return fmt.Errorf("put decision file %q: prev: %w", f.PendingID, err)
+	}
+	_, err = t.exec(`INSERT INTO decision_files (pending_id, folder, sum, prev, written_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (pending_id) DO UPDATE SET folder = excluded.folder, sum = excluded.sum,
-			written_at = excluded.written_at`,
-		f.PendingID, f.Folder, f.Sum, fmtTime(f.WrittenAt))
+			prev = excluded.prev, written_at = excluded.written_at`,
+		f.PendingID, f.Folder, f.Sum, prevJSON, fmtTime(f.WrittenAt))
 	if err != nil {
 		return fmt.Errorf("put decision file %q: %w", f.PendingID, err)
 	}
 	return nil
 }
 
-const decisionFileCols = `pending_id, folder, sum, written_at`
+const decisionFileCols = `pending_id, folder, sum, prev, written_at`
 
 func scanDecisionFile(s scanner) (*plexus.DecisionFile, error) {
 	var f plexus.DecisionFile
-	var written string
-	if err := s.Scan(&f.PendingID, &f.Folder, &f.Sum, &written); err != nil {
+	var written, prev string
+	if err := s.Scan(&f.PendingID, &f.Folder, &f.Sum, &prev, &written); err != nil {
 		return nil, err
+	}
+	if err := fromJSON(prev, &f.Prev); err != nil {
+		return nil, fmt.Errorf("prev: %w", err)
+	}
+	if len(f.Prev) == 0 {
+		f.Prev = nil
 	}
 	var ts times
 	f.WrittenAt = ts.at(written)

@@ -229,7 +229,10 @@ func TestReconcileLeftBehindAfterRefiling(t *testing.T) {
 		if err := putLaterGrant(tx, now); err != nil {
 			return err
 		}
-		return tx.PutDecisionFile(&plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderArchive, Sum: inbox.Sum(filed), WrittenAt: now})
+		// As put records it: the new place, and the copy it replaced and
+		// was about to remove when the daemon was killed.
+		return tx.PutDecisionFile(&plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderArchive, Sum: inbox.Sum(filed),
+			Prev: []plexus.FilePlace{{Folder: plexus.FolderActive, Sum: inbox.Sum(old)}}, WrittenAt: now})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -242,5 +245,63 @@ func TestReconcileLeftBehindAfterRefiling(t *testing.T) {
 	}
 	if got := checkFiled(t, home, db, p.ID, plexus.FolderArchive); !bytes.Equal(got, filed) {
 		t.Errorf("archive/%s was rewritten:\n%s", inbox.FileName(p.ID), got)
+	}
+}
+
+// TestReconcileLeftBehindAfterRefusal: the daemon refused a move into
+// active/ (the file was sent back to inbox/ with the problem, and that was
+// recorded) and was killed before it removed the owner's copy in active/.
+// That copy is the refused move, already answered: the next start removes
+// it and approves nothing, even though the file itself would approve.
+func TestReconcileLeftBehindAfterRefusal(t *testing.T) {
+	home, db := reconcileHome(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	p := reconcilePending(now, false)
+	moved, err := inbox.Render(p, inbox.RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, err := inbox.Render(p, inbox.RenderOptions{Note: "this decision could not be applied, so nothing changed: capability offline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for folder, b := range map[string][]byte{plexus.FolderActive: moved, plexus.FolderInbox: refused} {
+		if err := os.WriteFile(filepath.Join(home, folder, inbox.FileName(p.ID)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = db.Update(context.Background(), true, func(tx plexus.StateTx) error {
+		if err := tx.PutPending(&p); err != nil {
+			return err
+		}
+		return tx.PutDecisionFile(&plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderInbox, Sum: inbox.Sum(refused),
+			Prev: []plexus.FilePlace{{Folder: plexus.FolderActive, Sum: inbox.Sum(moved)}}, WrittenAt: now})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dec := &approveOnly{db: db}
+	reconcileOnce(t, home, db, dec)
+	reconcileOnce(t, home, db, dec) // a later start forgets the leftover
+	if dec.calls != 0 {
+		t.Errorf("Decide called %d times: a refused move was applied after the crash", dec.calls)
+	}
+	if _, err := os.Stat(filepath.Join(home, plexus.FolderActive, inbox.FileName(p.ID))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused move's copy is still in active/ (%v)", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(home, plexus.FolderInbox, inbox.FileName(p.ID))); err != nil || !bytes.Equal(got, refused) {
+		t.Errorf("inbox/ copy changed (%v):\n%s", err, got)
+	}
+	var rec *plexus.DecisionFile
+	if err := db.View(context.Background(), func(tx plexus.StateTx) error {
+		var err error
+		rec, err = tx.DecisionFile(p.ID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Folder != plexus.FolderInbox || len(rec.Prev) != 0 {
+		t.Errorf("record = %+v, want inbox/ with the leftover forgotten", rec)
 	}
 }
