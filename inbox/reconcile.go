@@ -317,9 +317,12 @@ func (r *Reconciler) pass(ctx context.Context) {
 			r.log.Warn("inbox: cannot read a decision folder", "folder", f, "err", err)
 			continue
 		}
-		// Arrivals matter everywhere; in rejected/ and archive/ nothing
-		// else does, so an unchanged file there is not looked at again.
-		settles := f == plexus.FolderRejected || f == plexus.FolderArchive
+		// A hinted look reads only the files that changed since they were
+		// last read (and the records whose file is gone, below). A full
+		// look reads every file in inbox/ and active/, where time alone
+		// changes what a file should be; in rejected/ and archive/ only
+		// arrivals matter, so unchanged files there are skipped even then.
+		settles := !full || f == plexus.FolderRejected || f == plexus.FolderArchive
 		present := map[string]bool{}
 		for _, e := range entries {
 			id, ok := IDFromName(e.Name())
