@@ -1,15 +1,21 @@
-// Package inbox is the file side of files as API (docs/files-as-api.md): it
-// renders a decision waiting for the owner as a markdown file with YAML
-// frontmatter, reads such a file back after the owner has edited it, and says
-// what those edits ask for.
+// Package inbox is files as API (docs/files-as-api.md): every decision
+// waiting for the owner is a markdown file in PLEXUS_HOME/inbox/, and moving
+// it decides it.
 //
-// Everything here is pure and deterministic, apart from [WriteAtomic]: the
-// same decision renders to the same bytes, so files diff well and the daemon
-// can recognize (by [Sum]) a file it wrote itself.
+// Two halves. The file format is pure and deterministic ([Render], [Parse],
+// [Changes], [Annotate], [Stamp]): the same decision renders to the same
+// bytes, so files diff well and the daemon recognizes (by [Sum]) a file it
+// wrote itself. The [Reconciler] is the I/O half: it compares what the four
+// folders hold with what the journal holds and applies the difference
+// (reconcile.go: the loop and its hints; transition.go: what each state of a
+// decision and its file means; folder.go: reading, writing, recording and
+// removing files, in an order a crash cannot break).
 //
-// The package never decides anything. [Changes] only reports the narrowing an
-// edited file asks for, or why the edit is refused; applying it is the
-// gateway's single decision function (gateway.Decide), which the caller hands
-// it to. The owner's words and the agent's are kept apart: the agent's purpose
-// is only ever shown quoted, never merged into the gateway's narration.
+// The package never decides anything itself: approvals, denials and
+// withdrawals go through the gateway's single decision function and
+// revocations through the gateway, handed in as a [Decider]. It never
+// overwrites a file the owner changed since the daemon wrote it, and never
+// deletes a file it cannot parse. The owner's words and the agent's are kept
+// apart: the agent's purpose is only ever shown quoted, never merged into the
+// gateway's narration.
 package inbox

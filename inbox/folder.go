@@ -1,0 +1,214 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// seenFile is what a path held when a pass last looked at it, so that a
+// later pass can skip an unchanged file in a folder that only gets arrivals.
+type seenFile struct {
+	info os.FileInfo
+}
+
+// changed reports whether path differs from when a pass last looked at it.
+func (r *Reconciler) changed(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return true
+	}
+	prev, ok := r.seen[path]
+	return !ok || !os.SameFile(prev.info, fi) || prev.info.Size() != fi.Size() || !prev.info.ModTime().Equal(fi.ModTime())
+}
+
+// copyOf is one file named after a decision, in one folder.
+type copyOf struct {
+	folder, path string
+	b            []byte
+	sum          string
+}
+
+// locate reads every file named after id in the four folders. blind is true
+// when a folder could not be read: absence then proves nothing.
+func (r *Reconciler) locate(id string) (here []*copyOf, blind bool) {
+	name := FileName(id)
+	for _, f := range folders {
+		path := filepath.Join(r.dir(f), name)
+		fi, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			delete(r.seen, path)
+			continue
+		}
+		if err != nil {
+			blind = true
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			// A symlink or a folder under a decision's name: never followed.
+			r.report(id, "not-regular:"+path, "inbox.ignored", plexus.Activity{Target: id,
+				Payload: map[string]any{"folder": f, "problem": "not a regular file (a symlink or a folder); it is ignored"}})
+			blind = true
+			continue
+		}
+		b, err := readLimited(path)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				blind = true
+			}
+			continue
+		}
+		r.seen[path] = seenFile{info: fi}
+		here = append(here, &copyOf{folder: f, path: path, b: b, sum: Sum(b)})
+	}
+	for _, f := range folders {
+		if _, err := os.Stat(r.dir(f)); err != nil {
+			blind = true // a folder replaced or removed: its files may be anywhere
+		}
+	}
+	return here, blind
+}
+
+// readLimited reads at most MaxFileSize+1 bytes: Parse refuses anything
+// longer, and a huge file must not be read whole.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(io.LimitReader(f, MaxFileSize+1))
+	return b.Bytes(), err
+}
+
+// freeName is id's file name in folder, or, when that is taken, a name
+// that is no decision file's ("<id>.2.md"), so the copy decides nothing.
+func (r *Reconciler) freeName(folder, id string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		name := FileName(id)
+		if i > 1 {
+			name = fmt.Sprintf("%s.%d%s", id, i, Ext)
+		}
+		if _, err := os.Lstat(filepath.Join(r.dir(folder), name)); errors.Is(err, os.ErrNotExist) {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("no free name for %s in %s/", id, folder)
+}
+
+// put writes b as folder/<id>.md (unless it holds b already), records it
+// together with rows, then removes the copies in drop that still hold what
+// they held when looked at. The order (write, record, remove) means a crash
+// at any point leaves a file the next pass recognizes.
+func (r *Reconciler) put(ctx context.Context, id, folder string, b []byte, drop []*copyOf, rows ...*plexus.Activity) error {
+	dir, name := r.dir(folder), FileName(id)
+	path := filepath.Join(dir, name)
+	if cur, err := readLimited(path); err != nil || !bytes.Equal(cur, b) {
+		if err := WriteAtomic(dir, name, b); err != nil {
+			return err
+		}
+	}
+	rec := plexus.DecisionFile{PendingID: id, Folder: folder, Sum: Sum(b)}
+	for _, c := range drop {
+		if c.path != path {
+			rec.Prev = append(rec.Prev, plexus.FilePlace{Folder: c.folder, Sum: c.sum})
+		}
+	}
+	if err := r.record(ctx, rec, rows...); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		r.seen[path] = seenFile{info: fi}
+	}
+	for _, c := range drop {
+		if c.path == path {
+			continue
+		}
+		if err := removeIf(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drop removes stale copies.
+func (r *Reconciler) drop(stale []*copyOf) error {
+	for _, c := range stale {
+		if err := removeIf(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeIf removes c's file if it still holds what it held when read: an
+// edit saved since is the owner's and stays.
+func removeIf(c *copyOf) error {
+	b, err := readLimited(c.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if Sum(b) != c.sum {
+		return nil
+	}
+	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(c.path))
+}
+
+// record stores rec (and rows, in the same transaction) and mirrors it in
+// memory.
+func (r *Reconciler) record(ctx context.Context, rec plexus.DecisionFile, rows ...*plexus.Activity) error {
+	rec.WrittenAt = r.now()
+	err := r.store.Update(ctx, false, func(tx plexus.StateTx) error {
+		if err := tx.PutDecisionFile(&rec); err != nil {
+			return err
+		}
+		for _, a := range rows {
+			a.Actor = plexus.ActorSystem
+			if err := tx.Record(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record %s in %s/: %w", rec.PendingID, rec.Folder, err)
+	}
+	if rec.Folder == plexus.FolderInbox || rec.Folder == plexus.FolderActive {
+		r.records[rec.PendingID] = rec
+	} else {
+		delete(r.records, rec.PendingID)
+	}
+	return nil
+}
+
+// journal writes one row of the reconciler's own.
+func (r *Reconciler) journal(ctx context.Context, a *plexus.Activity) error {
+	a.Actor = plexus.ActorSystem
+	return r.store.Update(ctx, false, func(tx plexus.StateTx) error { return tx.Record(a) })
+}
+
+// report journals a problem the owner must fix by hand, once for as long
+// as it stays the same problem.
+func (r *Reconciler) report(id, key, action string, a plexus.Activity) {
+	if r.reported[id] == key {
+		return
+	}
+	r.reported[id] = key
+	a.ActionType = action
+	r.log.Warn("inbox: "+action, "id", id, "detail", a.Payload)
+	if err := r.journal(context.Background(), &a); err != nil {
+		r.log.Error("inbox: journal a problem", "id", id, "err", err)
+	}
+}
