@@ -195,6 +195,22 @@ func waitEvent(t testing.TB, ch <-chan sseEvent, typ string) sseEvent {
 	}
 }
 
+// eventWhere waits for the first event of type typ whose data, decoded as
+// T, match accepts.
+func eventWhere[T any](t testing.TB, ch <-chan sseEvent, typ string, match func(T) bool) T {
+	t.Helper()
+	for {
+		ev := waitEvent(t, ch, typ)
+		var v T
+		if err := json.Unmarshal([]byte(ev.Data), &v); err != nil {
+			t.Fatalf("%s %s: %v", typ, ev.Data, err)
+		}
+		if match(v) {
+			return v
+		}
+	}
+}
+
 // fakeClock is the daemon's injectable clock (daemonOptions.Clock): it stands
 // still until a test moves it, so tokens, windows, codes and pendings expire
 // when the test says, never by sleeping. Safe for concurrent use.

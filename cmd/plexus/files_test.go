@@ -289,31 +289,13 @@ func (e *filesEnv) status(t *testing.T, id string) plexus.GrantStatusResponse {
 // resolved waits for the grant_resolved event of decision id.
 func (e *filesEnv) resolved(t *testing.T, id string) plexus.GrantResolvedEvent {
 	t.Helper()
-	for {
-		ev := waitEvent(t, e.events, plexus.EventGrantResolved)
-		var r plexus.GrantResolvedEvent
-		if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
-			t.Fatalf("grant_resolved %s: %v", ev.Data, err)
-		}
-		if r.PendingID == id {
-			return r
-		}
-	}
+	return eventWhere(t, e.events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == id })
 }
 
 // revoked waits for the token_revoked event of jti.
 func (e *filesEnv) revoked(t *testing.T, jti string) plexus.TokenRevokedEvent {
 	t.Helper()
-	for {
-		ev := waitEvent(t, e.events, plexus.EventTokenRevoked)
-		var r plexus.TokenRevokedEvent
-		if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
-			t.Fatalf("token_revoked %s: %v", ev.Data, err)
-		}
-		if r.JTI == jti {
-			return r
-		}
-	}
+	return eventWhere(t, e.events, plexus.EventTokenRevoked, func(r plexus.TokenRevokedEvent) bool { return r.JTI == jti })
 }
 
 // write has claude write a note through capability id with tok.

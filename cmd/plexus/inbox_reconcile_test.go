@@ -91,6 +91,32 @@ func putLaterGrant(tx plexus.StateTx, now time.Time) error {
 			TrustWindow: plexus.TrustWindow{Kind: plexus.Window1d}, Standing: true}})
 }
 
+// seedCrashState puts the state a crash left behind: p in the journal with
+// rec as its file's record (and whatever more does), and files on disk.
+func seedCrashState(t *testing.T, home string, db *journal.DB, p plexus.Pending, rec plexus.DecisionFile,
+	files map[string][]byte, more func(tx plexus.StateTx) error) {
+	t.Helper()
+	for folder, b := range files {
+		if err := os.WriteFile(filepath.Join(home, folder, inbox.FileName(p.ID)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.Update(context.Background(), true, func(tx plexus.StateTx) error {
+		if err := tx.PutPending(&p); err != nil {
+			return err
+		}
+		if more != nil {
+			if err := more(tx); err != nil {
+				return err
+			}
+		}
+		return tx.PutDecisionFile(&rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // reconcileOnce runs a reconciler over home until its first full pass is
 // over.
 func reconcileOnce(t *testing.T, home string, db *journal.DB, dec inbox.Decider) {
@@ -175,21 +201,8 @@ func TestReconcileMovedFileOfEndedApproval(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(home, plexus.FolderActive, inbox.FileName(p.ID)), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			err = db.Update(context.Background(), true, func(tx plexus.StateTx) error {
-				if err := tx.PutPending(&p); err != nil {
-					return err
-				}
-				if err := putLaterGrant(tx, now); err != nil {
-					return err
-				}
-				return tx.PutDecisionFile(&plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderInbox, Sum: inbox.Sum(b), WrittenAt: now})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			seedCrashState(t, home, db, p, plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderInbox, Sum: inbox.Sum(b), WrittenAt: now},
+				map[string][]byte{plexus.FolderActive: b}, func(tx plexus.StateTx) error { return putLaterGrant(tx, now) })
 
 			dec := &approveOnly{db: db}
 			reconcileOnce(t, home, db, dec)
@@ -217,26 +230,12 @@ func TestReconcileLeftBehindAfterRefiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for folder, b := range map[string][]byte{plexus.FolderActive: old, plexus.FolderArchive: filed} {
-		if err := os.WriteFile(filepath.Join(home, folder, inbox.FileName(p.ID)), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = db.Update(context.Background(), true, func(tx plexus.StateTx) error {
-		if err := tx.PutPending(&p); err != nil {
-			return err
-		}
-		if err := putLaterGrant(tx, now); err != nil {
-			return err
-		}
-		// As put records it: the new place, and the copy it replaced and
-		// was about to remove when the daemon was killed.
-		return tx.PutDecisionFile(&plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderArchive, Sum: inbox.Sum(filed),
-			Prev: []plexus.FilePlace{{Folder: plexus.FolderActive, Sum: inbox.Sum(old)}}, WrittenAt: now})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// As put records it: the new place, and the copy it replaced and was
+	// about to remove when the daemon was killed.
+	seedCrashState(t, home, db, p, plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderArchive, Sum: inbox.Sum(filed),
+		Prev: []plexus.FilePlace{{Folder: plexus.FolderActive, Sum: inbox.Sum(old)}}, WrittenAt: now},
+		map[string][]byte{plexus.FolderActive: old, plexus.FolderArchive: filed},
+		func(tx plexus.StateTx) error { return putLaterGrant(tx, now) })
 
 	dec := &approveOnly{db: db}
 	reconcileOnce(t, home, db, dec)
@@ -265,21 +264,9 @@ func TestReconcileLeftBehindAfterRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for folder, b := range map[string][]byte{plexus.FolderActive: moved, plexus.FolderInbox: refused} {
-		if err := os.WriteFile(filepath.Join(home, folder, inbox.FileName(p.ID)), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = db.Update(context.Background(), true, func(tx plexus.StateTx) error {
-		if err := tx.PutPending(&p); err != nil {
-			return err
-		}
-		return tx.PutDecisionFile(&plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderInbox, Sum: inbox.Sum(refused),
-			Prev: []plexus.FilePlace{{Folder: plexus.FolderActive, Sum: inbox.Sum(moved)}}, WrittenAt: now})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seedCrashState(t, home, db, p, plexus.DecisionFile{PendingID: p.ID, Folder: plexus.FolderInbox, Sum: inbox.Sum(refused),
+		Prev: []plexus.FilePlace{{Folder: plexus.FolderActive, Sum: inbox.Sum(moved)}}, WrittenAt: now},
+		map[string][]byte{plexus.FolderActive: moved, plexus.FolderInbox: refused}, nil)
 
 	dec := &approveOnly{db: db}
 	reconcileOnce(t, home, db, dec)
