@@ -96,6 +96,17 @@ func (e *filesEnv) path(folder, id string) string {
 	return filepath.Join(e.home.Dir, folder, inbox.FileName(id))
 }
 
+// inboxFile is decision id's file in inbox/: its path and what it holds.
+func (e *filesEnv) inboxFile(t *testing.T, id string) (string, []byte) {
+	t.Helper()
+	in := e.path(plexus.FolderInbox, id)
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, b
+}
+
 // waitRaw waits until folder holds id's file and ok (nil: anything) accepts
 // its bytes, then until the reconciler's pass is over (the daemon writes a
 // file before journaling why), and returns the bytes.
@@ -508,11 +519,7 @@ func TestFiles(t *testing.T) {
 	t.Run("DenyByMove", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		ownerWrite(t, in, edit(t, b, `reason: ""`, `reason: not this week`))
 		move(t, in, e.path(plexus.FolderRejected, a.ID))
 
@@ -567,11 +574,7 @@ func TestFiles(t *testing.T) {
 	t.Run("NarrowBeforeApproval", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "Weekly review", notesWrite, docsWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		b = dropCapability(t, b, docsWrite)
 		ownerWrite(t, in, edit(t, b, "window: 1d", "window: 1h"))
 		move(t, in, e.path(plexus.FolderActive, a.ID))
@@ -604,11 +607,7 @@ func TestFiles(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newFilesEnv(t, "")
 				a := e.ask(t, "", notesWrite)
-				in := e.path(plexus.FolderInbox, a.ID)
-				b, err := os.ReadFile(in)
-				if err != nil {
-					t.Fatal(err)
-				}
+				in, b := e.inboxFile(t, a.ID)
 				ownerWrite(t, in, edit(t, b, tc.old, tc.new))
 				move(t, in, e.path(plexus.FolderActive, a.ID))
 
@@ -758,11 +757,7 @@ func TestFiles(t *testing.T) {
 	t.Run("OnceUsed", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		ownerWrite(t, in, edit(t, b, "window: 1d", "window: once"))
 		move(t, in, e.path(plexus.FolderActive, a.ID))
 		e.waitFile(t, plexus.FolderActive, a.ID, stateIs(plexus.StateApproved))
@@ -795,11 +790,7 @@ func TestFiles(t *testing.T) {
 	t.Run("WindowEnded", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		ownerWrite(t, in, edit(t, b, "window: 1d", "window: 1h"))
 		move(t, in, e.path(plexus.FolderActive, a.ID))
 		e.waitFile(t, plexus.FolderActive, a.ID, stateIs(plexus.StateApproved))
@@ -837,11 +828,7 @@ func TestFiles(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newFilesEnv(t, "")
 				a := e.ask(t, "", notesWrite)
-				in := e.path(plexus.FolderInbox, a.ID)
-				b, err := os.ReadFile(in)
-				if err != nil {
-					t.Fatal(err)
-				}
+				in, b := e.inboxFile(t, a.ID)
 				changed := tc.new(a)
 				ownerWrite(t, in, edit(t, b, tc.old(a), changed))
 				move(t, in, e.path(plexus.FolderActive, a.ID))
@@ -869,11 +856,7 @@ func TestFiles(t *testing.T) {
 	t.Run("Malformed", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		broken := edit(t, b, "verbs: [write]\n", "verbs: [write\n", `reason: ""`, `reason: ""`+"\nmy_note: asked Bob on Monday")
 		// Edited under a scratch name and moved straight into active/, so
 		// the broken text is never seen sitting in inbox/ (BrokenInInbox).
@@ -979,11 +962,7 @@ func TestFiles(t *testing.T) {
 	t.Run("OwnerNotesKept", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		const note = "my_note: asked Bob on Monday"
 		ownerWrite(t, in, edit(t, b, `reason: ""`, `reason: ""`+"\n"+note, "window: 1d", "window: 1h"))
 		move(t, in, e.path(plexus.FolderActive, a.ID))
@@ -998,11 +977,7 @@ func TestFiles(t *testing.T) {
 	t.Run("BrokenInInbox", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		broken := edit(t, b, "verbs: [write]\n", "verbs: [write\n")
 		ownerWrite(t, in, broken)
 
@@ -1031,11 +1006,7 @@ func TestFiles(t *testing.T) {
 	t.Run("NeverOverwriteOwner", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		in := e.path(plexus.FolderInbox, a.ID)
-		b, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, b := e.inboxFile(t, a.ID)
 		const note = "owner_note: ask Bob before approving"
 		ownerWrite(t, in, edit(t, b, `reason: ""`, `reason: ""`+"\n"+note))
 		e.settle(t)
