@@ -1,0 +1,87 @@
+package plexus
+
+import "encoding/json"
+
+// ManifestVersion is the only extension manifest version Plexus reads.
+const ManifestVersion = "plexus-extension/0.1"
+
+// ExtensionManifest is one extension: a source and the entries it
+// contributes (plexus-extension-spec v0.1 §2). It never holds a secret
+// value, only references to named secrets.
+type ExtensionManifest struct {
+	Manifest     string                    `json:"manifest"`
+	Source       string                    `json:"source"`
+	Label        string                    `json:"label"`
+	Transport    TransportKind             `json:"transport"`
+	Capabilities []ExtensionCapabilityDecl `json:"capabilities"`
+	Secrets      []ExtensionSecretRef      `json:"secrets,omitempty"`
+	ServiceHint  *LocalServiceHint         `json:"serviceHint,omitempty"`
+}
+
+// ExtensionCapabilityDecl is one entry an extension declares (§2.1). Its
+// full id is the source's slug (":" becomes ".") followed by "." and Name.
+type ExtensionCapabilityDecl struct {
+	Name      string           `json:"name"`
+	Kind      EntryKind        `json:"kind"`
+	Label     string           `json:"label"`
+	Describe  string           `json:"describe"`
+	Grants    []Verb           `json:"grants"`
+	Transport TransportKind    `json:"transport,omitempty"`
+	IO        *IOSchema        `json:"io,omitempty"`
+	Members   []WorkflowMember `json:"members,omitempty"`
+	Body      *SkillBody       `json:"body,omitempty"`
+	// Route is the owning transport's configuration, kept as written; the
+	// core never reads it (§2.2).
+	Route json.RawMessage `json:"route,omitempty"`
+}
+
+// Secret attach modes (§7): how a transport presents a resolved secret.
+const (
+	AttachBearer = "bearer"
+	AttachHeader = "header"
+	AttachQuery  = "query"
+	AttachEnv    = "env"
+)
+
+// ExtensionSecretRef names a secret a transport needs and how it presents
+// it. The value lives under PLEXUS_HOME/secrets/ and is resolved only at
+// dispatch, only into the owning transport.
+type ExtensionSecretRef struct {
+	Name   string `json:"name"`
+	Attach string `json:"attach,omitempty"`
+	As     string `json:"as,omitempty"`
+}
+
+// LocalServiceHint says how to find a local service (§2).
+type LocalServiceHint struct {
+	App         string `json:"app"`
+	DefaultPort int    `json:"defaultPort,omitempty"`
+	SocketName  string `json:"socketName,omitempty"`
+}
+
+// ExtensionRoute is what a materialized extension entry carries in
+// [Entry.Route]: the declaration's route object as written (Decl), with the
+// manifest's service hint and secret references beside it, so that the
+// owning transport has all it needs and nothing is resolved before dispatch.
+type ExtensionRoute struct {
+	Decl        json.RawMessage      `json:"route,omitempty"`
+	ServiceHint *LocalServiceHint    `json:"serviceHint,omitempty"`
+	Secrets     []ExtensionSecretRef `json:"secrets,omitempty"`
+}
+
+// ExtensionRegisterRequest is the body of POST /extensions.
+type ExtensionRegisterRequest struct {
+	SessionID string            `json:"sessionId,omitempty"`
+	Manifest  ExtensionManifest `json:"manifest"`
+}
+
+// ExtensionRegisterResponse answers a registration.
+type ExtensionRegisterResponse struct {
+	OK         bool     `json:"ok"`
+	Source     string   `json:"source,omitempty"`
+	Registered []string `json:"registered,omitempty"`
+	Revision   int64    `json:"revision,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	// PendingID is set when the registration waits for the owner.
+	PendingID string `json:"pendingId,omitempty"`
+}
