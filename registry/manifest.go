@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -432,3 +433,36 @@ func (v *manifestCheck) routeRefs(f string, r map[string]json.RawMessage) {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// MaxManifestSize bounds a manifest read from a file or a request.
+const MaxManifestSize = 1 << 20
+
+// ParseManifest decodes a manifest's JSON strictly: a key the format does
+// not have (a misspelt "capabilites") is a problem naming it, not a field
+// silently dropped. It does not validate; see [ValidateManifest].
+func ParseManifest(b []byte) (plexus.ExtensionManifest, error) {
+	var m plexus.ExtensionManifest
+	if len(b) > MaxManifestSize {
+		return m, &ManifestError{Problems: []ManifestProblem{{Field: "manifest",
+			Problem: fmt.Sprintf("%d bytes; a manifest is at most %d", len(b), MaxManifestSize), Fix: "split the extension"}}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		field, problem := "manifest", oneLine(strings.TrimPrefix(err.Error(), "json: "))
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			field = te.Field
+			problem = fmt.Sprintf("want %s, not a JSON %s", te.Type, te.Value)
+		} else if k, ok := strings.CutPrefix(problem, "unknown field "); ok {
+			field, problem = strings.Trim(k, `"`), "not a manifest field"
+		}
+		return m, &ManifestError{Problems: []ManifestProblem{{Field: field, Problem: problem,
+			Fix: "see the fields of plexus-extension/0.1 in docs/extensions.md"}}}
+	}
+	if dec.More() {
+		return m, &ManifestError{Problems: []ManifestProblem{{Field: "manifest", Problem: "more than one JSON value",
+			Fix: "a manifest file holds one JSON object"}}}
+	}
+	return m, nil
+}

@@ -214,3 +214,29 @@ func TestExtensionSourceRefusesInvalid(t *testing.T) {
 		t.Fatal("an mcp-transport manifest was materialized")
 	}
 }
+
+// TestParseManifest: strict decoding names the field at fault.
+func TestParseManifest(t *testing.T) {
+	for _, tt := range []struct{ name, in, field string }{
+		{"UnknownKey", `{"manifest": "plexus-extension/0.1", "capabilites": []}`, "capabilites"},
+		{"WrongType", `{"manifest": "plexus-extension/0.1", "capabilities": {"a": 1}}`, "capabilities"},
+		{"NotJSON", `{"manifest": `, "manifest"},
+		{"TwoValues", `{} {}`, "manifest"},
+		{"Oversize", `{"label": "` + strings.Repeat("x", MaxManifestSize) + `"}`, "manifest"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(tt.in))
+			var me *ManifestError
+			if !errors.As(err, &me) || len(me.Problems) != 1 || me.Problems[0].Field != tt.field {
+				t.Errorf("ParseManifest = %v, want one problem naming %q", err, tt.field)
+			}
+		})
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "obsidian.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ParseManifest(b); err != nil || m.Source != "obsidian" || len(m.Capabilities) != 2 {
+		t.Errorf("ParseManifest(obsidian.json) = %+v, %v", m, err)
+	}
+}

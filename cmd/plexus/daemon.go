@@ -148,7 +148,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
 		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},
 		Authorizer: authorizer, Throttle: auth.NewThrottle(o.Clock), Limiter: limiter,
-		Sources:       sourceFactory,
+		Sources:       d.sourceFactory,
 		ConnectionKey: home.ConnectionKey,
 		SaveConnectionKey: func(key string) error {
 			return scaffold.WriteConnectionKey(home.Dir, key)
@@ -187,8 +187,10 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 }
 
 // sourceFactory builds a live source from its persisted configuration: the
-// one place that knows which kinds of owner-added source exist.
-func sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
+// one place that knows which kinds of owner-added source exist. An
+// extension's workflow members are checked against the registry as it
+// stands.
+func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 	switch cfg.Kind {
 	case "portal":
 		var pc struct {
@@ -199,8 +201,14 @@ func sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 			return nil, fmt.Errorf("portal config: %w", err)
 		}
 		return portal.NewSource(pc.Alias, pc.Path)
+	case extensionKind:
+		m, err := registry.ParseManifest(cfg.Config)
+		if err != nil {
+			return nil, err
+		}
+		return registry.NewExtensionSource(m, plexus.ProvenanceManaged, d.reg.Entry)
 	}
-	return nil, fmt.Errorf("unknown source kind %q (known: portal)", cfg.Kind)
+	return nil, fmt.Errorf("unknown source kind %q (known: portal, extension)", cfg.Kind)
 }
 
 // run serves until ctx ends, then shuts everything down in order.

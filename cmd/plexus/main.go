@@ -55,6 +55,7 @@ func commands() []func() *cli.Command {
 		approveCommand,
 		rejectCommand,
 		portalCommand,
+		extCommand,
 		keyCommand,
 		journalCommand,
 		agentCommand,

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/journal"
+)
+
+// specManifest is one of the spec's worked manifests (registry/testdata).
+func specManifest(t *testing.T, name string) string {
+	t.Helper()
+	return filepath.Join("..", "..", "registry", "testdata", name)
+}
+
+// writeManifest writes m as a manifest file in a temp folder.
+func writeManifest(t *testing.T, m any) string {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCLIExtValidate(t *testing.T) {
+	e := &cliEnv{t: t, home: filepath.Join(t.TempDir(), "home"), addr: "127.0.0.1:1", agentHome: t.TempDir()}
+
+	t.Run("OK", func(t *testing.T) {
+		r := e.with(t).ok("ext", "validate", specManifest(t, "obsidian.json"))
+		if !strings.Contains(r.stdout, "Valid: obsidian") || !strings.Contains(r.stdout, "obsidian.vault.read  capability  read") {
+			t.Errorf("%s", r)
+		}
+	})
+	t.Run("ErrNamesFields", func(t *testing.T) {
+		var m map[string]any
+		b, err := os.ReadFile(specManifest(t, "prettier.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["transport"] = "mcp"
+		m["capabilities"].([]any)[0].(map[string]any)["name"] = "Format"
+		r := e.with(t).run("ext", "validate", writeManifest(t, m))
+		if r.code != exitError || !strings.Contains(r.stdout, "transport: mcp is not an extension transport") ||
+			!strings.Contains(r.stdout, "capabilities[0].name:") || !strings.Contains(r.stdout, "fix: ") {
+			t.Errorf("%s", r)
+		}
+	})
+	t.Run("ErrJSON", func(t *testing.T) {
+		var problems struct {
+			Valid    bool `json:"valid"`
+			Problems []struct {
+				Field string `json:"field"`
+			} `json:"problems"`
+		}
+		r := e.with(t).run("ext", "validate", "--json", writeManifest(t, map[string]any{"manifest": plexus.ManifestVersion, "capabilites": []any{}}))
+		if err := json.Unmarshal([]byte(r.stdout), &problems); err != nil || r.code != exitError || problems.Valid ||
+			len(problems.Problems) != 1 || problems.Problems[0].Field != "capabilites" {
+			t.Errorf("%s (%v)", r, err)
+		}
+	})
+	t.Run("OfflineMembers", func(t *testing.T) {
+		var m map[string]any
+		b, _ := os.ReadFile(specManifest(t, "notes-workflow.json"))
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["capabilities"].([]any)[2].(map[string]any)["members"].([]any)[0].(map[string]any)["id"] = "portal.notes.read"
+		r := e.with(t).ok("ext", "validate", writeManifest(t, m))
+		if !strings.Contains(r.stdout, "Note: capabilities[2].members[0]: portal.notes.read is not declared here") {
+			t.Errorf("%s", r)
+		}
+	})
+}
+
+// TestCLIExtAddRemove: an owner's extension registers at once with managed
+// provenance, bumps the revision with manifest_changed, survives a restart,
+// and once removed does not come back.
+func TestCLIExtAddRemove(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	td := startTestDaemon(t, daemonOptions{Home: home})
+	e := &cliEnv{t: t, home: home, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	_, sid := enrolledAgent(t, td, "claude")
+	events := td.openEvents(t, sid, "")
+	rev := td.reg.Revision()
+
+	r := e.ok("ext", "add", specManifest(t, "notes-workflow.json"))
+	if !strings.Contains(r.stdout, "Extension notes added (Notes helpers, managed)") || !strings.Contains(r.stdout, "notes.daily.log  workflow  write") {
+		t.Errorf("%s", r)
+	}
+	ev := waitEvent(t, events, plexus.EventManifestChanged)
+	var mc plexus.ManifestChangedEvent
+	if err := json.Unmarshal([]byte(ev.Data), &mc); err != nil || mc.Revision <= rev || mc.Changed == nil ||
+		!slices.Equal(mc.Changed.Added, []string{"notes.daily.log", "notes.vault.append", "notes.vault.read"}) {
+		t.Errorf("manifest_changed = %s (%v), revision before %d", ev.Data, err, rev)
+	}
+	var man plexus.ManifestResponse
+	td.call(t, "GET", "/manifest", session(sid), nil, &man)
+	var got []string
+	for _, en := range man.Manifest.Entries {
+		if en.Source == "notes" {
+			got = append(got, en.ID+":"+string(en.Provenance))
+			if en.ID == "notes.daily.log" && len(en.Members) != 2 {
+				t.Errorf("workflow members = %+v", en.Members)
+			}
+		}
+	}
+	if !slices.Equal(got, []string{"notes.daily.log:managed", "notes.vault.append:managed", "notes.vault.read:managed"}) {
+		t.Errorf("manifest entries of notes = %v", got)
+	}
+	if rows := td.activity(t, journal.Filter{Type: "source.added"}); len(rows) != 1 || rows[0].Target != "notes" || rows[0].Payload["kind"] != extensionKind {
+		t.Errorf("source.added rows = %+v", rows)
+	}
+
+	// A second registration of the same source is refused; an invalid one
+	// is refused with its problems, and neither changes anything.
+	if r := e.run("ext", "add", specManifest(t, "notes-workflow.json")); r.code == exitOK || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("re-add: %s", r)
+	}
+	bad := map[string]any{"manifest": plexus.ManifestVersion, "source": "broken", "label": "x", "transport": "cli", "capabilities": []any{}}
+	if r := e.run("ext", "add", writeManifest(t, bad)); r.code != exitError || !strings.Contains(r.stdout, "capabilities: empty") {
+		t.Errorf("invalid add: %s", r)
+	}
+	if _, ok := td.reg.Source("broken"); ok {
+		t.Error("an invalid manifest was registered")
+	}
+
+	var list []plexus.ExtensionManifest
+	e.jsonOut(&list, "ext", "list", "--json")
+	if len(list) != 1 || list[0].Source != "notes" {
+		t.Errorf("ext list = %+v", list)
+	}
+
+	// Persisted: back after a restart, with the same entries.
+	td.stop()
+	td = startTestDaemon(t, daemonOptions{Home: home})
+	e.addr = td.ln.Addr().String()
+	if _, ok := td.reg.Entry("notes.daily.log"); !ok {
+		t.Fatal("the extension did not come back after a restart")
+	}
+
+	e.ok("ext", "remove", "notes")
+	if _, ok := td.reg.Entry("notes.vault.read"); ok {
+		t.Error("removed extension still offered")
+	}
+	if r := e.run("ext", "remove", "notes"); r.code != exitError || !strings.Contains(r.stderr, `no extension "notes"`) {
+		t.Errorf("remove twice: %s", r)
+	}
+	td.stop()
+	td = startTestDaemon(t, daemonOptions{Home: home})
+	if _, ok := td.reg.Source("notes"); ok {
+		t.Error("a removed extension came back after a restart")
+	}
+}
