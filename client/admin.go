@@ -40,10 +40,14 @@ func NewAdmin(baseURL, connectionKey string, opts ...Option) (*Admin, error) {
 }
 
 func (a *Admin) do(ctx context.Context, method, path string, in, out any) error {
+	return a.doQuery(ctx, method, path, nil, in, out)
+}
+
+func (a *Admin) doQuery(ctx context.Context, method, path string, query url.Values, in, out any) error {
 	a.mu.Lock()
 	key := a.key
 	a.mu.Unlock()
-	_, err := a.conn.call(ctx, request{method: method, path: path, bearer: key, body: in}, out)
+	_, err := a.conn.call(ctx, request{method: method, path: path, query: query, bearer: key, body: in}, out)
 	return err
 }
 
@@ -188,20 +192,37 @@ func (a *Admin) Sources(ctx context.Context) ([]plexus.SourceConfig, error) {
 // AddSource adds an owner-configured source and brings it online. cfg.Config
 // must hold a JSON value.
 func (a *Admin) AddSource(ctx context.Context, cfg plexus.SourceConfig) (plexus.SourceConfig, error) {
+	return a.addSource(ctx, cfg, nil)
+}
+
+// ReplaceSource re-registers a source the owner added before, of the same
+// kind, in place.
+func (a *Admin) ReplaceSource(ctx context.Context, cfg plexus.SourceConfig) (plexus.SourceConfig, error) {
+	return a.addSource(ctx, cfg, url.Values{"replace": {"true"}})
+}
+
+func (a *Admin) addSource(ctx context.Context, cfg plexus.SourceConfig, query url.Values) (plexus.SourceConfig, error) {
 	if !json.Valid(cfg.Config) {
 		return plexus.SourceConfig{}, errors.New("add source: config is not JSON")
 	}
 	in := sourceWire{ID: cfg.ID, Kind: cfg.Kind, Provenance: cfg.Provenance, Config: cfg.Config}
 	var resp sourceWire
-	if err := a.do(ctx, http.MethodPost, "/admin/api/sources", in, &resp); err != nil {
+	if err := a.doQuery(ctx, http.MethodPost, "/admin/api/sources", query, in, &resp); err != nil {
 		return plexus.SourceConfig{}, err
 	}
 	return resp.config(), nil
 }
 
-// RemoveSource removes an owner-configured source.
+// RemoveSource removes an owner-configured source; its grants stay in the
+// ledger (flagged) until revoked.
 func (a *Admin) RemoveSource(ctx context.Context, id string) error {
 	return a.do(ctx, http.MethodDelete, "/admin/api/sources/"+url.PathEscape(id), nil, nil)
+}
+
+// RemoveSourcePurging removes an owner-configured source and revokes every
+// grant of its entries.
+func (a *Admin) RemoveSourcePurging(ctx context.Context, id string) error {
+	return a.doQuery(ctx, http.MethodDelete, "/admin/api/sources/"+url.PathEscape(id), url.Values{"purge": {"grants"}}, nil, nil)
 }
 
 // Integration returns the install instructions for agentID.

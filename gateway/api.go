@@ -31,6 +31,16 @@ type Credentials struct {
 	Via string
 }
 
+// SourceOptions modify AddSource and RemoveSource.
+type SourceOptions struct {
+	// Replace lets AddSource re-register a source the owner added before,
+	// of the same kind, in place: one revision, one manifest_changed.
+	Replace bool
+	// PurgeGrants makes RemoveSource revoke every grant of the source's
+	// entries, and the tokens carrying them (an extension's removal).
+	PurgeGrants bool
+}
+
 // API is what the loopback HTTP server needs from the gateway. It exists so
 // that http tests can state exactly which operations they exercise; *Gateway
 // implements it.
@@ -70,8 +80,8 @@ type API interface {
 	AdminAgents(ctx context.Context, c Credentials) ([]plexus.Agent, error)
 	// AddSource persists an owner-configured source (Kind "portal" with
 	// Config {"path": …, "alias": …}) and brings it online at once.
-	AddSource(ctx context.Context, c Credentials, cfg plexus.SourceConfig) (plexus.SourceConfig, error)
-	RemoveSource(ctx context.Context, c Credentials, id string) error
+	AddSource(ctx context.Context, c Credentials, cfg plexus.SourceConfig, opts SourceOptions) (plexus.SourceConfig, error)
+	RemoveSource(ctx context.Context, c Credentials, id string, opts SourceOptions) error
 	Sources(ctx context.Context, c Credentials) ([]plexus.SourceConfig, error)
 	// Status is a small health summary for `plexus status`.
 	Status(ctx context.Context, c Credentials) (plexus.StatusResponse, error)

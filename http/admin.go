@@ -167,7 +167,7 @@ func (s *Server) handleAddSource(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	cfg := plexus.SourceConfig{ID: req.ID, Kind: req.Kind, Provenance: req.Provenance, Config: req.Config}
-	got, err := s.api.AddSource(r.Context(), c, cfg)
+	got, err := s.api.AddSource(r.Context(), c, cfg, gateway.SourceOptions{Replace: r.URL.Query().Get("replace") == "true"})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -177,7 +177,7 @@ func (s *Server) handleAddSource(w nethttp.ResponseWriter, r *nethttp.Request) {
 
 func (s *Server) handleRemoveSource(w nethttp.ResponseWriter, r *nethttp.Request) {
 	id := r.PathValue("id")
-	err := s.api.RemoveSource(r.Context(), credentials(r), id)
+	err := s.api.RemoveSource(r.Context(), credentials(r), id, gateway.SourceOptions{PurgeGrants: r.URL.Query().Get("purge") == "grants"})
 	s.reply(w, r, RemoveSourceResponse{OK: true, ID: id}, err)
 }
 

@@ -176,7 +176,7 @@ func (s *stubAPI) AdminAgents(_ context.Context, c gateway.Credentials) ([]plexu
 	return nil, s.Err
 }
 
-func (s *stubAPI) AddSource(_ context.Context, c gateway.Credentials, cfg plexus.SourceConfig) (plexus.SourceConfig, error) {
+func (s *stubAPI) AddSource(_ context.Context, c gateway.Credentials, cfg plexus.SourceConfig, _ gateway.SourceOptions) (plexus.SourceConfig, error) {
 	s.record("AddSource", c, cfg)
 	if s.AddedSource != nil {
 		return *s.AddedSource, s.Err
@@ -184,7 +184,7 @@ func (s *stubAPI) AddSource(_ context.Context, c gateway.Credentials, cfg plexus
 	return cfg, s.Err
 }
 
-func (s *stubAPI) RemoveSource(_ context.Context, c gateway.Credentials, id string) error {
+func (s *stubAPI) RemoveSource(_ context.Context, c gateway.Credentials, id string, _ gateway.SourceOptions) error {
 	s.record("RemoveSource", c, id)
 	return s.Err
 }

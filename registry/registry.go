@@ -225,6 +225,42 @@ func (r *Registry) Add(ctx context.Context, src plexus.Source) (AddResult, error
 	return res, nil
 }
 
+// Replace swaps the registered source with src's id for src in one step:
+// one rebuild, one revision, one change listing what was added, removed and
+// updated (spec §10: re-registering a source replaces its module). The old
+// source keeps its place in the claim order, so a collision it won stays
+// won. It fails, changing nothing, when no source has that id or src's scan
+// fails.
+func (r *Registry) Replace(ctx context.Context, src plexus.Source) (AddResult, error) {
+	id := src.ID()
+	scanned, err := src.Scan(ctx)
+	if err != nil {
+		return AddResult{}, fmt.Errorf("scan source %s: %w", id, err)
+	}
+	h := r.health.probe(ctx, src)
+
+	r.wmu.Lock()
+	r.mu.Lock()
+	old, ok := r.sources[id]
+	if !ok {
+		r.mu.Unlock()
+		r.wmu.Unlock()
+		return AddResult{}, fmt.Errorf("replace source %s: %w", id, ErrUnknownSource)
+	}
+	st := &sourceState{src: src, seq: old.seq, scanned: scanned}
+	r.sources[id] = st
+	r.order[slices.Index(r.order, old)] = st
+	r.health.set(id, src, h)
+	ch := r.rebuildLocked()
+	res := AddResult{Entries: r.snap.bySource[id], Skipped: slices.Clone(st.skipped)}
+	r.mu.Unlock()
+	r.notify(ch)
+	r.wmu.Unlock()
+
+	r.health.report(id)
+	return res, nil
+}
+
 // Remove unregisters a source and drops its entries. Entries of other
 // sources that were skipped only because of it (a collision it won, a
 // workflow member it held) are re-evaluated.

@@ -558,3 +558,53 @@ func TestConcurrentReadsDuringChanges(t *testing.T) {
 		t.Errorf("Revision() = %d, want 50", got)
 	}
 }
+
+// TestReplace: re-registering a source swaps it in one change (one
+// revision: what was added, removed and updated), keeps the collisions it
+// won, and refuses an unknown id or a failing scan without changing
+// anything.
+func TestReplace(t *testing.T) {
+	ctx := context.Background()
+	var log changeLog
+	r := registry.New(registry.Options{OnChange: log.record})
+	a := newSource("a", plexus.ProvenanceManaged, capability("a", "a.x", plexus.VerbRead), capability("a", "a.y", plexus.VerbRead))
+	b := newSource("b", plexus.ProvenanceManaged, capability("b", "a.z", plexus.VerbRead)) // collides with a's next a.z
+	if _, err := r.Add(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Add(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	rev := r.Revision()
+
+	changed := capability("a", "a.x", plexus.VerbRead, plexus.VerbWrite)
+	res, err := r.Replace(ctx, newSource("a", plexus.ProvenanceManaged, changed, capability("a", "a.z", plexus.VerbRead)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b claimed a.z after a was added, but a keeps its place in the
+	// claim order: a's a.z wins, b's is skipped.
+	if got := res.Entries; !cmp.Equal(got, []string{"a.x", "a.z"}) {
+		t.Errorf("entries = %v", got)
+	}
+	want := []changeCall{{Rev: rev + 1, Added: nil, Removed: []string{"a.y"}, Updated: []string{"a.x", "a.z"}}}
+	if diff := cmp.Diff(want, log.take()); diff != "" {
+		t.Errorf("one change for a replace (-want +got):\n%s", diff)
+	}
+	if e, _ := r.Entry("a.z"); e.Source != "a" {
+		t.Errorf("a.z is %s's", e.Source)
+	}
+
+	if _, err := r.Replace(ctx, newSource("nope", plexus.ProvenanceManaged)); !errors.Is(err, registry.ErrUnknownSource) {
+		t.Errorf("replace unknown: %v", err)
+	}
+	bad := newSource("a", plexus.ProvenanceManaged)
+	bad.scanErr = errors.New("boom")
+	if _, err := r.Replace(ctx, bad); err == nil || r.Revision() != rev+1 {
+		t.Errorf("a failing scan: err %v, revision %d", err, r.Revision())
+	}
+	if _, ok := r.Entry("a.x"); !ok {
+		t.Error("a failed replace dropped the old entries")
+	}
+}

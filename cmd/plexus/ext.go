@@ -42,7 +42,7 @@ func extCommand() *cli.Command {
 			},
 			{
 				Name:      "add",
-				Usage:     "register an extension (managed: you added it); registering a source again is refused until it is removed",
+				Usage:     "register an extension (managed: you added it); adding one of yours again replaces it in place",
 				ArgsUsage: "<manifest.json>",
 				Action: withAdmin(1, "<manifest.json>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 					m, err := readManifest(cmd.Args().First())
@@ -56,12 +56,22 @@ func extCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					sc, err := adm.AddSource(ctx, plexus.SourceConfig{ID: m.Source, Kind: extensionKind, Config: cfg})
+					sources, err := adm.Sources(ctx)
+					if err != nil {
+						return err
+					}
+					add, verb := adm.AddSource, "added"
+					for _, s := range sources {
+						if s.ID == m.Source && s.Kind == extensionKind {
+							add, verb = adm.ReplaceSource, "re-registered" // spec §10: re-registering replaces
+						}
+					}
+					sc, err := add(ctx, plexus.SourceConfig{ID: m.Source, Kind: extensionKind, Config: cfg})
 					if err != nil {
 						return err
 					}
 					w := cmd.Root().Writer
-					fmt.Fprintf(w, "Extension %s added (%s, managed):\n", sc.ID, m.Label)
+					fmt.Fprintf(w, "Extension %s %s (%s, managed):\n", sc.ID, verb, m.Label)
 					for _, d := range m.Capabilities {
 						fmt.Fprintf(w, "  %s  %s  %s\n", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(d.Grants)))
 					}
@@ -105,7 +115,7 @@ func extCommand() *cli.Command {
 			},
 			{
 				Name:      "remove",
-				Usage:     "unregister an extension you added; it does not come back at the next start",
+				Usage:     "unregister an extension you added, revoking every grant of its entries; it does not come back at the next start",
 				ArgsUsage: "<source>",
 				Action: withAdmin(1, "<source>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 					id := cmd.Args().First()
@@ -125,7 +135,7 @@ func extCommand() *cli.Command {
 					if !found {
 						return failure("no extension %q (see: plexus ext list)", id)
 					}
-					if err := adm.RemoveSource(ctx, id); err != nil {
+					if err := adm.RemoveSourcePurging(ctx, id); err != nil {
 						return err
 					}
 					fmt.Fprintf(cmd.Root().Writer, "Extension %s removed.\n", id)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,11 +125,32 @@ func TestCLIExtAddRemove(t *testing.T) {
 		t.Errorf("source.added rows = %+v", rows)
 	}
 
-	// A second registration of the same source is refused; an invalid one
-	// is refused with its problems, and neither changes anything.
-	if r := e.run("ext", "add", specManifest(t, "notes-workflow.json")); r.code == exitOK || !strings.Contains(r.stderr, "already exists") {
+	// Registering it again replaces it in place: one revision, one
+	// manifest_changed with what changed.
+	var m map[string]any
+	b, _ := os.ReadFile(specManifest(t, "notes-workflow.json"))
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	caps := m["capabilities"].([]any)
+	caps[0].(map[string]any)["label"] = "Read a note, v2"
+	m["capabilities"] = caps[:2] // the workflow is gone in v2
+	rev = td.reg.Revision()
+	if r := e.ok("ext", "add", writeManifest(t, m)); !strings.Contains(r.stdout, "Extension notes re-registered") {
 		t.Errorf("re-add: %s", r)
 	}
+	ev = waitEvent(t, events, plexus.EventManifestChanged)
+	mc = plexus.ManifestChangedEvent{}
+	if err := json.Unmarshal([]byte(ev.Data), &mc); err != nil || mc.Revision != rev+1 || mc.Changed == nil ||
+		!slices.Equal(mc.Changed.Removed, []string{"notes.daily.log"}) || !slices.Contains(mc.Changed.Updated, "notes.vault.read") {
+		t.Errorf("manifest_changed after a re-registration = %s (%v), revision before %d", ev.Data, err, rev)
+	}
+	if rows := td.activity(t, journal.Filter{Type: "source.replaced"}); len(rows) != 1 || rows[0].Target != "notes" {
+		t.Errorf("source.replaced rows = %+v", rows)
+	}
+
+	// An invalid registration is refused with its problems and changes
+	// nothing.
 	bad := map[string]any{"manifest": plexus.ManifestVersion, "source": "broken", "label": "x", "transport": "cli", "capabilities": []any{}}
 	if r := e.run("ext", "add", writeManifest(t, bad)); r.code != exitError || !strings.Contains(r.stdout, "capabilities: empty") {
 		t.Errorf("invalid add: %s", r)
@@ -147,13 +169,32 @@ func TestCLIExtAddRemove(t *testing.T) {
 	td.stop()
 	td = startTestDaemon(t, daemonOptions{Home: home})
 	e.addr = td.ln.Addr().String()
-	if _, ok := td.reg.Entry("notes.daily.log"); !ok {
-		t.Fatal("the extension did not come back after a restart")
+	if e, ok := td.reg.Entry("notes.vault.read"); !ok || e.Label != "Read a note, v2" {
+		t.Fatalf("the extension (as re-registered) did not come back after a restart: %+v", e)
 	}
 
+	// A grant of one of its entries, with a live token...
+	_, sid = enrolledAgent(t, td, "claude")
+	events = td.openEvents(t, sid, "")
+	var tok plexus.ScopedToken
+	if st := td.call(t, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{"notes.vault.read": "allow"}}, &tok); st != 200 || tok.JTI == "" {
+		t.Fatalf("grant of notes.vault.read: status %d, %+v", st, tok)
+	}
+	// ...is revoked when the extension is removed.
 	e.ok("ext", "remove", "notes")
 	if _, ok := td.reg.Entry("notes.vault.read"); ok {
 		t.Error("removed extension still offered")
+	}
+	eventWhere(t, events, plexus.EventTokenRevoked, func(r plexus.TokenRevokedEvent) bool { return r.JTI == tok.JTI })
+	var ledger plexus.GrantsListResponse
+	td.call(t, "GET", "/admin/api/grants", td.admin(), nil, &ledger)
+	for _, g := range ledger.Grants {
+		if g.CapabilityID == "notes.vault.read" {
+			t.Errorf("a removed extension's grant stands: %+v", g)
+		}
+	}
+	if rows := td.activity(t, journal.Filter{Type: "source.removed"}); len(rows) != 1 || fmt.Sprint(rows[0].Payload["purgedGrants"]) != "1" {
+		t.Errorf("source.removed rows = %+v", rows)
 	}
 	if r := e.run("ext", "remove", "notes"); r.code != exitError || !strings.Contains(r.stderr, `no extension "notes"`) {
 		t.Errorf("remove twice: %s", r)
