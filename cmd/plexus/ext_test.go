@@ -205,3 +205,20 @@ func TestCLIExtAddRemove(t *testing.T) {
 		t.Error("a removed extension came back after a restart")
 	}
 }
+
+// TestExampleManifestsValid: the manifests shipped in examples/extensions
+// stay valid as the rules evolve.
+func TestExampleManifestsValid(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "extensions", "*.json"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("example manifests: %v, %v", files, err)
+	}
+	e := &cliEnv{t: t, home: filepath.Join(t.TempDir(), "home"), addr: "127.0.0.1:1", agentHome: t.TempDir()}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if r := e.with(t).run("ext", "validate", f); r.code != exitOK || !strings.HasPrefix(r.stdout, "Valid: ") {
+				t.Errorf("%s", r)
+			}
+		})
+	}
+}
