@@ -76,9 +76,14 @@ func (e *cliEnv) run(args ...string) cliRun {
 }
 
 func (e *cliEnv) runCtx(ctx context.Context, args ...string) cliRun {
+	return e.runStdin(ctx, nil, args...)
+}
+
+// runStdin runs args with stdin (nil is the test's own stdin).
+func (e *cliEnv) runStdin(ctx context.Context, stdin io.Reader, args ...string) cliRun {
 	argv := append([]string{"plexus", "--home", e.home, "--addr", e.addr, "--agent-home", e.agentHome}, args...)
 	var out, errOut bytes.Buffer
-	code := runIn(ctx, process{decider: func() string { return testDecider }}, argv, &out, &errOut)
+	code := runIn(ctx, process{decider: func() string { return testDecider }, stdin: stdin}, argv, &out, &errOut)
 	return cliRun{args: args, code: code, stdout: out.String(), stderr: errOut.String()}
 }
 

@@ -2,13 +2,15 @@
 // commands (status, agents, grants, pending, show, portal, key) talk to the
 // running daemon through its admin API with the connection-key from --home;
 // approve and reject decide by moving the decision's file under --home, as
-// the owner would, and ask the daemon only for the outcome. The agent's
-// commands (agent enroll|list|call) perform the agent loop through package
-// client with the credential under --agent-home.
+// the owner would, and ask the daemon only for the outcome; journal and
+// secrets work on the files under --home, with or without the daemon. The
+// agent's commands (agent enroll|list|call) perform the agent loop through
+// package client with the credential under --agent-home.
 //
 // This is the only package that reads flags, the environment and $HOME. It
 // never prints a PAT, a token or a connection-key except where showing one
-// once is the point (an enrollment code, a rotated key).
+// once is the point (an enrollment code, a rotated key), and never a
+// secret's value.
 package main
 
 import (
@@ -58,6 +60,7 @@ func commands() []func() *cli.Command {
 		extCommand,
 		keyCommand,
 		journalCommand,
+		secretsCommand,
 		agentCommand,
 	}
 }
@@ -71,7 +74,7 @@ func main() {
 
 // run executes the command line args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return runIn(ctx, process{decider: deciderIdentity}, args, stdout, stderr)
+	return runIn(ctx, process{decider: deciderIdentity, stdin: os.Stdin}, args, stdout, stderr)
 }
 
 // runIn is run with what the command line takes from its process given by
@@ -87,6 +90,9 @@ type process struct {
 	// approve` and `reject` write it into the decision file, and `serve`
 	// journals it for decisions made by moving files.
 	decider func() string
+	// stdin is what `plexus secrets set` reads the value from; nil is
+	// os.Stdin.
+	stdin io.Reader
 }
 
 // processKey is where the root command's Metadata holds its process.
@@ -114,6 +120,7 @@ func newRoot(stdout, stderr io.Writer, p process) *cli.Command {
 			&cli.StringFlag{Name: "agent-home", Usage: "the agent's credential directory", Sources: cli.EnvVars("PLEXUS_AGENT_HOME"),
 				Value: expandHome(defaultAgentHome), DefaultText: defaultAgentHome},
 		},
+		Reader:    p.stdin,
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Errors are reported once, by exitStatus; never os.Exit from inside.
