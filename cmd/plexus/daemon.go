@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -18,9 +19,11 @@ import (
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/sources/portal"
+	"github.com/plexus-gw/plexus/transports/localrest"
 	"github.com/plexus-gw/plexus/watcher"
 )
 
@@ -46,6 +49,9 @@ type daemonOptions struct {
 	// InboxInterval is the period of the full inbox reconcile; 0 means
 	// inbox.DefaultInterval.
 	InboxInterval time.Duration
+	// Env is the environment transports' children start from (PATH is
+	// enriched, PLEXUS_* dropped); nil means the daemon's own.
+	Env []string
 }
 
 // daemon is one wired gateway: the journal, the registry and its
@@ -64,6 +70,8 @@ type daemon struct {
 	inbox  *inbox.Reconciler
 	watch  *watcher.Watcher
 	notify *notifier
+	// rest is the local-rest transport, whose idle connections Close ends.
+	rest *localrest.Transport
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -133,6 +141,19 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		OnSourceStatus: func(source string, h plexus.Health) { d.gw.OnSourceStatus(source, h) },
 	})
 	d.reg.AddTransport(portal.NewTransport())
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	userHome, _ := os.UserHomeDir() // without one, the ~ folders are left out of the enriched PATH
+	plat := platform.New(platform.Options{Home: home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS})
+	d.rest = localrest.New(plat, plat, localrest.Options{})
+	defer func() {
+		if err != nil {
+			d.rest.Close()
+		}
+	}()
+	d.reg.AddTransport(d.rest)
 
 	// Bind before anything serves, so the base URL and the Host guard know
 	// the real port (":0" in tests) and a taken port fails at start.
@@ -229,6 +250,7 @@ func (d *daemon) run(ctx context.Context) error {
 			cancel()
 		}
 	}
+	d.rest.Close()
 	if err := d.db.Close(); err != nil && first == nil {
 		first = err
 	}

@@ -49,7 +49,7 @@ type Locator interface {
 
 // Secrets reads a named secret's value. It is called at dispatch, only for
 // the secret the entry's route names, and the value is never kept beyond
-// the call. A secret that is not set is an error wrapping [fs.ErrNotExist]
+// the call. A secret that is not set is an error wrapping [plexus.ErrNotFound] (or [fs.ErrNotExist])
 // (or an empty value). Implementations must be safe for concurrent use.
 type Secrets interface {
 	Secret(name string) (string, error)
@@ -274,7 +274,7 @@ func (t *Transport) secret(ref *plexus.ExtensionSecretRef, req *request) (string
 	}
 	v, err := t.secrets.Secret(ref.Name)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || err == nil && v == "":
+	case errors.Is(err, plexus.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || err == nil && v == "":
 		return "", plexus.Errorf(plexus.CodeTransportError, "secret %q is not set; run `plexus secrets set %s`", ref.Name, ref.Name)
 	case err != nil:
 		return "", plexus.WrapError(plexus.CodeTransportError, scrub(err, newRedactor(v)), fmt.Sprintf("secret %q could not be read", ref.Name))
