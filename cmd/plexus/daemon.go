@@ -24,6 +24,8 @@ import (
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/sources/portal"
 	"github.com/plexus-gw/plexus/transports/localrest"
+	"github.com/plexus-gw/plexus/transports/skill"
+	"github.com/plexus-gw/plexus/transports/workflow"
 	"github.com/plexus-gw/plexus/watcher"
 )
 
@@ -154,6 +156,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		}
 	}()
 	d.reg.AddTransport(d.rest)
+	d.reg.AddTransport(skill.Transport{})
+	d.reg.AddTransport(workflow.New(d.reg.Entry))
 
 	// Bind before anything serves, so the base URL and the Host guard know
 	// the real port (":0" in tests) and a taken port fails at start.
