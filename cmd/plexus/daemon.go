@@ -23,6 +23,7 @@ import (
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/sources/portal"
+	"github.com/plexus-gw/plexus/transports/cliexec"
 	"github.com/plexus-gw/plexus/transports/localrest"
 	"github.com/plexus-gw/plexus/transports/skill"
 	"github.com/plexus-gw/plexus/transports/workflow"
@@ -156,6 +157,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		}
 	}()
 	d.reg.AddTransport(d.rest)
+	d.reg.AddTransport(cliexec.New(plat, plat, cliexec.Options{}))
 	d.reg.AddTransport(skill.Transport{})
 	d.reg.AddTransport(workflow.New(d.reg.Entry))
 

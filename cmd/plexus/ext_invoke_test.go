@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/journal"
 )
 
 // buildExample builds the example program in examples/<name> into a temp
@@ -153,4 +155,72 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestExtensionCLIWorkflow: the notes workflow example end to end — the real
+// notescli on the daemon's PATH, the owner adds the manifest, the agent asks
+// for the workflow, the owner approves by moving its decision file, and the
+// workflow runs both members through the cli transport in order. Text that
+// would be shell syntax arrives as one literal argument.
+func TestExtensionCLIWorkflow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the example tool")
+	}
+	bin := buildExample(t, "notescli")
+	notes := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notes, "today.md"), []byte("# Today\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + filepath.Dir(bin), "NOTES_DIR=" + notes, "HOME=" + t.TempDir()}
+	td := startTestDaemon(t, daemonOptions{Env: env})
+	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	e.ok("ext", "add", filepath.Join("..", "..", "examples", "extensions", "notes-workflow.json"))
+
+	_, sid := enrolledAgent(t, td, "claude")
+	events := td.openEvents(t, sid, "")
+	var pend plexus.GrantPendingResponse
+	if st := td.call(t, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{
+		"notes.daily.log": map[string]any{"decision": "allow", "verbs": []string{"write"}}}}, &pend); st != http.StatusAccepted {
+		t.Fatalf("grant: status %d, %+v", st, pend)
+	}
+	in := filepath.Join(td.home.Inbox, pend.PendingID+".md")
+	waitFor(t, 10*time.Second, "the decision file", holds(func() bool { _, err := os.Stat(in); return err == nil }))
+	if b, _ := os.ReadFile(in); !strings.Contains(string(b), "notes.vault.append") {
+		t.Errorf("the decision file does not show the members the workflow brings:\n%s", b)
+	}
+	if err := os.Rename(in, filepath.Join(td.home.Active, pend.PendingID+".md")); err != nil {
+		t.Fatal(err)
+	}
+	res := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == pend.PendingID })
+	if res.Decision != plexus.StateApproved || res.Token == nil {
+		t.Fatalf("grant_resolved = %+v", res)
+	}
+
+	const line = "walked; rm -rf ~ $(id) `id`"
+	st, resp, raw := td.invoke(t, res.Token.Token, plexus.InvokeRequest{ID: "notes.daily.log", Input: map[string]any{"path": "today.md", "text": line}})
+	if st != http.StatusOK || !resp.OK {
+		t.Fatalf("invoke workflow: status %d, %s", st, raw)
+	}
+	if !strings.Contains(string(raw), `"id":"notes.vault.read"`) || !strings.Contains(string(raw), `"text":"# Today\n"`) {
+		t.Errorf("workflow output: %s", raw)
+	}
+	if b, err := os.ReadFile(filepath.Join(notes, "today.md")); err != nil || string(b) != "# Today\n"+line+"\n" {
+		t.Errorf("today.md = %q, %v", b, err)
+	}
+	// Each member call is its own audited invoke on the request's trace.
+	rows := td.activity(t, journal.Filter{Type: "invoke.ok"})
+	var members []string
+	for _, r := range rows {
+		if r.Payload["member"] == true || r.Target != "notes.daily.log" {
+			members = append(members, r.Target)
+		}
+	}
+	if !slices.Equal(members, []string{"notes.vault.read", "notes.vault.append"}) {
+		t.Errorf("member invoke rows = %v (all: %+v)", members, rows)
+	}
+	// A member alone is not callable with the workflow's token.
+	if st, resp, _ := td.invoke(t, res.Token.Token, plexus.InvokeRequest{ID: "notes.vault.append", Input: map[string]any{"path": "today.md", "text": "x"}}); st == http.StatusOK ||
+		resp.Error == nil || resp.Error.Code != plexus.CodeGrantRequired {
+		t.Errorf("member called directly: status %d, %+v", st, resp.Error)
+	}
 }
