@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -77,7 +78,8 @@ func TestExtensionLocalREST(t *testing.T) {
 		return err == nil
 	}))
 
-	td := startTestDaemon(t, daemonOptions{})
+	logs := &syncBuffer{}
+	td := startTestDaemon(t, daemonOptions{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
 	var m map[string]any
 	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "extensions", "notes-rest.json"))
@@ -116,6 +118,12 @@ func TestExtensionLocalREST(t *testing.T) {
 		t.Errorf("manifest: %s", mb)
 	}
 
+	_, wk := td.raw(t, "GET", "/.well-known/plexus", nil, nil)
+	if !strings.Contains(string(wk), "notes-rest.vault.search") || strings.Contains(string(wk), canary) {
+		t.Errorf(".well-known: %s", wk)
+	}
+	mb = append(mb, wk...)
+
 	// The service stops: the call says so.
 	stopService()
 	if st, resp, _ := td.invoke(t, tok.Token, plexus.InvokeRequest{ID: "notes-rest.vault.search", Input: map[string]any{"query": "bread"}}); st == http.StatusOK ||
@@ -144,6 +152,9 @@ func TestExtensionLocalREST(t *testing.T) {
 	}
 	if strings.Contains(string(raw)+string(mb), canary) {
 		t.Error("the secret is in a response")
+	}
+	if strings.Contains(logs.String(), canary) {
+		t.Error("the secret is in the daemon's log")
 	}
 }
 
