@@ -141,6 +141,9 @@ type Pending struct {
 	// SameUser is true when the request came over a connection owned by the
 	// owner's own OS user: that agent could move its own decision file.
 	SameUser bool `json:"sameUser,omitempty"`
+	// Extension is the manifest an agent asked to register (Kind
+	// extension); approving it registers exactly this.
+	Extension *ExtensionManifest `json:"extension,omitempty"`
 }
 
 // Decision-file folders under PLEXUS_HOME (docs/files-as-api.md).

@@ -486,8 +486,15 @@ func (g *Gateway) RemoveSource(ctx context.Context, c Credentials, id string, op
 	if _, ok := g.d.Registry.Source(id); !ok {
 		return plexus.Errorf(plexus.CodeNotFound, "no source %q", id)
 	}
+	return g.removeSource(ctx, id, opts.PurgeGrants, plexus.ActorHuman, g.adminVia(c))
+}
+
+// removeSource is RemoveSource once the caller is known to be the owner.
+// The decisions that registered the source (an agent's extension) are
+// touched, so their files leave active/.
+func (g *Gateway) removeSource(ctx context.Context, id string, purge bool, decidedBy, via string) error {
 	owned := map[string]bool{}
-	if opts.PurgeGrants {
+	if purge {
 		for _, e := range g.d.Registry.Entries() {
 			if e.Source == id {
 				owned[e.ID] = true
@@ -512,7 +519,7 @@ func (g *Gateway) RemoveSource(ctx context.Context, c Credentials, id string, op
 				if !owned[gr.CapabilityID] {
 					continue
 				}
-				r, err := g.revokeScope(tx, gr.AgentID, gr.CapabilityID, "its source "+id+" was removed", plexus.ActorHuman, g.adminVia(c), traceID)
+				r, err := g.revokeScope(tx, gr.AgentID, gr.CapabilityID, "its source "+id+" was removed", plexus.ActorHuman, via, traceID)
 				if err != nil {
 					return err
 				}
@@ -521,18 +528,27 @@ func (g *Gateway) RemoveSource(ctx context.Context, c Credentials, id string, op
 				purged++
 			}
 		}
+		approved, err := tx.PendingList(plexus.StateApproved)
+		if err != nil {
+			return err
+		}
+		for _, p := range approved {
+			if p.Extension != nil && p.Extension.Source == id {
+				touched = append(touched, p.ID)
+			}
+		}
 		return tx.Record(&plexus.Activity{TraceID: traceID, Actor: plexus.ActorHuman, ActionType: "source.removed", Target: id,
-			Payload: map[string]any{"via": g.adminVia(c), "purgedGrants": purged}})
+			Payload: map[string]any{"via": via, "decidedBy": decidedBy, "purgedGrants": purged}})
 	}); err != nil {
 		return plexus.AsError(err)
 	}
 	for _, ev := range events {
 		g.bus.publish(*ev)
 	}
-	g.touch(touched...)
 	if err := g.d.Registry.Remove(ctx, id); err != nil {
 		return plexus.WrapError(plexus.CodeInternalError, err, "could not take the source offline")
 	}
+	g.touch(touched...) // after the registry dropped it: the files leave active/
 	return nil
 }
 

@@ -61,6 +61,9 @@ type API interface {
 	// Invoke always answers an InvokeResponse; a denial has OK false and an
 	// Error whose code the edge maps to the HTTP status.
 	Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse
+	// RegisterExtension puts an agent's manifest up for the owner; the
+	// response carries the pending id (never registers at once).
+	RegisterExtension(ctx context.Context, c Credentials, req plexus.ExtensionRegisterRequest) (plexus.ExtensionRegisterResponse, error)
 	// Subscribe opens an event stream for the session c names. Events after
 	// lastEventID are replayed from the journal first (without tokens). The
 	// channel closes when ctx ends or the subscriber falls too far behind.

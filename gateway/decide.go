@@ -37,8 +37,9 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	var out plexus.Pending
 	var events []*plexus.Event
 	var minted *plexus.ScopedToken
+	var registered plexus.Source // an approved extension, brought online after the commit
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, minted = nil, nil
+		events, minted, registered = nil, nil, nil
 		p, err := tx.Pending(d.PendingID)
 		if errors.Is(err, plexus.ErrNotFound) {
 			return plexus.Errorf(plexus.CodeNotFound, "no pending decision %q", d.PendingID)
@@ -57,10 +58,10 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 			actor = plexus.ActorSystem
 		}
 		if !d.Approve {
-			action := "grant.denied"
+			action := actionOf(p.Kind, "denied")
 			p.State = plexus.StateDenied
 			if d.Withdraw {
-				p.State, action = plexus.StateWithdrawn, "grant.withdrawn"
+				p.State, action = plexus.StateWithdrawn, actionOf(p.Kind, "withdrawn")
 			}
 			if err := tx.PutPending(p); err != nil {
 				return err
@@ -76,6 +77,27 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 			return tx.Publish(ev)
 		}
 
+		if p.Kind == plexus.PendingExtension {
+			src, err := g.approveExtension(tx, p, d, now)
+			if err != nil {
+				return err
+			}
+			registered = src
+			p.State = plexus.StateApproved
+			if err := tx.PutPending(p); err != nil {
+				return err
+			}
+			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "extension.approved",
+				Target: p.ID, Payload: map[string]any{"decidedBy": d.DecidedBy, "via": d.Via, "source": p.Extension.Source,
+					"reason": p.Reason}}); err != nil {
+				return err
+			}
+			ev := newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
+				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: plexus.StateApproved}, nil)
+			events = append(events, ev)
+			out = *p
+			return tx.Publish(ev)
+		}
 		items, err := narrowItems(p.Items, d)
 		if err != nil {
 			return err
@@ -136,13 +158,21 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	for _, ev := range events {
 		g.bus.publish(*ev)
 	}
+	if registered != nil {
+		// Persisted with the decision: should this fail, the next start
+		// brings it online from the stored manifest.
+		if err := g.bringOnlineSource(ctx, registered); err != nil {
+			g.log.Error("register an approved extension", "source", registered.ID(), "err", err)
+		}
+	}
 	g.touch(out.ID)
 	return out, nil
 }
 
 // RevokeDecision revokes every grant an approved decision gave that still
 // stands, and every live token carrying one (token_revoked fires), as when
-// the owner removes the decision's file from active/. It reports how many
+// the owner removes the decision's file from active/. For an approved
+// extension registration it removes the extension, purging its grants. It reports how many
 // grants it revoked; none is not an error (they may have ended already).
 func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via, reason string) (int, error) {
 	if via == "" {
@@ -157,8 +187,9 @@ func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via,
 	}
 	var events []*plexus.Event
 	var n int
+	var uninstall string // the source of an approved extension decision
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, n = nil, 0
+		events, n, uninstall = nil, 0, ""
 		p, err := tx.Pending(pendingID)
 		if errors.Is(err, plexus.ErrNotFound) {
 			return plexus.Errorf(plexus.CodeNotFound, "no decision %q", pendingID)
@@ -167,6 +198,10 @@ func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via,
 		}
 		if p.State != plexus.StateApproved {
 			return plexus.Errorf(plexus.CodeConflict, "decision %s is %s: it granted nothing to revoke", p.ID, p.State)
+		}
+		if p.Extension != nil {
+			uninstall = p.Extension.Source
+			return nil
 		}
 		now := g.now()
 		for _, it := range p.Items {
@@ -195,6 +230,17 @@ func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via,
 	})
 	if err != nil {
 		return 0, plexus.AsError(err)
+	}
+	if uninstall != "" {
+		// An installed extension's decision: revoking it uninstalls the
+		// extension, with its grants.
+		if _, ok := g.d.Registry.Source(uninstall); !ok {
+			return 0, nil
+		}
+		if err := g.removeSource(ctx, uninstall, true, decidedBy, via); err != nil {
+			return 0, err
+		}
+		return 1, nil
 	}
 	for _, ev := range events {
 		g.bus.publish(*ev)
@@ -341,7 +387,7 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 				return err
 			}
 			if err := tx.Record(&plexus.Activity{TraceID: cur.TraceID, Actor: plexus.ActorSystem, AgentID: cur.AgentID,
-				ActionType: "grant.expired", Target: cur.ID, Payload: map[string]any{"capabilities": pendingIDs(cur)}}); err != nil {
+				ActionType: actionOf(cur.Kind, "expired"), Target: cur.ID, Payload: map[string]any{"capabilities": pendingIDs(cur)}}); err != nil {
 				return err
 			}
 			ev = newEvent(plexus.EventGrantResolved, cur.AgentID, cur.SessionID,

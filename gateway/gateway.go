@@ -213,13 +213,19 @@ func (g *Gateway) bringOnline(ctx context.Context, cfg plexus.SourceConfig) erro
 	if err != nil {
 		return err
 	}
+	return g.bringOnlineSource(ctx, src)
+}
+
+// bringOnlineSource adds a built source to the registry and journals the
+// ids it lost to another source.
+func (g *Gateway) bringOnlineSource(ctx context.Context, src plexus.Source) error {
 	res, err := g.d.Registry.Add(ctx, src)
 	if err != nil {
 		return err
 	}
 	for _, c := range res.Skipped {
 		_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision",
-			Target: cfg.ID, Payload: map[string]any{"capabilityId": c.ID, "reason": c.Reason}})
+			Target: src.ID(), Payload: map[string]any{"capabilityId": c.ID, "reason": c.Reason}})
 	}
 	return nil
 }

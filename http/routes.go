@@ -28,7 +28,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /invoke", s.handleInvoke)
 	m.HandleFunc("GET /manifest", s.handleManifest)
 	m.HandleFunc("GET /events", s.handleEvents)
-	m.HandleFunc("/extensions", s.handleExtensions)
+	m.HandleFunc("POST /extensions", s.handleRegisterExtension)
 
 	// Owner plane, connection-key gated by the gateway.
 	m.HandleFunc("POST /admin/api/agents/connect", s.handleConnectAgent)
@@ -84,8 +84,23 @@ func (s *Server) fallback(w nethttp.ResponseWriter, r *nethttp.Request) {
 	s.writeJSON(w, r, nethttp.StatusMethodNotAllowed, plexus.ErrorResponse{Error: b})
 }
 
-// handleExtensions holds the /extensions path until extension registration
-// lands; it answers every method so that nothing falls through to 405.
-func (s *Server) handleExtensions(w nethttp.ResponseWriter, r *nethttp.Request) {
-	s.writeError(w, r, &plexus.Error{Code: plexus.CodeNotFound, Message: "extension registration arrives with the extensions issue"})
+// handleRegisterExtension answers 202 with the pending registration: an
+// agent's extension waits for the owner.
+func (s *Server) handleRegisterExtension(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var req plexus.ExtensionRegisterRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c := credentials(r)
+	if err := reconcileSession(&c, &req.SessionID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp, err := s.api.RegisterExtension(r.Context(), c, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nethttp.StatusAccepted, resp)
 }

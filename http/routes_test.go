@@ -55,18 +55,30 @@ func TestFallback(t *testing.T) {
 			t.Errorf("body = %s", resp.Body)
 		}
 	})
-	t.Run("Extensions", func(t *testing.T) {
-		resp := ts.do(t, "POST", "/extensions", nil, `{}`)
-		if resp.Status != 404 {
-			t.Fatalf("status = %d", resp.Status)
-		}
-		b := errorOf(t, resp)
-		if b.Code != plexus.CodeNotFound || b.Message != "extension registration arrives with the extensions issue" {
-			t.Errorf("body = %+v", b)
-		}
-	})
 	if calls := api.Calls(); len(calls) != 0 {
 		t.Errorf("gateway called: %v", calls)
+	}
+}
+
+// TestRegisterExtension: POST /extensions reaches the gateway with the
+// session from the header and answers 202; other methods are 405.
+func TestRegisterExtension(t *testing.T) {
+	api := &stubAPI{}
+	ts := mustServe(t, api, Options{})
+	resp := ts.do(t, "POST", "/extensions", map[string]string{plexus.SessionHeader: "sess_1"},
+		`{"manifest": {"manifest": "plexus-extension/0.1", "source": "notes"}}`)
+	if resp.Status != 202 {
+		t.Fatalf("status = %d, body %s", resp.Status, resp.Body)
+	}
+	name, _, arg := api.Last(t)
+	if calls := api.Calls(); len(calls) != 1 || name != "RegisterExtension" {
+		t.Fatalf("calls = %v", calls)
+	}
+	if req, ok := arg.(plexus.ExtensionRegisterRequest); !ok || req.SessionID != "sess_1" || req.Manifest.Source != "notes" {
+		t.Errorf("request = %+v", arg)
+	}
+	if resp := ts.do(t, "GET", "/extensions", nil, ""); resp.Status != 405 {
+		t.Errorf("GET /extensions: status %d", resp.Status)
 	}
 }
 

@@ -176,6 +176,11 @@ func (s *stubAPI) AdminAgents(_ context.Context, c gateway.Credentials) ([]plexu
 	return nil, s.Err
 }
 
+func (s *stubAPI) RegisterExtension(_ context.Context, c gateway.Credentials, req plexus.ExtensionRegisterRequest) (plexus.ExtensionRegisterResponse, error) {
+	s.record("RegisterExtension", c, req)
+	return plexus.ExtensionRegisterResponse{}, s.Err
+}
+
 func (s *stubAPI) AddSource(_ context.Context, c gateway.Credentials, cfg plexus.SourceConfig, _ gateway.SourceOptions) (plexus.SourceConfig, error) {
 	s.record("AddSource", c, cfg)
 	if s.AddedSource != nil {

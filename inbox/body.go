@@ -59,6 +59,11 @@ func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions
 				"To grant it again, the agent asks again and a new decision file appears in `../inbox/`.")
 			return
 		}
+		if p.Extension != nil {
+			w.para("## Uninstalling", "", "Delete this file or move it to `../archive/` to remove the extension; every grant of",
+				"its entries is revoked with it. (`plexus ext remove "+oneLine(p.Extension.Source)+"` does the same.)")
+			return
+		}
 		w.para("## Revoking", "",
 			"Delete this file or move it to `../archive/` to revoke what it grants; tokens carrying it stop",
 			"working at once. A `once` grant moves to `../archive/` by itself after its one use, and a standing",
@@ -109,12 +114,25 @@ func statusLine(p plexus.Pending) string {
 // the file's order; a capability without one gets a summary made here from
 // the same facts.
 func (w body) narration(p plexus.Pending) {
-	if len(p.Items) == 0 {
-		return
-	}
 	lines := []string{"## What Plexus says", ""}
 	if p.State != plexus.StatePending {
 		lines[0] = "## What Plexus said when it asked"
+	}
+	if p.Extension != nil {
+		// A registration has no capability items: the gateway's words,
+		// one per entry it would add, are the narration.
+		for _, n := range p.Narration {
+			if l := oneLine(n.Summary); l != "" {
+				lines = append(lines, "- "+md(l))
+			}
+		}
+		if len(lines) > 2 {
+			w.para(lines...)
+		}
+		return
+	}
+	if len(p.Items) == 0 {
+		return
 	}
 	for _, it := range p.Items {
 		i := slices.IndexFunc(p.Narration, func(n plexus.PendingNarration) bool { return n.ID == it.CapabilityID })
@@ -151,6 +169,10 @@ func (w body) agentSays(fm *header) {
 // verbs, the real trust window (execute: this one use only), the
 // constraint and a workflow's members.
 func (w body) meaning(p plexus.Pending) {
+	if m := p.Extension; m != nil {
+		w.extension(*m)
+		return
+	}
 	if len(p.Items) == 0 {
 		w.para("Nothing but the decision itself; see the frontmatter.")
 		return
@@ -210,6 +232,11 @@ func (w body) howToDecide(p plexus.Pending) {
 	if slices.ContainsFunc(p.Items, func(it plexus.PendingItem) bool { return it.Constraint != nil }) {
 		ways = append(ways, "- tighten a `constraint`: fewer paths or values, more `match` rules;")
 	}
+	if p.Extension != nil {
+		w.para("## How to narrow", "", "A registration is approved or denied as a whole: the manifest in the journal is what",
+			"approving registers, and edits to this file change nothing. Each entry's grants are decided later, one by one.")
+		return
+	}
 	if len(ways) == 0 {
 		w.para("## How to narrow", "", "This request is as narrow as it gets: approve it or deny it as it stands.")
 		return
@@ -256,6 +283,37 @@ func (w body) decision(p plexus.Pending, fm *header) {
 	}
 	w.para(lines...)
 }
+
+// extension lists what registering an agent's manifest adds. Everything
+// here is the agent's text, shown as code or escaped.
+func (w body) extension(m plexus.ExtensionManifest) {
+	lines := []string{fmt.Sprintf("Plexus registers the source %s (%s) with these entries, as an extension: calling any of them "+
+		"still needs a grant, and every grant of an extension asks you first.", code(m.Source), md(oneLine(m.Label))), ""}
+	for _, d := range m.Capabilities {
+		t := d.Transport
+		if t == "" {
+			t = m.Transport
+		}
+		verbs := "no verbs"
+		if len(d.Grants) > 0 {
+			verbs = "requires " + verbList(d.Grants)
+		}
+		lines = append(lines, fmt.Sprintf("- %s: a %s over %s, %s: %s", code(extEntryID(m.Source, d.Name)), md(oneLine(string(d.Kind))),
+			md(oneLine(string(t))), verbs, md(capRunes(oneLine(d.Label), 120))))
+	}
+	if len(m.Secrets) > 0 {
+		names := make([]string, len(m.Secrets))
+		for i, s := range m.Secrets {
+			names[i] = code(s.Name)
+		}
+		lines = append(lines, "", "It uses the secrets "+strings.Join(names, ", ")+" (set them with `plexus secrets set <name>`; it never sees them itself).")
+	}
+	w.para(lines...)
+}
+
+// extEntryID is the id a declaration gets (registry.EntryID; inbox does
+// not import the registry).
+func extEntryID(source, name string) string { return strings.ReplaceAll(source, ":", ".") + "." + name }
 
 func verbWords(vs []plexus.Verb) string {
 	words := make([]string, 0, len(vs))

@@ -170,7 +170,10 @@ func removeIf(c *copyOf) error {
 // memory.
 func (r *Reconciler) record(ctx context.Context, rec plexus.DecisionFile, rows ...*plexus.Activity) error {
 	rec.WrittenAt = r.now()
-	err := r.store.Update(ctx, false, func(tx plexus.StateTx) error {
+	// Not cancelled with the daemon: a file already written must be
+	// recorded, or the next start cannot tell it from an owner's file (the
+	// journal closes only after the reconciler has returned).
+	err := r.store.Update(context.WithoutCancel(ctx), false, func(tx plexus.StateTx) error {
 		if err := tx.PutDecisionFile(&rec); err != nil {
 			return err
 		}

@@ -56,6 +56,10 @@ type Config struct {
 	// Interval is the period of the full reconcile that runs without any
 	// hint (a standing grant's window ends with no file event). Default 30s.
 	Interval time.Duration
+	// Installed reports whether a source is registered: an approved
+	// extension's file stands in active/ while its source is. Nil means
+	// none is.
+	Installed func(source string) bool
 }
 
 // folders are the four decision folders, in the order a pass looks at them.
@@ -118,6 +122,9 @@ func New(cfg Config, store plexus.Store, dec Decider) (*Reconciler, error) {
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
+	}
+	if cfg.Installed == nil {
+		cfg.Installed = func(string) bool { return false }
 	}
 	return &Reconciler{cfg: cfg, store: store, dec: dec, log: cfg.Logger, now: func() time.Time { return cfg.Clock().UTC() },
 		wake: make(chan struct{}, 1), touched: map[string]bool{}, dirs: map[string]bool{},

@@ -60,6 +60,25 @@ type header struct {
 	DecidedBy    string         `yaml:"decided_by,omitempty"`
 	Via          string         `yaml:"via,omitempty"`
 	Ended        string         `yaml:"ended,omitempty"`
+	Extension    *fmExtension   `yaml:"extension,omitempty"`
+}
+
+// fmExtension is an extension registration's manifest, as the owner reads
+// it: the source and each entry with what it requires and its wire. It is
+// Plexus's own: edits to it change nothing (the journal's copy is approved).
+type fmExtension struct {
+	Source    string    `yaml:"source"`
+	Label     string    `yaml:"label"`
+	Transport string    `yaml:"transport"`
+	Entries   []fmEntry `yaml:"entries"`
+	Secrets   []string  `yaml:"secrets,omitempty,flow"`
+}
+
+type fmEntry struct {
+	ID        string   `yaml:"id"`
+	Kind      string   `yaml:"kind"`
+	Verbs     []string `yaml:"verbs,flow"`
+	Transport string   `yaml:"transport"`
 }
 
 type fmCapability struct {
@@ -161,6 +180,26 @@ func headerOf(p plexus.Pending, opts RenderOptions) (*header, error) {
 	}
 	if p.Bundle != nil {
 		fm.Bundle = capRunes(oneLine(p.Bundle.Name), maxBundleName)
+	}
+	if m := p.Extension; m != nil {
+		x := &fmExtension{Source: oneLine(m.Source), Label: capRunes(oneLine(m.Label), 120), Transport: oneLine(string(m.Transport)),
+			Entries: []fmEntry{}}
+		for _, d := range m.Capabilities {
+			t := d.Transport
+			if t == "" {
+				t = m.Transport
+			}
+			verbs := make([]string, 0, len(d.Grants))
+			for _, v := range plexus.NormalizeVerbs(d.Grants) {
+				verbs = append(verbs, string(v))
+			}
+			x.Entries = append(x.Entries, fmEntry{ID: oneLine(extEntryID(m.Source, d.Name)), Kind: oneLine(string(d.Kind)),
+				Verbs: verbs, Transport: oneLine(string(t))})
+		}
+		for _, sr := range m.Secrets {
+			x.Secrets = append(x.Secrets, oneLine(sr.Name))
+		}
+		fm.Extension = x
 	}
 	if p.DecidedAt != nil {
 		fm.Decided = stampOf(*p.DecidedAt)

@@ -508,6 +508,12 @@ func (r *Reconciler) desired(s state) (folder, ended string) {
 	default:
 		return plexus.FolderArchive, ""
 	}
+	if m := s.p.Extension; m != nil {
+		if r.cfg.Installed(m.Source) {
+			return plexus.FolderActive, ""
+		}
+		return plexus.FolderArchive, "the extension " + m.Source + " was removed"
+	}
 	now := r.now()
 	var why []string
 	for _, it := range s.p.Items {

@@ -167,9 +167,11 @@ CREATE INDEX activity_ts ON activity(ts);
 
 // schemaV2 adds files as API: the record of each decision's file (where
 // the daemon last wrote it and its sha256, so an owner's edit is never
-// overwritten) and whether a request came from the owner's own OS user.
+// overwritten), whether a request came from the owner's own OS user, and the
+// manifest of an agent's extension registration.
 const schemaV2 = `
 ALTER TABLE pending ADD COLUMN same_user INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pending ADD COLUMN extension TEXT;
 
 CREATE TABLE decision_files (
 	pending_id TEXT PRIMARY KEY,

@@ -194,7 +194,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	}
 	d.notify = newNotifier(home.Auth.Notify, log)
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
-		Notify: d.notify.send, Interval: o.InboxInterval}, db, d.gw)
+		Notify: d.notify.send, Interval: o.InboxInterval,
+		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, db, d.gw)
 	if err != nil {
 		d.ln.Close()
 		return nil, err
@@ -233,7 +234,13 @@ func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return registry.NewExtensionSource(m, plexus.ProvenanceManaged, d.reg.Entry)
+		// Managed unless stored as an agent's: a stored config can only
+		// lower the provenance, never claim first-party.
+		prov := plexus.ProvenanceManaged
+		if cfg.Provenance == plexus.ProvenanceExtension {
+			prov = plexus.ProvenanceExtension
+		}
+		return registry.NewExtensionSource(m, prov, d.reg.Entry)
 	}
 	return nil, fmt.Errorf("unknown source kind %q (known: portal, extension)", cfg.Kind)
 }

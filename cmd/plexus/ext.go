@@ -10,14 +10,16 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/urfave/cli/v3"
 )
 
 // Extensions the owner adds are owner-configured sources of kind
 // "extension" whose config is the manifest: persisted, replayed at every
-// start, journaled like any source.
-const extensionKind = "extension"
+// start, journaled like any source. (An agent's, once the owner approved
+// it, is stored the same way with extension provenance.)
+const extensionKind = gateway.SourceKindExtension
 
 func extCommand() *cli.Command {
 	return &cli.Command{

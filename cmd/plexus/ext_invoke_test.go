@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -234,4 +235,99 @@ func TestExtensionCLIWorkflow(t *testing.T) {
 		resp.Error == nil || resp.Error.Code != plexus.CodeGrantRequired {
 		t.Errorf("member called directly: status %d, %+v", st, resp.Error)
 	}
+}
+
+// TestExtensionAgentRegistration: an agent's POST /extensions registers
+// nothing by itself: its manifest waits as an inbox file showing the
+// entries; moving the file to active/ registers it with extension
+// provenance (every grant of it then asks the owner), it comes back after a
+// restart, and deleting its file from active/ uninstalls it.
+func TestExtensionAgentRegistration(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	td := startTestDaemon(t, daemonOptions{Home: home})
+	_, sid := enrolledAgent(t, td, "claude")
+	events := td.openEvents(t, sid, "")
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "extensions", "notes-workflow.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m plexus.ExtensionManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+
+	// Invalid: refused at once, with the problems, and nothing pends.
+	bad := m
+	bad.Transport = plexus.TransportMCP
+	var e plexus.ErrorResponse
+	if st := td.call(t, "POST", "/extensions", session(sid), plexus.ExtensionRegisterRequest{Manifest: bad}, &e); st != http.StatusBadRequest ||
+		e.Error == nil || e.Error.Code != plexus.CodeInvalidRequest || !strings.Contains(e.Error.Message, "transport") {
+		t.Fatalf("invalid manifest: status %d, %+v", st, e.Error)
+	}
+
+	var resp plexus.ExtensionRegisterResponse
+	if st := td.call(t, "POST", "/extensions", session(sid), plexus.ExtensionRegisterRequest{Manifest: m}, &resp); st != http.StatusAccepted ||
+		resp.PendingID == "" || resp.OK {
+		t.Fatalf("register: status %d, %+v", st, resp)
+	}
+	if _, ok := td.reg.Source("notes"); ok {
+		t.Fatal("an agent's extension was registered before the owner decided")
+	}
+	in := filepath.Join(td.home.Inbox, resp.PendingID+".md")
+	waitFor(t, 10*time.Second, "the decision file", holds(func() bool { _, err := os.Stat(in); return err == nil }))
+	raw, _ := os.ReadFile(in)
+	f, err := inbox.Parse(raw)
+	if err != nil || f.Type != plexus.PendingExtension || !strings.Contains(string(raw), "id: notes.vault.append") ||
+		!strings.Contains(string(raw), "Plexus registers the source `notes`") {
+		t.Fatalf("decision file (%v):\n%s", err, raw)
+	}
+
+	if err := os.Rename(in, filepath.Join(td.home.Active, resp.PendingID+".md")); err != nil {
+		t.Fatal(err)
+	}
+	res := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == resp.PendingID })
+	if res.Decision != plexus.StateApproved {
+		t.Fatalf("grant_resolved = %+v", res)
+	}
+	waitFor(t, 10*time.Second, "the source", holds(func() bool { _, ok := td.reg.Source("notes"); return ok }))
+	if e, _ := td.reg.Entry("notes.vault.read"); e.Provenance != plexus.ProvenanceExtension {
+		t.Errorf("provenance = %q, want extension", e.Provenance)
+	}
+	if rows := td.activity(t, journal.Filter{Type: "extension.approved"}); len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaFile {
+		t.Errorf("extension.approved rows = %+v", rows)
+	}
+	// Even a read of an extension asks the owner.
+	var pend plexus.GrantPendingResponse
+	if st := td.call(t, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{"notes.vault.read": "allow"}}, &pend); st != http.StatusAccepted {
+		t.Errorf("a read of an agent's extension: status %d, want 202 (pending)", st)
+	}
+
+	// Back after a restart, still an extension's.
+	td.stop()
+	td = startTestDaemon(t, daemonOptions{Home: home})
+	if e, ok := td.reg.Entry("notes.vault.read"); !ok || e.Provenance != plexus.ProvenanceExtension {
+		t.Fatalf("after a restart: %+v, %v", e, ok)
+	}
+	active := filepath.Join(td.home.Active, resp.PendingID+".md")
+	if f, err := inbox.Parse(mustRead(t, active)); err != nil || f.State != plexus.StateApproved {
+		t.Fatalf("active file: %v, %+v", err, f)
+	}
+
+	// Deleting its file uninstalls it.
+	if err := os.Remove(active); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the extension to be removed", holds(func() bool { _, ok := td.reg.Source("notes"); return !ok }))
+	if rows := td.activity(t, journal.Filter{Type: "source.removed"}); len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaFile {
+		t.Errorf("source.removed rows = %+v", rows)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/registry"
+)
+
+// SourceKindExtension is the persisted source kind of a registered
+// extension: its config is the manifest. cmd/plexus's source factory builds
+// it back at every start with the provenance it was stored with.
+const SourceKindExtension = "extension"
+
+// RegisterExtension is POST /extensions: an agent asks for its manifest to
+// be registered. Nothing is registered now: the manifest is validated and
+// put up for the owner as a pending decision (an inbox file), and approving
+// it — by moving the file, plexus approve or the admin API — registers
+// exactly this manifest with extension provenance.
+func (g *Gateway) RegisterExtension(ctx context.Context, c Credentials, req plexus.ExtensionRegisterRequest) (plexus.ExtensionRegisterResponse, error) {
+	sid := req.SessionID
+	if sid == "" {
+		sid = c.SessionID
+	}
+	sess, err := g.session(ctx, sid)
+	if err != nil {
+		return plexus.ExtensionRegisterResponse{}, err
+	}
+	if sess.Kind != plexus.SessionAgent {
+		return plexus.ExtensionRegisterResponse{}, plexus.Errorf(plexus.CodeUnauthorized,
+			"an extension is registered by an enrolled agent (or by the owner: plexus ext add)")
+	}
+	m := req.Manifest
+	if err := registry.ValidateManifest(m, g.d.Registry.Entry); err != nil {
+		e := plexus.Errorf(plexus.CodeInvalidRequest, "%v", err)
+		var me *registry.ManifestError
+		if errors.As(err, &me) {
+			e.Detail = map[string]any{"problems": me.Problems}
+		}
+		return plexus.ExtensionRegisterResponse{OK: false, Source: m.Source, Reason: err.Error()}, e
+	}
+	if _, exists := g.d.Registry.Source(m.Source); exists {
+		return plexus.ExtensionRegisterResponse{}, plexus.Errorf(plexus.CodeConflict,
+			"source %s is already registered; choose another source id", m.Source)
+	}
+	now := g.now()
+	p := &plexus.Pending{ID: auth.NewID("pend_"), Kind: plexus.PendingExtension, AgentID: sess.AgentID, SessionID: sess.ID,
+		State: plexus.StatePending, CreatedAt: now, ExpiresAt: now.Add(g.cfg.PendingTTL), TraceID: auth.NewTraceID(),
+		SameUser: g.sameUser(c), Extension: &m, Narration: extensionNarration(sess.AgentID, m)}
+	ids := make([]string, len(m.Capabilities))
+	for i, d := range m.Capabilities {
+		ids[i] = registry.EntryID(m.Source, d.Name)
+	}
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
+		if err := tx.PutPending(p); err != nil {
+			return err
+		}
+		return tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: sess.AgentID, AgentID: sess.AgentID,
+			ActionType: "extension.requested", Target: p.ID, Payload: map[string]any{"source": m.Source,
+				"entries": ids, "transport": m.Transport, "sessionId": sess.ID, "sameUser": p.SameUser}})
+	})
+	if err != nil {
+		return plexus.ExtensionRegisterResponse{}, plexus.AsError(err)
+	}
+	g.touch(p.ID)
+	return plexus.ExtensionRegisterResponse{OK: false, Source: m.Source, PendingID: p.ID,
+		Reason: "waiting for the owner's approval; poll GET /grants/status?pendingId=" + p.ID + " or await grant_resolved"}, nil
+}
+
+// extensionNarration is the gateway's words for each entry a registration
+// would add: what it is, what it requires, over which wire.
+func extensionNarration(agent string, m plexus.ExtensionManifest) []plexus.PendingNarration {
+	var out []plexus.PendingNarration
+	for _, d := range m.Capabilities {
+		id := registry.EntryID(m.Source, d.Name)
+		t := d.Transport
+		if t == "" {
+			t = m.Transport
+		}
+		what := fmt.Sprintf("Approving registers %s (%s, a %s over %s)", id, clip(d.Label, 80), d.Kind, t)
+		if len(d.Grants) > 0 {
+			what += fmt.Sprintf(" that requires %s", verbList(d.Grants))
+		}
+		what += "; every grant of it still asks you."
+		out = append(out, plexus.PendingNarration{ID: id, Verbs: d.Grants, Provenance: plexus.ProvenanceExtension,
+			Summary: what, NotificationLine: fmt.Sprintf("%s wants to register the extension %s (%d entries)", agent, m.Source, len(m.Capabilities))})
+	}
+	return out
+}
+
+// approveExtension registers an approved registration, inside Decide's
+// transaction: the source is persisted (with extension provenance, so it
+// comes back at every start) together with the decision and its row. The
+// caller brings the source online after the commit.
+func (g *Gateway) approveExtension(tx plexus.StateTx, p *plexus.Pending, d plexus.Decision, now time.Time) (plexus.Source, error) {
+	if p.Extension == nil {
+		return nil, plexus.Errorf(plexus.CodeConflict, "decision %s carries no manifest", p.ID)
+	}
+	if len(d.Items) > 0 || len(d.Verbs) > 0 || len(d.Capabilities) > 0 || d.TrustWindow != nil {
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "an extension registration is approved or denied as a whole")
+	}
+	m := *p.Extension
+	if _, exists := g.d.Registry.Source(m.Source); exists {
+		return nil, plexus.Errorf(plexus.CodeConflict, "source %s was registered meanwhile; deny this request", m.Source)
+	}
+	src, err := registry.NewExtensionSource(m, plexus.ProvenanceExtension, g.d.Registry.Entry)
+	if err != nil {
+		return nil, plexus.Errorf(plexus.CodeConflict, "the manifest no longer registers: %v", err)
+	}
+	cfgJSON, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.PutSource(&plexus.SourceConfig{ID: m.Source, Kind: SourceKindExtension, Provenance: plexus.ProvenanceExtension,
+		Config: cfgJSON, CreatedAt: now}); err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// actionOf names a decision's journal action by its kind: grant.denied,
+// extension.approved, …
+func actionOf(kind, what string) string {
+	if kind == plexus.PendingExtension {
+		return "extension." + what
+	}
+	return "grant." + what
+}
