@@ -61,8 +61,8 @@ type process struct {
 	log     *slog.Logger
 	cmd     *exec.Cmd
 	pid     int
-	started time.Time
-	prefix  string // random per process, so ids never repeat across restarts
+	started time.Time // by the transport's clock, set by the supervisor
+	prefix  string    // random per process, so ids never repeat across restarts
 	seq     atomic.Uint64
 	secret  string // the value the child got, redacted from what it says
 	maxLine int
@@ -133,7 +133,6 @@ func startProcess(log *slog.Logger, path string, args, env []string, secret stri
 	}
 	p.cmd = cmd
 	p.pid = cmd.Process.Pid
-	p.started = time.Now()
 	return p, nil
 }
 
@@ -385,7 +384,8 @@ func (p *process) stderrTail() string {
 
 // stop ends the process the polite way: stdin closed (a tool that reads
 // until end-of-file exits), then SIGTERM to its group, then SIGKILL, each
-// step given grace. It returns once every call in flight has failed.
+// step given grace; once the leader has exited, whatever is left of its
+// group is killed. It returns once every call in flight has failed.
 func (p *process) stop(grace time.Duration, cause *plexus.Error) {
 	p.setDead(cause)
 	p.stdin.Close() // a write in progress returns os.ErrClosed
@@ -394,12 +394,20 @@ func (p *process) stop(grace time.Duration, cause *plexus.Error) {
 		select {
 		case <-p.exited:
 			t.Stop()
-			<-p.done
-			return
 		case <-t.C:
+			p.signal(sig)
+			continue
 		}
-		p.signal(sig)
+		break
 	}
+	<-p.exited
+	// The leader is gone and reaped, but what it started may live on in
+	// its group. While any member lives, the group id cannot be given to
+	// another group; once none does, this finds nothing (ESRCH). Only a
+	// new process that got the same pid and made itself a group leader in
+	// the microseconds between could be hit, the same narrow risk the
+	// platform package's group kill takes.
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	<-p.done
 }
 

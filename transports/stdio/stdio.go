@@ -338,6 +338,7 @@ func (t *Transport) process(s *supervisor, rt *route) (*process, *plexus.Error) 
 		}
 		return nil, perr
 	}
+	p.started = now
 	s.proc, s.startFailed = p, false
 	t.log.Info("stdio: process started", "source", s.source, "bin", rt.bin, "pid", p.pid)
 	t.wg.Add(2)
@@ -423,7 +424,7 @@ func (t *Transport) watch(s *supervisor, p *process) {
 		}
 		back := t.backoff(s.failures + 1)
 		s.failed(now, back, "the process "+why, false)
-		t.log.Warn("stdio: process exited", "source", s.source, "bin", s.bin, "pid", p.pid, "status", why, "restartIn", back)
+		t.log.Warn("stdio: process exited", "source", s.source, "bin", s.bin, "pid", p.pid, "status", why, "restartIn", back, "stderr", p.stderrTail())
 	}
 	s.mu.Unlock()
 	p.finish(why)
@@ -478,8 +479,8 @@ func (s *supervisor) health(now time.Time) (plexus.HealthStatus, string) {
 }
 
 // Close stops every process (stdin closed, then SIGTERM, then SIGKILL to
-// its process group, each after Options.StopGrace), fails the calls in
-// flight, and waits for every goroutine the transport started. Calls after
+// its process group, each after Options.StopGrace, and what the process
+// left in its group killed once it exited), fails the calls in flight, and waits for every goroutine the transport started. Calls after
 // Close fail with source_unavailable. It always returns nil.
 func (t *Transport) Close() error {
 	t.mu.Lock()
