@@ -24,9 +24,10 @@ test:
 # Benchmarks print ratios against a baseline measured in the same run.
 # The DESIGN.md figures live in cmd/plexus/bench_test.go; each benchmark times
 # itself (fixed rounds or sample counts), so -benchtime 1x runs each body once,
-# and the last one prints the table of figures against their bars.
+# and the last one prints the table of figures against their bars. Transport
+# packages add their per-call overhead against calling the backend directly.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./cmd/plexus/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./cmd/plexus/ ./transports/stdio/
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
