@@ -70,7 +70,10 @@ func parseRoute(raw json.RawMessage, defMethod string, defTimeout time.Duration)
 	if d.Bin == "" {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.bin is missing: name the binary to run")
 	}
-	rt := &route{bin: d.Bin, args: d.Args, method: d.Method, timeout: defTimeout}
+	rt := &route{bin: d.Bin, method: d.Method, timeout: defTimeout}
+	if len(d.Args) > 0 { // "args": [] and no args are the same command
+		rt.args = d.Args
+	}
 	if rt.method == "" {
 		rt.method = defMethod
 	}

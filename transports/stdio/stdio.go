@@ -41,14 +41,15 @@
 // carrying the message (and the code as detail; a bare string is accepted
 // as the message); otherwise "result" (null when absent) is the call's
 // data. Requests may be answered out of order and concurrently: they are
-// matched by id. A line that is not a JSON object with an "id", or whose id
-// no call waits for (one that timed out, say), is ignored and logged by its
-// length, never its content. A line longer than [Options.MaxLine] (4 MiB by
+// matched by id. A line that is not a JSON object with a string "id", or
+// whose id no call waits for (one that timed out, say), is ignored and
+// logged by its length, never its content; a blank line is skipped. A line longer than [Options.MaxLine] (4 MiB by
 // default) is a protocol violation: the process is killed and every call in
 // flight fails with transport_error. stderr is not part of the protocol:
-// its last 4 KiB are kept, and its last line goes into the cause (for logs,
-// with the secret redacted) of a "process exited" error. A tool should exit
-// when its stdin reaches end-of-file.
+// its last 4 KiB are kept, and when the process exits its last line (at
+// most 200 bytes, the secret redacted) goes into the exit's log line and
+// the cause of the calls' "process exited" error — for logs, never the
+// wire. A tool should exit when its stdin reaches end-of-file.
 //
 // # Lifecycle
 //

@@ -39,9 +39,10 @@ func TestDispatch(t *testing.T) {
 	t.Run("OneProcessPerCommand", func(t *testing.T) {
 		f := newTransport(t, nil, stdio.Options{})
 		a, b := f.pid(t), f.pid(t)
+		empty := f.ok(t, decl{"bin": "faketool", "args": []string{}, "method": "pid"}, nil)
 		other := f.ok(t, decl{"bin": "faketool", "args": []string{"--other"}, "method": "pid"}, nil)
-		if a != b {
-			t.Errorf("two calls ran on processes %d and %d, want one", a, b)
+		if a != b || int(empty.(float64)) != a {
+			t.Errorf("calls of one command ran on processes %d, %d and %v, want one", a, b, empty)
 		}
 		if int(other.(float64)) == a {
 			t.Errorf("different args share process %d", a)
