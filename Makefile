@@ -24,11 +24,11 @@ test:
 # Benchmarks print ratios against a baseline measured in the same run.
 # The DESIGN.md figures live in cmd/plexus/bench_test.go; each benchmark times
 # itself (fixed rounds or sample counts), so -benchtime 1x runs each body once,
-# and the last one prints the table of figures against their bars. The cli
-# transport's per-call overhead against os/exec comes first (go test runs
-# the packages' benchmarks one after the other).
+# and the last one prints the table of figures against their bars. The
+# transports' per-call overheads against calling the same backend directly
+# come first (go test runs the packages' benchmarks one after the other).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./cmd/plexus/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./cmd/plexus/
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
