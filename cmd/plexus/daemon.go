@@ -26,6 +26,7 @@ import (
 	"github.com/plexus-gw/plexus/transports/cliexec"
 	"github.com/plexus-gw/plexus/transports/localrest"
 	"github.com/plexus-gw/plexus/transports/skill"
+	"github.com/plexus-gw/plexus/transports/stdio"
 	"github.com/plexus-gw/plexus/transports/workflow"
 	"github.com/plexus-gw/plexus/watcher"
 )
@@ -73,8 +74,10 @@ type daemon struct {
 	inbox  *inbox.Reconciler
 	watch  *watcher.Watcher
 	notify *notifier
-	// rest is the local-rest transport, whose idle connections Close ends.
-	rest *localrest.Transport
+	// rest and stdio are the transports that hold connections or child
+	// processes between calls; Close ends them at shutdown.
+	rest  *localrest.Transport
+	stdio *stdio.Transport
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -158,6 +161,13 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	}()
 	d.reg.AddTransport(d.rest)
 	d.reg.AddTransport(cliexec.New(plat, plat, cliexec.Options{}))
+	d.stdio = stdio.New(plat, plat, stdio.Options{Logger: log}) // backoffs run on real time, whatever the daemon's clock
+	defer func() {
+		if err != nil {
+			d.stdio.Close()
+		}
+	}()
+	d.reg.AddTransport(d.stdio)
 	d.reg.AddTransport(skill.Transport{})
 	d.reg.AddTransport(workflow.New(d.reg.Entry))
 
@@ -264,6 +274,9 @@ func (d *daemon) run(ctx context.Context) error {
 		}
 	}
 	d.rest.Close()
+	if err := d.stdio.Close(); err != nil {
+		d.log.Warn("stop stdio tools", "err", err)
+	}
 	if err := d.db.Close(); err != nil && first == nil {
 		first = err
 	}
