@@ -108,16 +108,20 @@ func (g *Gateway) approveExtension(tx plexus.StateTx, p *plexus.Pending, d plexu
 	if _, exists := g.d.Registry.Source(m.Source); exists {
 		return nil, plexus.Errorf(plexus.CodeConflict, "source %s was registered meanwhile; deny this request", m.Source)
 	}
-	src, err := registry.NewExtensionSource(m, plexus.ProvenanceExtension, g.d.Registry.Entry)
-	if err != nil {
-		return nil, plexus.Errorf(plexus.CodeConflict, "the manifest no longer registers: %v", err)
-	}
 	cfgJSON, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.PutSource(&plexus.SourceConfig{ID: m.Source, Kind: SourceKindExtension, Provenance: plexus.ProvenanceExtension,
-		Config: cfgJSON, CreatedAt: now}); err != nil {
+	cfg := plexus.SourceConfig{ID: m.Source, Kind: SourceKindExtension, Provenance: plexus.ProvenanceExtension, Config: cfgJSON, CreatedAt: now}
+	// Built by the same factory that brings it back at every start.
+	src, err := g.d.Sources(cfg)
+	if err != nil {
+		return nil, plexus.Errorf(plexus.CodeConflict, "the manifest no longer registers: %v", err)
+	}
+	if src.Provenance() != plexus.ProvenanceExtension {
+		return nil, fmt.Errorf("approve extension %s: the source factory gave provenance %q", m.Source, src.Provenance())
+	}
+	if err := tx.PutSource(&cfg); err != nil {
 		return nil, err
 	}
 	return src, nil

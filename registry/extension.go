@@ -22,6 +22,20 @@ type ExtensionSource struct {
 	m       plexus.ExtensionManifest
 	prov    plexus.Provenance
 	entries []plexus.Entry
+	check   HealthCheck
+}
+
+// HealthCheck probes what an extension needs (its service answering, its
+// binaries installed). The registry calls it through [ExtensionSource.Health],
+// caches the answer for a short TTL and reports changes as source_status.
+// It must be safe for concurrent use and honour ctx.
+type HealthCheck func(ctx context.Context, m plexus.ExtensionManifest) plexus.Health
+
+// WithHealth returns s probing its requirements with check.
+func (s *ExtensionSource) WithHealth(check HealthCheck) *ExtensionSource {
+	c := *s
+	c.check = check
+	return &c
 }
 
 var _ plexus.Source = (*ExtensionSource)(nil)
@@ -87,8 +101,11 @@ func (s *ExtensionSource) Scan(context.Context) ([]plexus.Entry, error) {
 	return slices.Clone(s.entries), nil
 }
 
-// Health is ok: a manifest is always there. Whether the service or binary
-// behind it is reachable is the transports' to say at dispatch.
-func (s *ExtensionSource) Health(context.Context) plexus.Health {
-	return plexus.Health{Status: plexus.HealthOK}
+// Health is what the source's health check says of its requirements, or
+// ok when it has none (a manifest alone is always there).
+func (s *ExtensionSource) Health(ctx context.Context) plexus.Health {
+	if s.check == nil {
+		return plexus.Health{Status: plexus.HealthOK}
+	}
+	return s.check(ctx, s.m)
 }

@@ -56,6 +56,9 @@ type daemonOptions struct {
 	// Env is the environment transports' children start from (PATH is
 	// enriched, PLEXUS_* dropped); nil means the daemon's own.
 	Env []string
+	// HealthTTL is how long a source's health probe is trusted; 0 means
+	// registry.DefaultHealthTTL.
+	HealthTTL time.Duration
 }
 
 // daemon is one wired gateway: the journal, the registry and its
@@ -78,6 +81,7 @@ type daemon struct {
 	// processes between calls; Close ends them at shutdown.
 	rest  *localrest.Transport
 	stdio *stdio.Transport
+	plat  *platform.Services
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -137,6 +141,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	// The registry calls back into the gateway, which needs the registry:
 	// the callbacks close over d and run only after both exist.
 	d.reg = registry.New(registry.Options{
+		HealthTTL:     o.HealthTTL,
 		Logger:        log,
 		Clock:         o.Clock,
 		Sensitivity:   auth.Sensitivity,
@@ -153,6 +158,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	}
 	userHome, _ := os.UserHomeDir() // without one, the ~ folders are left out of the enriched PATH
 	plat := platform.New(platform.Options{Home: home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS})
+	d.plat = plat
 	d.rest = localrest.New(plat, plat, localrest.Options{})
 	defer func() {
 		if err != nil {
@@ -250,7 +256,11 @@ func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 		if cfg.Provenance == plexus.ProvenanceExtension {
 			prov = plexus.ProvenanceExtension
 		}
-		return registry.NewExtensionSource(m, prov, d.reg.Entry)
+		src, err := registry.NewExtensionSource(m, prov, d.reg.Entry)
+		if err != nil {
+			return nil, err
+		}
+		return src.WithHealth(extensionHealth(d.plat, d.rest, d.stdio)), nil
 	}
 	return nil, fmt.Errorf("unknown source kind %q (known: portal, extension)", cfg.Kind)
 }

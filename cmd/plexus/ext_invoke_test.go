@@ -331,3 +331,52 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestExtensionHealth: an extension's requirements show on its entries —
+// its service down, or its binary missing, is unavailable with the reason —
+// and a service that comes up is announced with source_status.
+func TestExtensionHealth(t *testing.T) {
+	port := freePort(t)
+	td := startTestDaemon(t, daemonOptions{Env: []string{"PATH=" + t.TempDir()}, HealthTTL: 100 * time.Millisecond})
+	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	_, sid := enrolledAgent(t, td, "claude")
+	events := td.openEvents(t, sid, "")
+
+	var rest map[string]any
+	if err := json.Unmarshal(mustRead(t, filepath.Join("..", "..", "examples", "extensions", "notes-rest.json")), &rest); err != nil {
+		t.Fatal(err)
+	}
+	rest["serviceHint"].(map[string]any)["defaultPort"] = port
+	e.ok("ext", "add", writeManifest(t, rest))
+	e.ok("ext", "add", filepath.Join("..", "..", "examples", "extensions", "mdfmt.json")) // mdfmt is not on this PATH
+
+	health := func(id string) plexus.Health {
+		var man plexus.ManifestResponse
+		td.call(t, "GET", "/manifest", session(sid), nil, &man)
+		for _, en := range man.Manifest.Entries {
+			if en.ID == id && en.Health != nil {
+				return *en.Health
+			}
+		}
+		return plexus.Health{}
+	}
+	if h := health("notes-rest.vault.search"); h.Status != plexus.HealthUnavailable || !strings.Contains(h.Detail, "not reachable") {
+		t.Errorf("service down: %+v", h)
+	}
+	if h := health("mdfmt.file.format"); h.Status != plexus.HealthUnavailable || !strings.Contains(h.Detail, "mdfmt is not installed") {
+		t.Errorf("binary missing: %+v", h)
+	}
+
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	st := eventWhere(t, events, plexus.EventSourceStatus, func(s plexus.SourceStatusEvent) bool { return s.Source == "notes-rest" && s.Available })
+	if !st.Available {
+		t.Errorf("source_status = %+v", st)
+	}
+	if h := health("notes-rest.vault.search"); h.Status != plexus.HealthOK {
+		t.Errorf("service up: %+v", h)
+	}
+}
