@@ -85,6 +85,11 @@ type API interface {
 	// Config {"path": …, "alias": …}) and brings it online at once.
 	AddSource(ctx context.Context, c Credentials, cfg plexus.SourceConfig, opts SourceOptions) (plexus.SourceConfig, error)
 	RemoveSource(ctx context.Context, c Credentials, id string, opts SourceOptions) error
+	// AddExtension registers the owner's manifest at once (managed),
+	// replacing one of theirs with the same source; RemoveExtension removes
+	// an extension and purges its grants.
+	AddExtension(ctx context.Context, c Credentials, m plexus.ExtensionManifest) (plexus.ExtensionRegisterResponse, error)
+	RemoveExtension(ctx context.Context, c Credentials, source string) error
 	Sources(ctx context.Context, c Credentials) ([]plexus.SourceConfig, error)
 	// Status is a small health summary for `plexus status`.
 	Status(ctx context.Context, c Credentials) (plexus.StatusResponse, error)

@@ -135,3 +135,47 @@ func actionOf(kind, what string) string {
 	}
 	return "grant." + what
 }
+
+// AddExtension is POST /admin/api/extensions: the owner registers a
+// manifest at once, with managed provenance, persisted like `plexus ext
+// add`; one of the owner's extensions registered again is replaced in
+// place. It answers the ids that entered the registry and the revision.
+func (g *Gateway) AddExtension(ctx context.Context, c Credentials, m plexus.ExtensionManifest) (plexus.ExtensionRegisterResponse, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.ExtensionRegisterResponse{}, err
+	}
+	cfgJSON, err := json.Marshal(m)
+	if err != nil {
+		return plexus.ExtensionRegisterResponse{}, plexus.WrapError(plexus.CodeInvalidRequest, err, "the manifest cannot be encoded")
+	}
+	cfg, err := g.AddSource(ctx, c, plexus.SourceConfig{ID: m.Source, Kind: SourceKindExtension, Config: cfgJSON}, SourceOptions{Replace: true})
+	if err != nil {
+		var pe *plexus.Error
+		if errors.As(err, &pe) && pe.Code == plexus.CodeInvalidRequest {
+			return plexus.ExtensionRegisterResponse{OK: false, Source: m.Source, Reason: pe.Message}, err
+		}
+		return plexus.ExtensionRegisterResponse{}, err
+	}
+	out := plexus.ExtensionRegisterResponse{OK: true, Source: cfg.ID, Revision: g.d.Registry.Revision(), Registered: []string{}}
+	for _, e := range g.d.Registry.Entries() {
+		if e.Source == cfg.ID {
+			out.Registered = append(out.Registered, e.ID)
+		}
+	}
+	return out, nil
+}
+
+// RemoveExtension is DELETE /extensions/{source}: the owner removes an
+// extension (theirs or an agent's they approved), revoking every grant of
+// it; it does not come back at the next start. Any other source is not an
+// extension and is refused.
+func (g *Gateway) RemoveExtension(ctx context.Context, c Credentials, source string) error {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return err
+	}
+	cfg, err := g.ownerSource(ctx, source)
+	if err != nil || cfg.Kind != SourceKindExtension {
+		return plexus.Errorf(plexus.CodeNotFound, "no extension %q", source)
+	}
+	return g.removeSource(ctx, source, true, plexus.ActorHuman, g.adminVia(c))
+}

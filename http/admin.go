@@ -181,6 +181,30 @@ func (s *Server) handleRemoveSource(w nethttp.ResponseWriter, r *nethttp.Request
 	s.reply(w, r, RemoveSourceResponse{OK: true, ID: id}, err)
 }
 
+// handleAddExtension registers the owner's manifest at once; the body is
+// {"manifest": …}, as POST /extensions takes it.
+func (s *Server) handleAddExtension(w nethttp.ResponseWriter, r *nethttp.Request) {
+	c := credentials(r)
+	var req plexus.ExtensionRegisterRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.adminFail(w, r, c, err)
+		return
+	}
+	resp, err := s.api.AddExtension(r.Context(), c, req.Manifest)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nethttp.StatusCreated, resp)
+}
+
+// handleRemoveExtension is DELETE /extensions/{source}, for the owner.
+func (s *Server) handleRemoveExtension(w nethttp.ResponseWriter, r *nethttp.Request) {
+	source := r.PathValue("source")
+	err := s.api.RemoveExtension(r.Context(), credentials(r), source)
+	s.reply(w, r, RemoveSourceResponse{OK: true, ID: source}, err)
+}
+
 func (s *Server) handleIntegration(w nethttp.ResponseWriter, r *nethttp.Request) {
 	resp, err := s.api.Integration(r.Context(), credentials(r), r.PathValue("agentId"))
 	s.reply(w, r, resp, err)

@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /manifest", s.handleManifest)
 	m.HandleFunc("GET /events", s.handleEvents)
 	m.HandleFunc("POST /extensions", s.handleRegisterExtension)
+	m.HandleFunc("DELETE /extensions/{source}", s.handleRemoveExtension)
 
 	// Owner plane, connection-key gated by the gateway.
 	m.HandleFunc("POST /admin/api/agents/connect", s.handleConnectAgent)
@@ -44,6 +45,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /admin/api/status", s.handleStatus)
 	m.HandleFunc("GET /admin/api/sources", s.handleSources)
 	m.HandleFunc("POST /admin/api/sources", s.handleAddSource)
+	m.HandleFunc("POST /admin/api/extensions", s.handleAddExtension)
 	m.HandleFunc("DELETE /admin/api/sources/{id}", s.handleRemoveSource)
 	m.HandleFunc("GET /integration/{agentId}", s.handleIntegration)
 

@@ -181,6 +181,16 @@ func (s *stubAPI) RegisterExtension(_ context.Context, c gateway.Credentials, re
 	return plexus.ExtensionRegisterResponse{}, s.Err
 }
 
+func (s *stubAPI) AddExtension(_ context.Context, c gateway.Credentials, m plexus.ExtensionManifest) (plexus.ExtensionRegisterResponse, error) {
+	s.record("AddExtension", c, m)
+	return plexus.ExtensionRegisterResponse{OK: true, Source: m.Source}, s.Err
+}
+
+func (s *stubAPI) RemoveExtension(_ context.Context, c gateway.Credentials, source string) error {
+	s.record("RemoveExtension", c, source)
+	return s.Err
+}
+
 func (s *stubAPI) AddSource(_ context.Context, c gateway.Credentials, cfg plexus.SourceConfig, _ gateway.SourceOptions) (plexus.SourceConfig, error) {
 	s.record("AddSource", c, cfg)
 	if s.AddedSource != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -220,5 +221,54 @@ func TestExampleManifestsValid(t *testing.T) {
 				t.Errorf("%s", r)
 			}
 		})
+	}
+}
+
+// TestAdminExtensionsAPI: POST /admin/api/extensions registers at once and
+// says what entered the registry; a second source whose ids collide (the
+// same slug) loses them, journaled; DELETE /extensions/{source} is the
+// owner's alone.
+func TestAdminExtensionsAPI(t *testing.T) {
+	td := startTestDaemon(t, daemonOptions{})
+	pat, _ := enrolledAgent(t, td, "claude")
+	manifest := func(source string) plexus.ExtensionManifest {
+		return plexus.ExtensionManifest{Manifest: plexus.ManifestVersion, Source: source, Label: "GitHub helpers", Transport: plexus.TransportCLI,
+			Capabilities: []plexus.ExtensionCapabilityDecl{{Name: "repo.list", Kind: plexus.KindCapability, Label: "List repos",
+				Describe: "List repositories. Read-only.", Grants: []plexus.Verb{plexus.VerbRead}, Route: json.RawMessage(`{"bin": "gh", "args": ["repo", "list"]}`)}}}
+	}
+	var resp plexus.ExtensionRegisterResponse
+	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: manifest("mcp:github")}, &resp); st != http.StatusCreated ||
+		!resp.OK || !slices.Equal(resp.Registered, []string{"mcp.github.repo.list"}) || resp.Revision == 0 {
+		t.Fatalf("add: status %d, %+v", st, resp)
+	}
+	// Registering it again replaces it in place.
+	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: manifest("mcp:github")}, &resp); st != http.StatusCreated || !resp.OK {
+		t.Fatalf("re-add: status %d, %+v", st, resp)
+	}
+	// Another source with the same slug: the first claimant keeps the id.
+	resp = plexus.ExtensionRegisterResponse{}
+	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: manifest("mcp.github")}, &resp); st != http.StatusCreated ||
+		len(resp.Registered) != 0 {
+		t.Fatalf("colliding add: status %d, %+v", st, resp)
+	}
+	if e, _ := td.reg.Entry("mcp.github.repo.list"); e.Source != "mcp:github" {
+		t.Errorf("the id went to %s, not its first claimant", e.Source)
+	}
+	if rows := td.activity(t, journal.Filter{Type: "source.collision"}); len(rows) != 1 || rows[0].Target != "mcp.github" ||
+		rows[0].Payload["capabilityId"] != "mcp.github.repo.list" {
+		t.Errorf("source.collision rows = %+v", rows)
+	}
+
+	if st := td.call(t, "DELETE", "/extensions/mcp:github", bearer(pat), nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("an agent removed an extension: status %d", st)
+	}
+	if st := td.call(t, "DELETE", "/extensions/mcp:github", td.admin(), nil, nil); st != http.StatusOK {
+		t.Errorf("owner remove: status %d", st)
+	}
+	if _, ok := td.reg.Source("mcp:github"); ok {
+		t.Error("still registered after DELETE /extensions/mcp:github")
+	}
+	if st := td.call(t, "DELETE", "/extensions/nope", td.admin(), nil, nil); st != http.StatusNotFound {
+		t.Errorf("remove unknown: status %d", st)
 	}
 }
