@@ -85,3 +85,26 @@ type ExtensionRegisterResponse struct {
 	// PendingID is set when the registration waits for the owner.
 	PendingID string `json:"pendingId,omitempty"`
 }
+
+// SecretRef completes a route's secret reference s from the manifest's
+// declaration of the same name: an empty attach takes the declared one, and
+// an empty as takes the declared one when the attach modes agree. It
+// reports false when the manifest declares no secret of that name: a route
+// may only name a declared secret (extension spec §8 rule 9), and a
+// transport refuses one that does not. Each transport then applies its own
+// default attach mode and checks.
+func (r ExtensionRoute) SecretRef(s ExtensionSecretRef) (ExtensionSecretRef, bool) {
+	for _, d := range r.Secrets {
+		if d.Name != s.Name {
+			continue
+		}
+		if s.Attach == "" {
+			s.Attach = d.Attach
+		}
+		if s.As == "" && s.Attach == d.Attach {
+			s.As = d.As
+		}
+		return s, true
+	}
+	return s, false
+}

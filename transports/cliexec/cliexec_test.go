@@ -105,9 +105,15 @@ func checkGoroutines(tb testing.TB) {
 }
 
 // entry is a cli entry whose declaration route is decl, with the manifest's
-// secret declarations beside it.
+// secret declarations beside it. Without any, the secret the route names is
+// declared (plainly, as a valid manifest would).
 func entry(tb testing.TB, decl map[string]any, declared ...plexus.ExtensionSecretRef) plexus.Entry {
 	tb.Helper()
+	if sec, ok := decl["secret"].(map[string]any); ok && len(declared) == 0 {
+		if name, ok := sec["name"].(string); ok {
+			declared = []plexus.ExtensionSecretRef{{Name: name}}
+		}
+	}
 	d, err := json.Marshal(decl)
 	if err != nil {
 		tb.Fatal(err)
@@ -364,6 +370,10 @@ func TestRouteErrors(t *testing.T) {
 			mustFail(t, dispatch(t, tr, entry(t, tc.decl), nil), plexus.CodeTransportError, tc.want)
 		})
 	}
+	t.Run("SecretUndeclared", func(t *testing.T) {
+		decl := map[string]any{"bin": "faketool", "secret": map[string]any{"name": "other-token", "attach": "env"}}
+		mustFail(t, dispatch(t, tr, entry(t, decl, plexus.ExtensionSecretRef{Name: secretName}), nil), plexus.CodeTransportError, "not declared")
+	})
 	t.Run("NotAnObject", func(t *testing.T) {
 		e := plexus.Entry{ID: "test.tool.run", Route: json.RawMessage(`{"route": ["faketool"]}`)}
 		mustFail(t, dispatch(t, tr, e, nil), plexus.CodeTransportError, "not a JSON object")

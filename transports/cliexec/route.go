@@ -126,17 +126,9 @@ func secretVar(ref plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretR
 	if ref.Name == "" {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.name is required")
 	}
-	for _, d := range declared {
-		if d.Name != ref.Name {
-			continue
-		}
-		if ref.Attach == "" {
-			ref.Attach = d.Attach
-		}
-		if ref.As == "" {
-			ref.As = d.As
-		}
-		break
+	ref, ok := plexus.ExtensionRoute{Secrets: declared}.SecretRef(ref)
+	if !ok {
+		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret %q is not declared in the manifest's secrets", ref.Name)
 	}
 	if ref.Attach != "" && ref.Attach != plexus.AttachEnv {
 		return nil, plexus.Errorf(plexus.CodeTransportError,

@@ -131,16 +131,9 @@ func checkSecret(s plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretR
 	if s.Name == "" {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.name is missing")
 	}
-	i := slices.IndexFunc(declared, func(d plexus.ExtensionSecretRef) bool { return d.Name == s.Name })
-	if i < 0 {
+	s, declaredOK := plexus.ExtensionRoute{Secrets: declared}.SecretRef(s)
+	if !declaredOK {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret %q is not declared in the manifest's secrets", s.Name)
-	}
-	d := declared[i]
-	if s.Attach == "" {
-		s.Attach = d.Attach
-	}
-	if s.As == "" && s.Attach == d.Attach {
-		s.As = d.As
 	}
 	if s.Attach == "" {
 		s.Attach = plexus.AttachBearer
