@@ -327,9 +327,19 @@ func (m *mover) outcome(ctx context.Context, p plexus.Pending, by string) error 
 		return failure("%s was %s before this decision reached Plexus; this one changed nothing", m.id, describeDecision(p))
 	}
 	if !m.approve {
-		fmt.Fprintf(m.w, "Rejected %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
+		what := describeItems(p.Items)
+		if p.Extension != nil {
+			what = "the extension " + p.Extension.Source + " is not registered"
+		}
+		fmt.Fprintf(m.w, "Rejected %s for %s: %s.\n", p.ID, dash(p.AgentID), what)
 		fmt.Fprintf(m.w, "Denied by %s via cli: %s; the file is in %s.\n", by, p.Reason, m.rel(plexus.FolderRejected))
 		fmt.Fprintln(m.w, "The agent is told with grant_resolved.")
+		return nil
+	}
+	if p.Extension != nil {
+		fmt.Fprintf(m.w, "Approved %s for %s: the extension %s is registered (%d entries, extension provenance).\n",
+			p.ID, dash(p.AgentID), p.Extension.Source, len(p.Extension.Capabilities))
+		fmt.Fprintf(m.w, "Approved by %s via cli; the file stands in %s while it is installed.\n", by, m.rel(plexus.FolderActive))
 		return nil
 	}
 	fmt.Fprintf(m.w, "Approved %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))

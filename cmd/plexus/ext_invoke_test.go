@@ -380,3 +380,30 @@ func TestExtensionHealth(t *testing.T) {
 		t.Errorf("service up: %+v", h)
 	}
 }
+
+// TestExtensionApproveByCLI: plexus approve on an agent's registration says
+// what it registered, and the journal names the CLI.
+func TestExtensionApproveByCLI(t *testing.T) {
+	td := startTestDaemon(t, daemonOptions{})
+	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	_, sid := enrolledAgent(t, td, "claude")
+	var m plexus.ExtensionManifest
+	if err := json.Unmarshal(mustRead(t, filepath.Join("..", "..", "examples", "extensions", "mdfmt.json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	var resp plexus.ExtensionRegisterResponse
+	if st := td.call(t, "POST", "/extensions", session(sid), plexus.ExtensionRegisterRequest{Manifest: m}, &resp); st != http.StatusAccepted {
+		t.Fatalf("register: status %d", st)
+	}
+	r := e.ok("approve", resp.PendingID)
+	if !strings.Contains(r.stdout, "the extension mdfmt is registered (1 entries, extension provenance)") || strings.Contains(r.stdout, "token") {
+		t.Errorf("%s", r)
+	}
+	if rows := td.activity(t, journal.Filter{Type: "extension.approved"}); len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaCLI ||
+		rows[0].Payload["decidedBy"] != testDecider {
+		t.Errorf("extension.approved rows = %+v", rows)
+	}
+	if e, ok := td.reg.Entry("mdfmt.file.format"); !ok || e.Provenance != plexus.ProvenanceExtension {
+		t.Errorf("entry = %+v, %v", e, ok)
+	}
+}
