@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -303,4 +304,28 @@ func hasStanding(grants []plexus.StandingGrant, id string, need []plexus.Verb, n
 		}
 	}
 	return false
+}
+
+// RegisterExtension asks the gateway to register m (POST /extensions). The
+// gateway never registers an agent's extension at once: the answer carries
+// the pending decision the owner is asked to make, and its status is
+// polled like a grant's (GET /grants/status?pendingId=…).
+func (a *Agent) RegisterExtension(ctx context.Context, m plexus.ExtensionManifest) (plexus.ExtensionRegisterResponse, error) {
+	sess, _, err := a.session(ctx)
+	if err != nil {
+		return plexus.ExtensionRegisterResponse{}, err
+	}
+	status, data, err := a.conn.send(ctx, request{method: http.MethodPost, path: "/extensions", session: sess.ID,
+		body: plexus.ExtensionRegisterRequest{SessionID: sess.ID, Manifest: m}})
+	if err != nil {
+		return plexus.ExtensionRegisterResponse{}, err
+	}
+	if status != http.StatusAccepted && status != http.StatusOK {
+		return plexus.ExtensionRegisterResponse{}, decodeError(status, data)
+	}
+	var resp plexus.ExtensionRegisterResponse
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return plexus.ExtensionRegisterResponse{}, fmt.Errorf("POST /extensions: decode: %w", err)
+	}
+	return resp, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/registry"
 	"github.com/urfave/cli/v3"
 )
 
@@ -20,11 +21,12 @@ import (
 func agentCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "agent",
-		Usage: "act as an agent: enroll, list and call capabilities",
+		Usage: "act as an agent: enroll, list and call capabilities, register extensions",
 		Commands: []*cli.Command{
 			agentEnrollCommand(),
 			agentListCommand(),
 			agentCallCommand(),
+			agentRegisterCommand(),
 		},
 	}
 }
@@ -271,4 +273,36 @@ func posture(e client.ListEntry) string {
 		return "AUTO-APPROVED ON FIRST CALL"
 	}
 	return "NEEDS OWNER APPROVAL"
+}
+
+func agentRegisterCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "register",
+		Usage:     "ask the owner to register an extension (POST /extensions); exits 3 while it waits for the owner",
+		ArgsUsage: "<manifest.json>",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := checkArgs(cmd, 1, "<manifest.json>"); err != nil {
+				return err
+			}
+			m, err := readManifest(cmd.Args().First())
+			if err == nil {
+				err = registry.ValidateManifest(m, nil) // every problem at once, before asking
+			}
+			if err != nil {
+				return reportManifest(cmd, m, err)
+			}
+			ag, _, _, err := agentClient(cmd, true)
+			if err != nil {
+				return err
+			}
+			resp, err := ag.RegisterExtension(ctx, m)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Asked the owner to register the extension %s (%d entries): pending %s.\n",
+				m.Source, len(m.Capabilities), resp.PendingID)
+			fmt.Fprintln(cmd.Root().ErrWriter, "The owner decides it in their inbox (or: plexus approve "+resp.PendingID+").")
+			return &codedError{code: exitPending}
+		},
+	}
 }

@@ -272,3 +272,27 @@ func TestAdminExtensionsAPI(t *testing.T) {
 		t.Errorf("remove unknown: status %d", st)
 	}
 }
+
+// TestCLIAgentRegister: the bundled client asks for a registration (exit 3,
+// the pending id), an invalid manifest is refused before anything is sent,
+// and the owner's plexus approve registers it.
+func TestCLIAgentRegister(t *testing.T) {
+	e, td := newCLIEnv(t)
+	e.enroll("claude")
+	bad := map[string]any{"manifest": plexus.ManifestVersion, "source": "broken", "label": "x", "transport": "mcp", "capabilities": []any{}}
+	if r := e.run("agent", "register", writeManifest(t, bad)); r.code != exitError || !strings.Contains(r.stdout, "transport: mcp is not an extension transport") {
+		t.Errorf("invalid: %s", r)
+	}
+	if rows := td.activity(t, journal.Filter{Type: "extension.requested"}); len(rows) != 0 {
+		t.Errorf("an invalid manifest was sent: %+v", rows)
+	}
+	r := e.run("agent", "register", filepath.Join("..", "..", "examples", "extensions", "mdfmt.json"))
+	if r.code != exitPending || !strings.Contains(r.stdout, "Asked the owner to register the extension mdfmt (1 entries): pending pend_") {
+		t.Fatalf("register: %s", r)
+	}
+	id := strings.TrimSuffix(r.stdout[strings.Index(r.stdout, "pend_"):], ".\n")
+	e.ok("approve", id)
+	if en, ok := td.reg.Entry("mdfmt.file.format"); !ok || en.Provenance != plexus.ProvenanceExtension {
+		t.Errorf("after approval: %+v, %v", en, ok)
+	}
+}
