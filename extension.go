@@ -88,12 +88,14 @@ type ExtensionRegisterResponse struct {
 
 // SecretRef completes a route's secret reference s from the manifest's
 // declaration of the same name: an empty attach takes the declared one, and
-// an empty as takes the declared one when the attach modes agree. It
-// reports false when the manifest declares no secret of that name: a route
-// may only name a declared secret (extension spec §8 rule 9), and a
-// transport refuses one that does not. Each transport then applies its own
-// default attach mode and checks.
-func (r ExtensionRoute) SecretRef(s ExtensionSecretRef) (ExtensionSecretRef, bool) {
+// an empty as takes the declared one when the attach modes agree. A route
+// may only name a declared secret (extension spec §8 rule 9): a reference
+// without a name, or naming an undeclared secret, is a transport_error.
+// Each transport then applies its own default attach mode and checks.
+func (r ExtensionRoute) SecretRef(s ExtensionSecretRef) (ExtensionSecretRef, *Error) {
+	if s.Name == "" {
+		return s, Errorf(CodeTransportError, "route.secret.name is missing")
+	}
 	for _, d := range r.Secrets {
 		if d.Name != s.Name {
 			continue
@@ -104,7 +106,7 @@ func (r ExtensionRoute) SecretRef(s ExtensionSecretRef) (ExtensionSecretRef, boo
 		if s.As == "" && s.Attach == d.Attach {
 			s.As = d.As
 		}
-		return s, true
+		return s, nil
 	}
-	return s, false
+	return s, Errorf(CodeTransportError, "route.secret %q is not declared in the manifest's secrets", s.Name)
 }

@@ -360,7 +360,7 @@ func TestRouteErrors(t *testing.T) {
 		{"TimeoutFraction", map[string]any{"bin": "faketool", "timeoutMs": 1.5}, "route.timeoutMs"},
 		{"TimeoutString", map[string]any{"bin": "faketool", "timeoutMs": "500"}, "route.timeoutMs"},
 		{"SecretString", map[string]any{"bin": "faketool", "secret": secretName}, "route.secret must be an object"},
-		{"SecretNoName", map[string]any{"bin": "faketool", "secret": map[string]any{"as": "X"}}, "route.secret.name is required"},
+		{"SecretNoName", map[string]any{"bin": "faketool", "secret": map[string]any{"as": "X"}}, "route.secret.name is missing"},
 		{"SecretBearer", map[string]any{"bin": "faketool", "secret": map[string]any{"name": secretName, "attach": "bearer"}}, `attach "bearer" is not available`},
 		{"SecretBadName", map[string]any{"bin": "faketool", "secret": map[string]any{"name": secretName, "as": "1-BAD"}}, "not a valid environment variable name"},
 		{"SecretPATH", map[string]any{"bin": "faketool", "secret": map[string]any{"name": secretName, "as": "PATH"}}, "reserved"},

@@ -123,12 +123,9 @@ func checkBin(bin string) *plexus.Error {
 // secretVar completes ref from the manifest's declaration of the same name
 // and picks the environment variable that carries it.
 func secretVar(ref plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretRef) (*secretRef, *plexus.Error) {
-	if ref.Name == "" {
-		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.name is required")
-	}
-	ref, ok := plexus.ExtensionRoute{Secrets: declared}.SecretRef(ref)
-	if !ok {
-		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret %q is not declared in the manifest's secrets", ref.Name)
+	ref, perr := plexus.ExtensionRoute{Secrets: declared}.SecretRef(ref)
+	if perr != nil {
+		return nil, perr
 	}
 	if ref.Attach != "" && ref.Attach != plexus.AttachEnv {
 		return nil, plexus.Errorf(plexus.CodeTransportError,

@@ -128,12 +128,9 @@ func parseRoute(raw json.RawMessage, defTimeout time.Duration) (*route, *plexus.
 // secret its manifest declares (extension spec §8 rule 9); the registry
 // checks that too, and this is the second lock on the same door.
 func checkSecret(s plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretRef) (*plexus.ExtensionSecretRef, *plexus.Error) {
-	if s.Name == "" {
-		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.name is missing")
-	}
-	s, declaredOK := plexus.ExtensionRoute{Secrets: declared}.SecretRef(s)
-	if !declaredOK {
-		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret %q is not declared in the manifest's secrets", s.Name)
+	s, perr := plexus.ExtensionRoute{Secrets: declared}.SecretRef(s)
+	if perr != nil {
+		return nil, perr
 	}
 	if s.Attach == "" {
 		s.Attach = plexus.AttachBearer

@@ -98,12 +98,9 @@ func parseRoute(raw json.RawMessage, defMethod string, defTimeout time.Duration)
 // checks that it can be handed to a process. A route may only name a secret
 // its manifest declares (extension spec §8 rule 9).
 func checkSecret(s plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretRef) (*plexus.ExtensionSecretRef, *plexus.Error) {
-	if s.Name == "" {
-		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.name is missing")
-	}
-	s, declaredOK := plexus.ExtensionRoute{Secrets: declared}.SecretRef(s)
-	if !declaredOK {
-		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret %q is not declared in the manifest's secrets", s.Name)
+	s, perr := plexus.ExtensionRoute{Secrets: declared}.SecretRef(s)
+	if perr != nil {
+		return nil, perr
 	}
 	if s.Attach == "" {
 		s.Attach = plexus.AttachEnv
