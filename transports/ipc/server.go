@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -123,8 +124,8 @@ type SessionInfo struct {
 type Server struct {
 	opts ServerOptions
 
-	// mu guards the fields below. Lock order: Server.mu before conn.wmu is
-	// never needed; neither is held while the other is taken.
+	// mu guards the fields below. It and a conn's wmu are never held at
+	// the same time, so there is no lock order to keep.
 	mu       sync.Mutex
 	ln       *net.UnixListener
 	serving  bool
@@ -397,6 +398,16 @@ func frameDetail(fe *FrameError) map[string]any {
 	}
 }
 
+// clip bounds a peer-chosen string before it goes into a refusal's detail:
+// a hello is up to MaxFrameBytes, the journal should not be.
+func clip(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
+}
+
 // newID is a fresh unpredictable identifier (128 random bits, base32).
 func newID() string { return rand.Text() }
 
@@ -528,7 +539,7 @@ func (s *Server) handshake(c *conn) string {
 		provider, ok = s.opts.Auth.Authenticate(hello.SessionToken)
 	}
 	if !ok || provider != hello.AgentID {
-		detail := map[string]any{"agent_id": hello.AgentID}
+		detail := map[string]any{"agent_id": clip(hello.AgentID)}
 		if ok {
 			detail["problem"] = "agent_id is not the token's provider"
 			detail["provider_id"] = provider
@@ -540,8 +551,8 @@ func (s *Server) handshake(c *conn) string {
 	version := negotiate(hello.Protocol.SupportedVersions)
 	if version == 0 {
 		s.refuse(RefusedVersion, map[string]any{
-			"agent_id":           hello.AgentID,
-			"supported_versions": hello.Protocol.SupportedVersions,
+			"agent_id":           clip(hello.AgentID),
+			"supported_versions": hello.Protocol.SupportedVersions[:min(len(hello.Protocol.SupportedVersions), 16)],
 		})
 		refuseWelcome(CodeUnsupportedVersion, fmt.Sprintf("no common protocol version; this gateway speaks %v", supportedVersions))
 		return ""
