@@ -607,3 +607,34 @@ func TestNewServerErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestServerInvalidFirstEnvelope(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dial(t, ts.path)
+	if err := ipc.WriteFrame(c, []byte(`{"v":1,"type":"agent.hello","ts":"2026-11-23T12:00:00Z","payload":{}}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	env := recv(t, c)
+	if env.Type != ipc.TypeCoreError || env.Error == nil || env.Error.Code != ipc.CodeInvalidEnvelope {
+		t.Fatalf("reply %s error %+v, want core.error %s", env.Type, env.Error, ipc.CodeInvalidEnvelope)
+	}
+	expectClosed(t, c)
+	got := ts.refused.wait(t)
+	if got[0].Reason != ipc.RefusedEnvelope || got[0].Detail["field"] != "id" {
+		t.Errorf("refusals = %+v, want envelope field id", got)
+	}
+}
+
+func TestServerRefusalClipsAgentID(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dial(t, ts.path)
+	long := strings.Repeat("a", 10000)
+	send(t, c, ipc.TypeAgentHello, hello("tok-wrong", long, 1))
+	if env := recv(t, c); env.Error == nil || env.Error.Code != ipc.CodeUnauthorized {
+		t.Fatalf("error = %+v", env.Error)
+	}
+	got := ts.refused.wait(t)
+	if id, _ := got[0].Detail["agent_id"].(string); len(id) > 200 || !strings.HasPrefix(id, "aaaa") {
+		t.Errorf("detail agent_id is %d bytes, want it clipped", len(id))
+	}
+}
