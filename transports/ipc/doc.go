@@ -21,15 +21,32 @@
 // message type gets when a reply is expected.
 //
 // The package must never log or put into an error the session token of
-// agent.hello or any payload content. It does no I/O of its own beyond the
-// reader and writer it is handed, and it logs nothing.
+// agent.hello or any payload content. The codec does no I/O of its own
+// beyond the reader and writer it is handed; only [Server] touches the file
+// system and the network, and it logs at debug level only, through the
+// logger it is given.
+//
+// # Server
+//
+// [Server] is Core's end: it binds the unix socket (folder 0700, socket
+// 0600, a stale socket replaced only when nothing answers on it), runs the
+// agent.hello / core.welcome handshake (§4.1: token checked through an
+// [Authenticator], agent_id bound to the token's provider, highest common
+// version, a fresh random session_id), records agent.heartbeat per session
+// ([Server.Sessions]), reports refused frames and hellos through
+// [ServerOptions.OnRefused] without payload bytes or the token, and on
+// Close sends core.goodbye to welcomed sessions. Messages it does not handle
+// yet get a structured error instead of silence: [CodeUnsupported] for the
+// agent's tool messages, [CodeUnexpectedType] for a type out of place,
+// [CodeUnknownType] for an unknown one.
 //
 // # Not built yet
 //
-// This is the codec only. Still to come, in later changes: the unix socket
-// listener under PLEXUS_HOME/run (folder 0700, socket 0600); launching an
-// agent with PLEXUS_SOCKET and PLEXUS_SESSION_TOKEN in its environment; the
-// agent.hello / core.welcome handshake (token check, version negotiation);
-// tool registration; calls, streaming, cancellation; heartbeats and health;
-// the journaling of refused frames; wiring into cmd/plexus.
+// Still to come, in later changes: choosing the socket path under
+// PLEXUS_HOME/run and issuing session tokens; launching an agent with
+// PLEXUS_SOCKET and PLEXUS_SESSION_TOKEN in its environment; tool
+// registration; calls, streaming, cancellation; acting on missed
+// heartbeats (marking a session unhealthy, restarting the agent) and
+// core.ping; wiring into cmd/plexus, where OnRefused is connected to the
+// journal.
 package ipc

@@ -80,6 +80,16 @@ const (
 	// UTF-8 JSON object, when the receiver chooses to reply instead of
 	// closing (see [FrameError.MustClose]).
 	CodeInvalidFrame = "protocol.invalid_frame"
+	// CodeUnexpectedType answers a known type that is not acceptable at
+	// this point of the session: anything but agent.hello first, a second
+	// agent.hello, a core.* type sent by the agent.
+	CodeUnexpectedType = "protocol.unexpected_type"
+	// CodeUnsupported answers a known agent.* type this gateway does not
+	// handle yet (see the package doc's "Not built yet").
+	CodeUnsupported = "protocol.unsupported"
+	// CodeInvalidSession answers an agent.heartbeat whose session_id is not
+	// the connection's.
+	CodeInvalidSession = "protocol.invalid_session"
 )
 
 // TypeCoreError is the type of the envelope [ErrorReply] builds. §6.2
