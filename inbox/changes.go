@@ -46,47 +46,6 @@ func (n Narrowing) Narrowed() bool {
 	})
 }
 
-// Uniform returns n as the [plexus.Decision] the gateway's Decide takes
-// today (PendingID, Reason and the narrowing fields; the caller adds
-// Approve, DecidedBy and Via), and whether that decision means exactly n.
-// Decide narrows every capability alike (one verb list, one trust window)
-// and takes no constraint, so n fits only when the narrowed verbs are the
-// same list on every kept capability, every kept capability that can stand
-// (no execute) ends with one and the same window, and no constraint
-// changed. When ok is false, approving through Decide would grant something
-// other than n: do not.
-func (n Narrowing) Uniform() (plexus.Decision, bool) {
-	d := plexus.Decision{PendingID: n.PendingID, Reason: n.Reason, Capabilities: n.Capabilities}
-	var verbs []plexus.Verb
-	var window *plexus.TrustWindow
-	for _, it := range n.Items {
-		if it.ConstraintNarrowed {
-			return d, false
-		}
-		if it.VerbsNarrowed {
-			verbs = it.Verbs
-		}
-		if it.WindowNarrowed {
-			w := it.TrustWindow
-			window = &w
-		}
-	}
-	for _, it := range n.Items {
-		// Decide sets every kept item's verbs to d.Verbs.
-		if verbs != nil && !slices.Equal(it.Verbs, verbs) {
-			return d, false
-		}
-		// Decide gives every kept item d.TrustWindow, except that execute
-		// stays once whatever the window.
-		standing := !slices.Contains(it.Verbs, plexus.VerbExecute)
-		if window != nil && standing && !sameWindow(it.TrustWindow, *window) {
-			return d, false
-		}
-	}
-	d.Verbs, d.TrustWindow = verbs, window
-	return d, true
-}
-
 // Widening is one edit [Changes] refuses.
 type Widening struct {
 	// Capability is the capability the edit is in, "" for the file's own
