@@ -11,6 +11,7 @@ const (
 	EventGrantResolved   = "grant_resolved"
 	EventTokenRevoked    = "token_revoked"
 	EventSourceStatus    = "source_status"
+	EventInvokeProgress  = "invoke_progress"
 )
 
 // Event is one /events message. Audience: an empty AgentID and SessionID
@@ -63,4 +64,36 @@ type SourceStatusEvent struct {
 	Source    string `json:"source"`
 	Available bool   `json:"available"`
 	Reason    string `json:"reason,omitempty"`
+}
+
+// InvokeProgress is one piece of a running call that a transport relays
+// before its result: a chunk of streamed output (an ipc provider's
+// agent.tool.stream) or a progress report (an MCP server's
+// notifications/progress). It must carry no secret: it reaches the caller
+// as it is.
+type InvokeProgress struct {
+	// Channel says what Data is: "stdout", "stderr", "log", "status" or
+	// "partial_result" for a stream chunk, "progress" for a progress report.
+	Channel string `json:"channel"`
+	// Data is the chunk: {"text": …} or {"json": …} for stream chunks.
+	Data any `json:"data,omitempty"`
+	// Progress, Total and Message are a progress report's numbers and text.
+	Progress *float64 `json:"progress,omitempty"`
+	Total    *float64 `json:"total,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	// Done says the transport will relay no more progress for this call
+	// (the result still follows).
+	Done bool `json:"done,omitempty"`
+}
+
+// InvokeProgressEvent is an InvokeProgress as the caller sees it, on a
+// streamed /invoke and, live only, on /events for the invoking session. Seq
+// counts from 1 per call (per member call in a workflow), so a reader can
+// tell a gap; TraceID ties it to the journal's invoke rows.
+type InvokeProgressEvent struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	TraceID string `json:"traceId,omitempty"`
+	Seq     int    `json:"seq"`
+	InvokeProgress
 }

@@ -38,6 +38,17 @@ type InvokeContext struct {
 type DispatchContext struct {
 	Invoke     InvokeContext
 	InvokeByID func(ctx context.Context, req InvokeRequest, ic InvokeContext) InvokeResponse
+	// Progress relays a piece of the running call to its caller. It may be
+	// nil (use Report); it never blocks for long and is safe to call from
+	// any goroutine until Dispatch returns, and ignored after.
+	Progress func(InvokeProgress)
+}
+
+// Report relays p through Progress when the caller gave one.
+func (dc DispatchContext) Report(p InvokeProgress) {
+	if dc.Progress != nil {
+		dc.Progress(p)
+	}
 }
 
 // TransportResult is what a transport returns. A failed call is a result

@@ -61,6 +61,9 @@ type API interface {
 	// Invoke always answers an InvokeResponse; a denial has OK false and an
 	// Error whose code the edge maps to the HTTP status.
 	Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse
+	// InvokeStream is Invoke that hands the call's progress to sink as it
+	// happens (calls never overlap, all before it returns).
+	InvokeStream(ctx context.Context, c Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse
 	// RegisterExtension puts an agent's manifest up for the owner; the
 	// response carries the pending id (never registers at once).
 	RegisterExtension(ctx context.Context, c Credentials, req plexus.ExtensionRegisterRequest) (plexus.ExtensionRegisterResponse, error)

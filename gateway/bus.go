@@ -102,3 +102,18 @@ func (b *bus) publish(e plexus.Event) {
 		}
 	}
 }
+
+// publishLive delivers an event that is never journaled (a call's progress)
+// to the matching subscribers that have room for it, keeping half of each
+// buffer for journaled events: a slow reader misses progress, and is not
+// dropped for it, since a replay could not bring progress back.
+func (b *bus) publishLive(e plexus.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if s.closed || !audience(e, s.agentID, s.sessionID) || len(s.ch) >= cap(s.ch)/2 {
+			continue
+		}
+		s.ch <- e
+	}
+}

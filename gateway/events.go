@@ -74,15 +74,15 @@ func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int6
 				if !ok {
 					return
 				}
-				if ev.ID <= last {
-					continue
+				if ev.ID != 0 && ev.ID <= last {
+					continue // the replay delivered it; live-only events (id 0) always pass
 				}
 				if !live() {
 					return
 				}
 				select {
 				case out <- ev:
-					last = ev.ID
+					last = max(last, ev.ID)
 				case <-ctx.Done():
 					return
 				}

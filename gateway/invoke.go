@@ -193,7 +193,9 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 		if input == nil {
 			input = map[string]any{}
 		}
-		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: ic, InvokeByID: g.invokeMember})
+		rl := g.newRelay(ctx, req.ID, ic)
+		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: ic, InvokeByID: g.invokeMember, Progress: rl.report})
+		rl.end()
 	}
 	if !res.OK && res.Error == nil {
 		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")

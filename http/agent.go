@@ -138,6 +138,10 @@ func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 
+	if wantsStream(r) {
+		s.invokeStream(w, r, req)
+		return
+	}
 	resp := s.api.Invoke(r.Context(), credentials(r), req)
 	status := nethttp.StatusOK
 	if !resp.OK {

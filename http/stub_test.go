@@ -28,6 +28,7 @@ type stubAPI struct {
 	Err         error
 	AdminErr    error // AdminCheck's answer
 	InvokeResp  plexus.InvokeResponse
+	Progress    []plexus.InvokeProgressEvent // InvokeStream hands these to its sink first
 	Token       *plexus.ScopedToken
 	Pending     *plexus.GrantPendingResponse
 	AddedSource *plexus.SourceConfig
@@ -112,6 +113,14 @@ func (s *stubAPI) StandingGrants(_ context.Context, c gateway.Credentials) (plex
 
 func (s *stubAPI) Invoke(_ context.Context, c gateway.Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
 	s.record("Invoke", c, req)
+	return s.InvokeResp
+}
+
+func (s *stubAPI) InvokeStream(_ context.Context, c gateway.Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse {
+	s.record("InvokeStream", c, req)
+	for _, ev := range s.Progress {
+		sink(ev)
+	}
 	return s.InvokeResp
 }
 

@@ -213,3 +213,31 @@ func (c *healthCache) probeStale(ctx context.Context, wg *sync.WaitGroup) {
 		}()
 	}
 }
+
+// ReportHealth records the health a source observed itself (its connection
+// lost, a heartbeat missed, its process back) at once, rather than at the
+// next probe, and calls OnSourceStatus when its ok-ness changed. A report
+// for a source that is not registered is ignored. It must not be called
+// with the source's own Health in progress on the same goroutine.
+func (r *Registry) ReportHealth(id string, h plexus.Health) {
+	c := r.health
+	now := r.now()
+	if h.Status == "" {
+		h.Status = plexus.HealthUnknown
+	}
+	if h.CheckedAt == nil {
+		h.CheckedAt = &now
+	} else {
+		at := *h.CheckedAt
+		h.CheckedAt = &at
+	}
+	c.mu.Lock()
+	st, ok := c.m[id]
+	if ok {
+		st.h, st.checked = &h, now
+	}
+	c.mu.Unlock()
+	if ok {
+		c.report(id)
+	}
+}

@@ -232,3 +232,27 @@ func TestRun(t *testing.T) {
 		})
 	})
 }
+
+func TestReportHealth(t *testing.T) {
+	clk := newClock()
+	var status statusLog
+	r := registry.New(registry.Options{HealthTTL: time.Hour, Clock: clk.Now, OnSourceStatus: status.record})
+	src := newSource("s", plexus.ProvenanceManaged, capability("s", "s.a", read...))
+	if _, err := r.Add(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	r.ReportHealth("s", plexus.Health{Status: plexus.HealthUnavailable, Detail: "missed 3 heartbeats"})
+	if e, _ := r.Entry("s.a"); e.Health.Status != plexus.HealthUnavailable || e.Health.Detail != "missed 3 heartbeats" || !e.Health.CheckedAt.Equal(clk.Now()) {
+		t.Fatalf("entry health after a report = %+v, want it at once, stamped now", e.Health)
+	}
+	r.ReportHealth("s", plexus.Health{Status: plexus.HealthUnavailable, Detail: "still"})
+	r.ReportHealth("s", plexus.Health{Status: plexus.HealthOK})
+	r.ReportHealth("gone", plexus.Health{Status: plexus.HealthUnavailable}) // ignored
+	if diff := cmp.Diff([]string{"s:unavailable", "s:ok"}, status.get()); diff != "" {
+		t.Errorf("OnSourceStatus calls (-want +got):\n%s", diff)
+	}
+	if got := src.probeCount(); got != 1 {
+		t.Errorf("probes = %d, want only Add's: a report is not a probe", got)
+	}
+}

@@ -1,0 +1,85 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime"
+	nethttp "net/http"
+	"strings"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// wantsStream reports whether an /invoke caller asked for the call's
+// progress: Accept: text/event-stream, or ?stream=true where it cannot set
+// headers.
+func wantsStream(r *nethttp.Request) bool {
+	if v := r.URL.Query().Get("stream"); v == "true" || v == "1" {
+		return true
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+			return true
+		}
+	}
+	return false
+}
+
+// invokeStream answers a streamed /invoke the way MCP's Streamable HTTP
+// does: a call that relays nothing before its result is answered exactly as
+// an unstreamed one (JSON, with its status); once the first progress piece
+// arrives the answer becomes Server-Sent Events, 200: one "progress" event
+// per piece (an InvokeProgressEvent), then one "result" event carrying the
+// InvokeResponse, then the stream ends. The caller reads Content-Type to
+// know which it got. A caller that goes away cancels the call.
+func (s *Server) invokeStream(w nethttp.ResponseWriter, r *nethttp.Request, req plexus.InvokeRequest) {
+	rc := nethttp.NewResponseController(w)
+	streaming := false
+	broken := false
+	var buf bytes.Buffer
+	send := func(typ string, data any) {
+		if broken {
+			return
+		}
+		b, err := json.Marshal(data)
+		if err != nil {
+			b = []byte(`null`)
+		}
+		buf.Reset()
+		frameEvent(&buf, plexus.Event{Type: typ, Data: b})
+		if _, err := w.Write(buf.Bytes()); err != nil || rc.Flush() != nil {
+			broken = true // the caller went away: r.Context() ends the call
+		}
+	}
+	sink := func(ev plexus.InvokeProgressEvent) {
+		if !streaming {
+			streaming = true
+			// A stream lives as long as its call: the whole-response
+			// deadline would cut a long call's stream.
+			_ = rc.SetWriteDeadline(time.Time{})
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-store")
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("X-Accel-Buffering", "no")
+			w.WriteHeader(nethttp.StatusOK)
+		}
+		send(plexus.EventInvokeProgress, ev)
+	}
+	resp := s.api.InvokeStream(r.Context(), credentials(r), req, sink)
+	if streaming {
+		send("result", resp)
+		return
+	}
+	status := nethttp.StatusOK
+	if !resp.OK {
+		var code plexus.ErrorCode
+		if resp.Error != nil {
+			code = resp.Error.Code
+		}
+		status = invokeStatusFor(code)
+		setRetryAfter(w, resp.Error)
+	}
+	s.writeJSON(w, r, status, resp)
+}
