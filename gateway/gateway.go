@@ -374,3 +374,11 @@ func remoteKey(remote string) string {
 	}
 	return remote
 }
+
+// Note journals something a transport or the daemon observed (an ipc peer
+// refused, a provider restarted, a duplicate result ignored) as a system
+// activity. The payload must already be free of secrets and raw call
+// content: the journal keeps it verbatim.
+func (g *Gateway) Note(ctx context.Context, action, target, traceID string, payload map[string]any) error {
+	return g.record(ctx, false, &plexus.Activity{TraceID: traceID, Actor: plexus.ActorSystem, ActionType: action, Target: target, Payload: payload})
+}
