@@ -104,6 +104,9 @@ const (
 	PendingGrant     = "grant"
 	PendingExtension = "extension"
 	PendingInstall   = "install"
+	// PendingDefinition is an ingested definition (an MCP tool) that changed
+	// after the owner added its server: held out until approved.
+	PendingDefinition = "definition"
 )
 
 // PendingItem is one capability a pending grant decision covers.
@@ -144,6 +147,36 @@ type Pending struct {
 	// Extension is the manifest an agent asked to register (Kind
 	// extension); approving it registers exactly this.
 	Extension *ExtensionManifest `json:"extension,omitempty"`
+	// Definition is the changed definition a Kind definition decision puts
+	// up; approving it pins (and serves) exactly Definition.New.
+	Definition *DefinitionChange `json:"definition,omitempty"`
+}
+
+// DefinitionChange is an ingested entry's definition that no longer matches
+// its pin: what the owner approved before (Old, OldHash) and what the
+// server serves now (New, NewHash). Old and New are the server's JSON
+// objects, compacted when stored (the hashes never depend on spacing).
+type DefinitionChange struct {
+	Source    string          `json:"source"`
+	EntryID   string          `json:"entryId"`
+	Primitive string          `json:"primitive"`
+	Name      string          `json:"name"`
+	OldHash   string          `json:"oldHash"`
+	NewHash   string          `json:"newHash"`
+	Old       json.RawMessage `json:"old"`
+	New       json.RawMessage `json:"new"`
+}
+
+// Pin is the definition of an ingested entry the owner accepted (by adding
+// its server, or by approving a change): served while the server's
+// definition hashes the same.
+type Pin struct {
+	Source     string
+	EntryID    string
+	Hash       string
+	Definition json.RawMessage
+	PendingID  string // the approval that set it; "" when pinned on adding the server
+	PinnedAt   time.Time
 }
 
 // Decision-file folders under PLEXUS_HOME (docs/files-as-api.md).
@@ -213,6 +246,7 @@ type StateTx interface {
 	PendingState
 	DecisionFileState
 	MetaState
+	PinState
 }
 
 // ActivityRecorder appends to the activity journal and the event log.
@@ -287,6 +321,15 @@ type DecisionFileState interface {
 	PutDecisionFile(f *DecisionFile) error
 	// DecisionFiles lists the records whose folder is one of folders.
 	DecisionFiles(folders ...string) ([]DecisionFile, error)
+}
+
+// PinState holds the pinned definitions of ingested sources.
+type PinState interface {
+	// Pins lists source's pins, by entry id.
+	Pins(source string) ([]Pin, error)
+	PutPin(p *Pin) error
+	// DeletePins forgets every pin of source (the server was removed).
+	DeletePins(source string) error
 }
 
 // MetaState holds small gateway-wide values (the key epoch, the revision)

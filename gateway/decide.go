@@ -38,8 +38,9 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	var events []*plexus.Event
 	var minted *plexus.ScopedToken
 	var registered plexus.Source // an approved extension, brought online after the commit
+	var refresh string             // the source of an approved definition, rescanned after the commit
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, minted, registered = nil, nil, nil
+		events, minted, registered, refresh = nil, nil, nil, ""
 		p, err := tx.Pending(d.PendingID)
 		if errors.Is(err, plexus.ErrNotFound) {
 			return plexus.Errorf(plexus.CodeNotFound, "no pending decision %q", d.PendingID)
@@ -56,6 +57,15 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 		actor := plexus.ActorHuman
 		if d.Via == plexus.ViaSystem {
 			actor = plexus.ActorSystem
+		}
+		if p.Kind == plexus.PendingDefinition {
+			pinned, err := g.decideDefinition(tx, p, d, actor, now)
+			if err != nil {
+				return err
+			}
+			refresh = pinned
+			out = *p
+			return nil
 		}
 		if !d.Approve {
 			action := actionOf(p.Kind, "denied")
@@ -158,6 +168,9 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	for _, ev := range events {
 		g.bus.publish(*ev)
 	}
+	if refresh != "" {
+		g.refreshSource(ctx, refresh)
+	}
 	if registered != nil {
 		// Persisted with the decision: should this fail, the next start
 		// brings it online from the stored manifest.
@@ -188,8 +201,9 @@ func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via,
 	var events []*plexus.Event
 	var n int
 	var uninstall string // the source of an approved extension decision
+	var refresh string   // the source of an approved definition, unpinned
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, n, uninstall = nil, 0, ""
+		events, n, uninstall, refresh = nil, 0, "", ""
 		p, err := tx.Pending(pendingID)
 		if errors.Is(err, plexus.ErrNotFound) {
 			return plexus.Errorf(plexus.CodeNotFound, "no decision %q", pendingID)
@@ -201,6 +215,14 @@ func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via,
 		}
 		if p.Extension != nil {
 			uninstall = p.Extension.Source
+			return nil
+		}
+		if p.Definition != nil {
+			unpinned, err := g.revokeDefinition(tx, p, decidedBy, via, reason)
+			if err != nil {
+				return err
+			}
+			refresh = unpinned
 			return nil
 		}
 		now := g.now()
@@ -230,6 +252,11 @@ func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via,
 	})
 	if err != nil {
 		return 0, plexus.AsError(err)
+	}
+	if refresh != "" {
+		g.refreshSource(ctx, refresh)
+		g.touch(pendingID)
+		return 1, nil
 	}
 	if uninstall != "" {
 		// An installed extension's decision: revoking it uninstalls the
@@ -377,7 +404,9 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			continue
 		}
 		var ev *plexus.Event
+		var expired bool
 		err := g.update(ctx, true, func(tx plexus.StateTx) error {
+			ev, expired = nil, false
 			cur, err := tx.Pending(p.ID)
 			if err != nil || cur.State != plexus.StatePending {
 				return err
@@ -390,6 +419,10 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 				ActionType: actionOf(cur.Kind, "expired"), Target: cur.ID, Payload: map[string]any{"capabilities": pendingIDs(cur)}}); err != nil {
 				return err
 			}
+			expired = true
+			if cur.SessionID == "" {
+				return nil // a decision no agent asked for (a changed definition): nobody to tell
+			}
 			ev = newEvent(plexus.EventGrantResolved, cur.AgentID, cur.SessionID,
 				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: cur.ID, Decision: plexus.StateExpired}, nil)
 			return tx.Publish(ev)
@@ -399,6 +432,8 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 		}
 		if ev != nil {
 			g.bus.publish(*ev)
+		}
+		if expired {
 			g.touch(p.ID)
 		}
 	}

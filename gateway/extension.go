@@ -130,8 +130,11 @@ func (g *Gateway) approveExtension(tx plexus.StateTx, p *plexus.Pending, d plexu
 // actionOf names a decision's journal action by its kind: grant.denied,
 // extension.approved, …
 func actionOf(kind, what string) string {
-	if kind == plexus.PendingExtension {
+	switch kind {
+	case plexus.PendingExtension:
 		return "extension." + what
+	case plexus.PendingDefinition:
+		return "definition." + what
 	}
 	return "grant." + what
 }

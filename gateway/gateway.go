@@ -121,6 +121,9 @@ type Gateway struct {
 	// resolved holds tokens minted on approval, until their session fetches
 	// them by GET /grants/status or they expire. They are never persisted.
 	resolved map[string]*plexus.ScopedToken
+	// pinMu serializes pin checks, so that two scans of one source never
+	// put up the same changed definition twice.
+	pinMu sync.Mutex
 }
 
 var _ API = (*Gateway)(nil)

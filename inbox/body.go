@@ -44,7 +44,9 @@ func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions
 			"> you expected; docs/threat-model.md says how to run agents as another user or in a sandbox.")
 	}
 	w.narration(p)
-	w.agentSays(fm)
+	if p.Definition == nil {
+		w.agentSays(fm)
+	}
 	switch p.State {
 	case plexus.StatePending:
 		w.para("## What approving means")
@@ -57,6 +59,11 @@ func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions
 		if fm.Ended != "" {
 			w.para("## Ended", "", "This approval no longer grants anything: "+md(fm.Ended)+".",
 				"To grant it again, the agent asks again and a new decision file appears in `../inbox/`.")
+			return
+		}
+		if c := p.Definition; c != nil {
+			w.para("## Taking it back", "", "Delete this file or move it to `../archive/` to hold "+code(c.EntryID)+" out of the manifest",
+				"again: the definition you approved before is pinned once more.")
 			return
 		}
 		if p.Extension != nil {
@@ -93,6 +100,11 @@ func title(p plexus.Pending) string {
 		return agent + " asks to register an extension"
 	case plexus.PendingInstall:
 		return agent + " asks to install a source"
+	case plexus.PendingDefinition:
+		if c := p.Definition; c != nil {
+			return code(c.Source) + " changed the definition of " + code(c.EntryID)
+		}
+		return "A source changed a definition"
 	}
 	return agent + " asks for a decision of type " + code(p.Kind)
 }
@@ -118,8 +130,8 @@ func (w body) narration(p plexus.Pending) {
 	if p.State != plexus.StatePending {
 		lines[0] = "## What Plexus said when it asked"
 	}
-	if p.Extension != nil {
-		// A registration has no capability items: the gateway's words,
+	if p.Extension != nil || p.Definition != nil {
+		// A registration or a changed definition has no capability items: the gateway's words,
 		// one per entry it would add, are the narration.
 		for _, n := range p.Narration {
 			if l := oneLine(n.Summary); l != "" {
@@ -171,6 +183,10 @@ func (w body) agentSays(fm *header) {
 func (w body) meaning(p plexus.Pending) {
 	if m := p.Extension; m != nil {
 		w.extension(*m)
+		return
+	}
+	if c := p.Definition; c != nil {
+		w.definition(*c)
 		return
 	}
 	if len(p.Items) == 0 {
@@ -231,6 +247,11 @@ func (w body) howToDecide(p plexus.Pending) {
 	}
 	if slices.ContainsFunc(p.Items, func(it plexus.PendingItem) bool { return it.Constraint != nil }) {
 		ways = append(ways, "- tighten a `constraint`: fewer paths or values, more `match` rules;")
+	}
+	if p.Definition != nil {
+		w.para("## How to narrow", "", "A changed definition is approved or denied as a whole: the definition in the journal is",
+			"what approving pins, and edits to this file change nothing.")
+		return
 	}
 	if p.Extension != nil {
 		w.para("## How to narrow", "", "A registration is approved or denied as a whole: the manifest in the journal is what",

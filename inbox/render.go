@@ -61,6 +61,18 @@ type header struct {
 	Via          string         `yaml:"via,omitempty"`
 	Ended        string         `yaml:"ended,omitempty"`
 	Extension    *fmExtension   `yaml:"extension,omitempty"`
+	Definition   *fmDefinition  `yaml:"definition,omitempty"`
+}
+
+// fmDefinition is a changed definition's identity, as the owner reads it.
+// Plexus's own: the journal's copy is what approving pins.
+type fmDefinition struct {
+	Source    string `yaml:"source"`
+	Entry     string `yaml:"entry"`
+	Primitive string `yaml:"primitive"`
+	Name      string `yaml:"name"`
+	OldHash   string `yaml:"old_sha256"`
+	NewHash   string `yaml:"new_sha256"`
 }
 
 // fmExtension is an extension registration's manifest, as the owner reads
@@ -200,6 +212,10 @@ func headerOf(p plexus.Pending, opts RenderOptions) (*header, error) {
 			x.Secrets = append(x.Secrets, oneLine(sr.Name))
 		}
 		fm.Extension = x
+	}
+	if c := p.Definition; c != nil {
+		fm.Definition = &fmDefinition{Source: oneLine(c.Source), Entry: oneLine(c.EntryID), Primitive: oneLine(c.Primitive),
+			Name: capRunes(oneLine(c.Name), 200), OldHash: oneLine(c.OldHash), NewHash: oneLine(c.NewHash)}
 	}
 	if p.DecidedAt != nil {
 		fm.Decided = stampOf(*p.DecidedAt)

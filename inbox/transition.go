@@ -19,6 +19,9 @@ type state struct {
 	p      *plexus.Pending
 	rec    *plexus.DecisionFile
 	grants map[string]*plexus.Grant // capability → the agent's grant row, for an approved decision
+	// pinned is true for an approved definition whose pin this decision
+	// still sets.
+	pinned bool
 }
 
 func (r *Reconciler) read(ctx context.Context, id string) (state, error) {
@@ -39,6 +42,14 @@ func (r *Reconciler) read(ctx context.Context, id string) (state, error) {
 			return err
 		}
 		if p.State != plexus.StateApproved {
+			return nil
+		}
+		if c := p.Definition; c != nil {
+			pins, err := tx.Pins(c.Source)
+			if err != nil {
+				return err
+			}
+			s.pinned = slices.ContainsFunc(pins, func(pin plexus.Pin) bool { return pin.EntryID == c.EntryID && pin.PendingID == p.ID })
 			return nil
 		}
 		s.grants = map[string]*plexus.Grant{}
@@ -513,6 +524,12 @@ func (r *Reconciler) desired(s state) (folder, ended string) {
 			return plexus.FolderActive, ""
 		}
 		return plexus.FolderArchive, "the extension " + m.Source + " was removed"
+	}
+	if s.p.Definition != nil {
+		if s.pinned {
+			return plexus.FolderActive, ""
+		}
+		return plexus.FolderArchive, "the definition is no longer the one served (a later decision, or the server was removed)"
 	}
 	now := r.now()
 	var why []string

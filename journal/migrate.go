@@ -11,7 +11,7 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1, schemaV2}
+	return []string{schemaV1, schemaV2, schemaV3}
 }
 
 // schemaV1 creates everything. Times are fixed-width RFC 3339 UTC text (see
@@ -181,6 +181,23 @@ CREATE TABLE decision_files (
 	written_at TEXT NOT NULL
 );
 CREATE INDEX decision_files_folder ON decision_files(folder);
+`
+
+// schemaV3 adds the rug-pull defence of ingested sources: the definition
+// pinned for each entry (the hash and the JSON the owner accepted) and the
+// changed definition a pending decision puts up.
+const schemaV3 = `
+ALTER TABLE pending ADD COLUMN definition TEXT;
+
+CREATE TABLE pins (
+	source     TEXT NOT NULL,
+	entry_id   TEXT NOT NULL,
+	hash       TEXT NOT NULL,
+	definition TEXT NOT NULL,
+	pending_id TEXT NOT NULL DEFAULT '',
+	pinned_at  TEXT NOT NULL,
+	PRIMARY KEY (source, entry_id)
+);
 `
 
 // migrate applies the steps db has not run yet, each in its own write

@@ -27,20 +27,24 @@ func (t *tx) PutPending(p *plexus.Pending) error {
 	if err != nil {
 		return fmt.Errorf("put pending %q: extension: %w", p.ID, err)
 	}
+	def, err := toJSONNullable(p.Definition)
+	if err != nil {
+		return fmt.Errorf("put pending %q: definition: %w", p.ID, err)
+	}
 	_, err = t.exec(`INSERT INTO pending
 		(id, kind, agent_id, session_id, state, created_at, expires_at, decided_at, decided_by, via,
-		 reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension, definition)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, agent_id = excluded.agent_id,
 			session_id = excluded.session_id, state = excluded.state, created_at = excluded.created_at,
 			expires_at = excluded.expires_at, decided_at = excluded.decided_at,
 			decided_by = excluded.decided_by, via = excluded.via, reason = excluded.reason,
 			items = excluded.items, narration = excluded.narration, purpose = excluded.purpose,
 			bundle_id = excluded.bundle_id, bundle = excluded.bundle, trace_id = excluded.trace_id,
-			same_user = excluded.same_user, extension = excluded.extension`,
+			same_user = excluded.same_user, extension = excluded.extension, definition = excluded.definition`,
 		p.ID, p.Kind, p.AgentID, p.SessionID, p.State, fmtTime(p.CreatedAt), fmtTime(p.ExpiresAt),
 		fmtTimePtr(p.DecidedAt), p.DecidedBy, p.Via, p.Reason, items, narration, p.Purpose,
-		p.BundleID, bundle, p.TraceID, p.SameUser, ext)
+		p.BundleID, bundle, p.TraceID, p.SameUser, ext, def)
 	if err != nil {
 		return fmt.Errorf("put pending %q: %w", p.ID, err)
 	}
@@ -48,18 +52,18 @@ func (t *tx) PutPending(p *plexus.Pending) error {
 }
 
 const pendingCols = `id, kind, agent_id, session_id, state, created_at, expires_at, decided_at, decided_by, via,
-	reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension`
+	reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension, definition`
 
 func scanPending(s scanner) (*plexus.Pending, error) {
 	var (
 		p                plexus.Pending
 		created, expires string
 		decided, bundle  sql.NullString
-		ext              sql.NullString
+		ext, def         sql.NullString
 		items, narration string
 	)
 	err := s.Scan(&p.ID, &p.Kind, &p.AgentID, &p.SessionID, &p.State, &created, &expires, &decided,
-		&p.DecidedBy, &p.Via, &p.Reason, &items, &narration, &p.Purpose, &p.BundleID, &bundle, &p.TraceID, &p.SameUser, &ext)
+		&p.DecidedBy, &p.Via, &p.Reason, &items, &narration, &p.Purpose, &p.BundleID, &bundle, &p.TraceID, &p.SameUser, &ext, &def)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +83,9 @@ func scanPending(s scanner) (*plexus.Pending, error) {
 	}
 	if p.Extension, err = fromJSONNullable[plexus.ExtensionManifest](ext); err != nil {
 		return nil, fmt.Errorf("extension: %w", err)
+	}
+	if p.Definition, err = fromJSONNullable[plexus.DefinitionChange](def); err != nil {
+		return nil, fmt.Errorf("definition: %w", err)
 	}
 	return &p, nil
 }
