@@ -38,7 +38,7 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	var events []*plexus.Event
 	var minted *plexus.ScopedToken
 	var registered plexus.Source // an approved extension, brought online after the commit
-	var refresh string             // the source of an approved definition, rescanned after the commit
+	var refresh string           // the source of an approved definition, rescanned after the commit
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
 		events, minted, registered, refresh = nil, nil, nil, ""
 		p, err := tx.Pending(d.PendingID)
