@@ -132,7 +132,7 @@ func (l *loop) event(ev fsnotify.Event) {
 		// Either way, see whether the watch still holds.
 		l.check(f)
 	}
-	if parent := filepath.Dir(name); l.byPath[parent] != nil {
+	if parent := filepath.Dir(name); l.byPath[parent] != nil && (l.w.only == nil || l.w.only(filepath.Base(name))) {
 		l.mark(parent)
 	}
 	if l.w.observe != nil {

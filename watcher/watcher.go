@@ -65,6 +65,11 @@ type Options struct {
 	// Logger receives what the watcher notices and repairs (a folder gone or
 	// watched again, an overflow). Nil discards.
 	Logger *slog.Logger
+	// Only, when set, narrows what counts as a change: an event on a file
+	// in a watched folder counts only when Only(its base name) is true. A
+	// consumer of one file in a busy folder (mcp.json beside the journal)
+	// is then not woken by every write to the others.
+	Only func(name string) bool
 }
 
 // Hint says that some folders should be looked at again. It carries no
@@ -94,6 +99,7 @@ func merge(a, b Hint) Hint {
 type Watcher struct {
 	dirs     []string // cleaned, sorted, without duplicates; never modified
 	debounce time.Duration
+	only     func(name string) bool
 	rescan   time.Duration
 	poll     time.Duration
 	log      *slog.Logger
@@ -147,6 +153,7 @@ func New(dirs []string, opts Options) (*Watcher, error) {
 	w := &Watcher{
 		dirs:     slices.Compact(clean),
 		debounce: orDefault(opts.Debounce, DefaultDebounce),
+		only:     opts.Only,
 		rescan:   orDefault(opts.Rescan, DefaultRescan),
 		poll:     orDefault(opts.Poll, DefaultPoll),
 		log:      opts.Logger,

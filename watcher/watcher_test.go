@@ -741,3 +741,21 @@ func TestMerge(t *testing.T) {
 		})
 	}
 }
+
+func TestOnlyNarrowsWhatCounts(t *testing.T) {
+	home := mkdirs(t, "home")[0]
+	const debounce = 10 * time.Millisecond
+	w, rec := start(t, Options{Debounce: debounce, Only: func(name string) bool { return name == "mcp.json" }}, nil, home)
+	from := started(t, w, rec)
+	write(t, filepath.Join(home, "journal.db-wal"), "busy")
+	rec.waitFor(t, from, "the journal write handled", func(ns []note) bool {
+		return slices.ContainsFunc(ns, func(n note) bool { return strings.HasSuffix(n.event, "journal.db-wal") })
+	})
+	// Long enough for a hint the write had caused to go out on its own.
+	time.Sleep(5 * debounce)
+	write(t, filepath.Join(home, "mcp.json"), "{}")
+	next(t, w, "naming the folder of mcp.json", naming(home))
+	if hs := hints(rec.since(from)); len(hs) != 1 {
+		t.Errorf("hints after start-up = %+v; want only the one for mcp.json", hs)
+	}
+}
