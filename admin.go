@@ -127,4 +127,7 @@ type SourceStatus struct {
 	Provenance Provenance `json:"provenance"`
 	Entries    int        `json:"entries"`
 	Health     Health     `json:"health"`
+	// Held are the source's entries held out of the manifest while a changed
+	// definition waits for the owner.
+	Held []string `json:"held,omitempty"`
 }

@@ -606,6 +606,13 @@ func (g *Gateway) Status(ctx context.Context, c Credentials) (plexus.StatusRespo
 			return err
 		}
 		out.Pending = len(p)
+		for _, pd := range p {
+			if c := pd.Definition; c != nil {
+				if i := slices.IndexFunc(out.Sources, func(s plexus.SourceStatus) bool { return s.ID == c.Source }); i >= 0 {
+					out.Sources[i].Held = append(out.Sources[i].Held, c.EntryID)
+				}
+			}
+		}
 		gr, err := tx.Grants("", g.now())
 		out.Grants = len(gr)
 		return err

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/scaffold"
+	"github.com/urfave/cli/v3"
+)
+
+// mcpCommand edits mcp.json under --home. The daemon watches the file and
+// starts, restarts or stops servers as it changes, so the commands work
+// whether it runs or not; when it runs, add waits to say what it found.
+func mcpCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "wrap MCP servers as sources (mcp.json under --home, the mcpServers format other MCP hosts use)",
+		Commands: []*cli.Command{
+			{
+				Name:  "add",
+				Usage: "add a server: plexus mcp add <name> -- <command> [args…], or plexus mcp add <name> --url <url>",
+				Description: "A value of --env or --header may name a secret instead of holding it: --env GITHUB_TOKEN='${secret:github}'\n" +
+					"(store it with plexus secrets set github). The server's tools, resources and prompts appear as entries\n" +
+					"mcp.<name>.…; their definitions are pinned now, and a definition that changes later is held until you approve it.",
+				ArgsUsage: "<name> [-- <command> [args…]]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "url", Usage: "the server's Streamable HTTP endpoint, instead of a command"},
+					&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE for the server's environment (repeatable)"},
+					&cli.StringSliceFlag{Name: "header", Usage: "Name=Value sent with every HTTP request (repeatable)"},
+					&cli.BoolFlag{Name: "replace", Usage: "replace a server of that name"},
+					&cli.DurationFlag{Name: "wait", Value: 15 * time.Second, Usage: "how long to wait for a running daemon to list the server"},
+				},
+				Action: mcpAdd,
+			},
+			{
+				Name:  "list",
+				Usage: "list the servers in mcp.json, and what a running daemon serves of each",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return mcpList(ctx, cmd)
+				},
+			},
+			{
+				Name:      "remove",
+				Usage:     "remove a server; its entries leave the manifest and its pins are forgotten",
+				ArgsUsage: "<name>",
+				Action:    mcpRemove,
+			},
+		},
+	}
+}
+
+func mcpPath(cmd *cli.Command) (string, error) {
+	home := cmd.String("home")
+	if home == "" {
+		return "", usageError(cmd, "--home is empty")
+	}
+	return filepath.Join(home, scaffold.FileMCPConfig), nil
+}
+
+// keyValues parses KEY=VALUE flags.
+func keyValues(cmd *cli.Command, flag string) (map[string]string, error) {
+	vals := cmd.StringSlice(flag)
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(vals))
+	for _, kv := range vals {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError(cmd, "--%s %q: write KEY=VALUE", flag, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func mcpAdd(ctx context.Context, cmd *cli.Command) error {
+	args := cmd.Args().Slice()
+	if len(args) == 0 {
+		return usageError(cmd, "usage: %s <name> -- <command> [args…] | <name> --url <url>", cmd.FullName())
+	}
+	name, rest := args[0], args[1:]
+	entry := map[string]any{}
+	switch u := cmd.String("url"); {
+	case u != "" && len(rest) > 0:
+		return usageError(cmd, "give a command after -- or --url, not both")
+	case u != "":
+		entry["url"] = u
+	case len(rest) == 0:
+		return usageError(cmd, "give the server's command after --, or its --url")
+	default:
+		entry["command"] = rest[0]
+		if len(rest) > 1 {
+			entry["args"] = rest[1:]
+		}
+	}
+	env, err := keyValues(cmd, "env")
+	if err != nil {
+		return err
+	}
+	headers, err := keyValues(cmd, "header")
+	if err != nil {
+		return err
+	}
+	if env != nil {
+		entry["env"] = env
+	}
+	if headers != nil {
+		entry["headers"] = headers
+	}
+	raw, err := json.Marshal(entry)
+	if err != nil {
+		return err
+	}
+	path, err := mcpPath(cmd)
+	if err != nil {
+		return err
+	}
+	s, err := parseMCPServer(path, name, raw)
+	if err != nil {
+		return &codedError{code: exitUsage, msg: err.Error()}
+	}
+	doc, err := readMCPDoc(path)
+	if err != nil {
+		return err
+	}
+	if _, exists := doc.servers[name]; exists && !cmd.Bool("replace") {
+		return &codedError{code: exitError, msg: fmt.Sprintf("%s already has a server %q; pass --replace to replace it", path, name)}
+	}
+	if missing := missingSecrets(cmd, s); len(missing) > 0 {
+		return &codedError{code: exitError, msg: fmt.Sprintf("the secret %s is not set; store it first with: plexus secrets set %s",
+			missing[0], missing[0])}
+	}
+	doc.put(name, raw)
+	if err := doc.write(); err != nil {
+		return err
+	}
+	w := cmd.Root().Writer
+	fmt.Fprintf(w, "Added the MCP server %s to %s (%s).\n", name, path, s.describe())
+	return waitForServer(ctx, cmd, name)
+}
+
+// missingSecrets lists the secrets s refers to that are not stored.
+func missingSecrets(cmd *cli.Command, s mcpServer) []string {
+	pf, err := newPlatform(cmd)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range s.secretNames() {
+		if _, err := pf.Secret(n); err != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// waitForServer tells what a running daemon made of the new server: its
+// entries once listed, or its health while it does not come up.
+func waitForServer(ctx context.Context, cmd *cli.Command, name string) error {
+	w := cmd.Root().Writer
+	const notRunning = "Plexus is not running; it starts the server at the next plexus serve."
+	key, err := readConnectionKey(cmd.String("home"))
+	if err != nil {
+		fmt.Fprintln(w, notRunning) // the home was never served
+		return nil
+	}
+	adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
+	if err != nil {
+		return err
+	}
+	id := "mcp:" + name
+	deadline := time.Now().Add(cmd.Duration("wait"))
+	var last plexus.SourceStatus
+	for {
+		st, err := adm.Status(ctx)
+		if errors.Is(err, client.ErrUnreachable) {
+			fmt.Fprintln(w, notRunning)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(st.Sources, func(s plexus.SourceStatus) bool { return s.ID == id })
+		if i >= 0 {
+			last = st.Sources[i]
+			if last.Health.Status == plexus.HealthOK && last.Entries > 0 {
+				fmt.Fprintf(w, "Plexus serves %d entries of %s (mcp.%s.…); their definitions are pinned.\n", last.Entries, id, name)
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if last.ID == "" {
+		fmt.Fprintf(w, "Plexus has not listed %s yet; see plexus mcp list and the daemon's log.\n", id)
+		return nil
+	}
+	fmt.Fprintf(w, "%s: %d entries, health %s %s\n", id, last.Entries, last.Health.Status, last.Health.Detail)
+	return nil
+}
+
+// mcpListItem is one server in plexus mcp list.
+type mcpListItem struct {
+	mcpServer
+	Problem string               `json:"problem,omitempty"`
+	Source  *plexus.SourceStatus `json:"source,omitempty"`
+}
+
+func mcpList(ctx context.Context, cmd *cli.Command) error {
+	if err := checkArgs(cmd, 0, ""); err != nil {
+		return err
+	}
+	path, err := mcpPath(cmd)
+	if err != nil {
+		return err
+	}
+	doc, err := readMCPDoc(path)
+	if err != nil {
+		return err
+	}
+	var live map[string]plexus.SourceStatus
+	running := false
+	if key, err := readConnectionKey(cmd.String("home")); err == nil {
+		if adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI)); err == nil {
+			if st, err := adm.Status(ctx); err == nil {
+				running = true
+				live = map[string]plexus.SourceStatus{}
+				for _, s := range st.Sources {
+					live[s.ID] = s
+				}
+			}
+		}
+	}
+	var items []mcpListItem
+	for _, n := range doc.names() {
+		it := mcpListItem{mcpServer: mcpServer{Name: n}}
+		s, err := doc.server(n)
+		if err != nil {
+			var ce *MCPConfigError
+			if errors.As(err, &ce) {
+				it.Problem = ce.Problem
+			} else {
+				it.Problem = err.Error()
+			}
+		} else {
+			it.mcpServer = s
+			if missing := missingSecrets(cmd, s); len(missing) > 0 {
+				it.Problem = "secret " + strings.Join(missing, ", ") + " not set (plexus secrets set <name>)"
+			}
+		}
+		if st, ok := live["mcp:"+n]; ok {
+			it.Source = &st
+		}
+		items = append(items, it)
+	}
+	w := cmd.Root().Writer
+	if cmd.Bool("json") {
+		if items == nil {
+			items = []mcpListItem{}
+		}
+		return printJSON(w, items)
+	}
+	if len(items) == 0 {
+		fmt.Fprintf(w, "No MCP servers in %s. Add one with: plexus mcp add <name> -- <command> [args…]\n", path)
+		return nil
+	}
+	t := newTable(w)
+	fmt.Fprintln(t, "NAME\tSERVER\tENTRIES\tHELD\tSTATE")
+	for _, it := range items {
+		entries, held, state := "-", "-", "not running"
+		switch {
+		case it.Problem != "":
+			state = "not started: " + it.Problem
+		case it.Disabled:
+			state = "disabled"
+		case it.Source != nil:
+			entries = fmt.Sprint(it.Source.Entries)
+			held = fmt.Sprint(len(it.Source.Held))
+			state = string(it.Source.Health.Status)
+			if it.Source.Health.Detail != "" {
+				state += " (" + it.Source.Health.Detail + ")"
+			}
+		case running:
+			state = "not listed yet"
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", it.Name, dash(it.describe()), entries, held, state)
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if len(it.Ignored) > 0 {
+			fmt.Fprintf(w, "%s: Plexus ignores %s (kept in the file).\n", it.Name, strings.Join(it.Ignored, ", "))
+		}
+		if it.Source != nil && len(it.Source.Held) > 0 {
+			fmt.Fprintf(w, "%s: held until you decide (plexus pending): %s\n", it.Name, strings.Join(it.Source.Held, ", "))
+		}
+	}
+	return nil
+}
+
+func mcpRemove(ctx context.Context, cmd *cli.Command) error {
+	if err := checkArgs(cmd, 1, "<name>"); err != nil {
+		return err
+	}
+	name := cmd.Args().First()
+	path, err := mcpPath(cmd)
+	if err != nil {
+		return err
+	}
+	doc, err := readMCPDoc(path)
+	if err != nil {
+		return err
+	}
+	if !doc.remove(name) {
+		return &codedError{code: exitError, msg: fmt.Sprintf("%s has no server %q (see plexus mcp list)", path, name)}
+	}
+	if err := doc.write(); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.Root().Writer, "Removed the MCP server %s from %s; a running Plexus stops it and drops its entries.\n", name, path)
+	return nil
+}
