@@ -55,9 +55,10 @@
 // other byte of its UTF-8 becomes '~' and two upper-case hex digits ("get
 // weather" → get~20weather); the mapping is one-to-one. Resource names
 // need not be unique: a resource or template whose id is already taken
-// gets "~" and the first 8 hex digits of the sha256 of its URI (or
-// template) appended. Any other collision within a server (a tool named
-// "resource.x" against a resource x) keeps the first in the order tools,
+// (by another resource, or a tool named "resource.x") gets "~" and the
+// first 8 hex digits of the sha256 of its URI (or template) appended. Any
+// other collision within a server (a tool named "prompt.x" against a
+// prompt x, two tools of one name) keeps the first in the order tools,
 // resources, templates, prompts, and logs the other. Tools the SDK
 // considers invalid are left out as it leaves them out.
 //

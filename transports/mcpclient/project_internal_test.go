@@ -121,7 +121,9 @@ func TestProjectCollisions(t *testing.T) {
 			json.RawMessage(`{"uri":"x://3","name":"b"}`),
 			json.RawMessage(`{"uri":"x://4"}`),
 		},
+		prompts: []json.RawMessage{json.RawMessage(`{"name":"a"}`), json.RawMessage(`{"name":"b"}`)},
 	}
+	l.tools = append(l.tools, json.RawMessage(`{"name":"prompt.a","inputSchema":{}}`))
 	p := project("s", "mcp:s", l, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var got []string
 	for i, e := range p.entries {
@@ -129,10 +131,12 @@ func TestProjectCollisions(t *testing.T) {
 	}
 	want := []string{
 		"mcp.s.resource.a resource.a",
+		"mcp.s.prompt.a prompt.a", // the prompt a that comes later is left out
 		"mcp.s.resource.a~" + uriHash("x://1") + " x://1",
 		"mcp.s.resource.b x://2",
 		"mcp.s.resource.b~" + uriHash("x://3") + " x://3",
 		"mcp.s.resource.x~3A~2F~2F4 x://4",
+		"mcp.s.prompt.b b",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
