@@ -227,9 +227,17 @@ func TestEverythingReconnect(t *testing.T) {
 		t.Fatal("no pid")
 	}
 	before := len(h.entries(t))
+	// A call in flight when the server dies fails with transport_error.
+	var pl progressLog
+	inflight := make(chan plexus.TransportResult, 1)
+	go func() {
+		inflight <- h.call(t, context.Background(), "mcp.everything.trigger-long-running-operation", map[string]any{"duration": 10.0, "steps": 20.0}, &pl)
+	}()
+	eventually(t, 10*time.Second, "the call is running", func() bool { return len(pl.all()) > 0 })
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	wantErr(t, <-inflight, plexus.CodeTransportError, "ended during the call")
 	eventually(t, 10*time.Second, "health goes unavailable", func() bool {
 		return slices.ContainsFunc(h.healthLog(), func(hl plexus.Health) bool { return hl.Status == plexus.HealthUnavailable })
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -179,7 +180,7 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 //
 //	the caller's context ended        transport_error ("cancelled", "timed out")
 //	a JSON-RPC error response         transport_error with the server's message; detail {"code": n}
-//	the session closed during the call transport_error
+//	the session ended during the call transport_error
 //	anything else                     transport_error
 func (c *Client) callError(ctx context.Context, err error, method, id string) *plexus.Error {
 	if cerr := ctx.Err(); cerr != nil {
@@ -195,7 +196,7 @@ func (c *Client) callError(ctx context.Context, err error, method, id string) *p
 		e := plexus.Errorf(plexus.CodeTransportError, "MCP server %s: %s: %s", c.name, method, clip(msg, 1000))
 		e.Detail = map[string]any{"code": werr.Code}
 		return e
-	case errors.Is(err, mcp.ErrConnectionClosed):
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return plexus.WrapError(plexus.CodeTransportError, err, fmt.Sprintf("the session with the MCP server %s ended during the call", c.name))
 	}
 	return &plexus.Error{Code: plexus.CodeTransportError, Message: fmt.Sprintf("MCP server %s: %s failed: %s", c.name, method, clip(c.red.err(err), 1000))}
