@@ -15,10 +15,12 @@ run: build
 	./$(BIN) serve
 
 # vet, staticcheck, then every unit and integration test with the race detector.
+# The MCP client's tests run real MCP servers, pinned in examples/mcp.
 test:
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	npm ci --prefix examples/mcp --no-audit --no-fund
 	$(GO) test -race -count=1 ./...
 
 # Benchmarks print ratios against a baseline measured in the same run.
@@ -28,7 +30,8 @@ test:
 # transports' per-call overheads against calling the same backend directly
 # come first (go test runs the packages' benchmarks one after the other).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./cmd/plexus/
+	npm ci --prefix examples/mcp --no-audit --no-fund
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./transports/mcpclient/ ./cmd/plexus/
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)

@@ -1,0 +1,422 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+// How the raw bytes of a result are captured.
+//
+// The SDK decodes every result into its typed structs (mcp.Tool,
+// mcp.CallToolResult, …), which drop the fields the SDK does not model, and
+// it hands out no raw form of a standard request's result: CallCustomMethod
+// refuses standard method names, and sending middleware sees the result
+// already decoded. The bytes are still whole one layer down, where the SDK's
+// jsonrpc2 connection meets the wire, and that is where they are taken:
+//
+//   - stdio: the Transport handed to mcp.Client.Connect is wrapped
+//     ([rawTransport]). Its Connection's Write sees each outgoing call with
+//     the caller's context, and its Read sees each response as a
+//     *jsonrpc.Response whose Result is the "result" member exactly as the
+//     server wrote it.
+//   - Streamable HTTP: the connection cannot be wrapped. The SDK tells its
+//     own streamable connection the negotiated protocol version (which then
+//     rides in a header on every request) and has it open the standalone
+//     SSE stream through an unexported interface, which a wrapper would
+//     hide. So the capture sits in the http.Client's RoundTripper
+//     ([rawRoundTripper]): it reads the JSON-RPC id of each POSTed call and
+//     tees each response body (application/json or text/event-stream)
+//     through a small parser that picks the results out of the messages.
+//
+// Either way a response is matched to its call by JSON-RPC id, and the id
+// to its caller by a [slot] riding in the call's context: jsonrpc2 writes a
+// call synchronously with the caller's context, and the streamable
+// connection POSTs with that same context, so the layer that first sees the
+// id also sees the slot. The slot is filled before the bytes reach the
+// SDK's decoder, so it is complete when the SDK call returns.
+//
+// When no bytes went over the wire (a result the SDK served from its
+// SEP-2549 cache, which only happens with servers that set a TTL), or a
+// response exceeded [maxCapture], the slot stays empty and the caller falls
+// back to re-marshalling the SDK's typed result; see [session.rawResult].
+
+// maxCapture bounds the bytes of one captured message (as the SDK's own
+// default frame limit does).
+const maxCapture = mcp.DefaultMaxLineLength
+
+// slot receives the raw result of the call(s) sent with a context carrying
+// it. If the SDK sends a call more than once (a multi-round-trip retry),
+// the last response wins.
+type slot struct {
+	mu  sync.Mutex
+	raw json.RawMessage
+	ids []jsonrpc.ID // the ids registered for it; guarded by pending.mu
+}
+
+func (s *slot) set(raw json.RawMessage) {
+	s.mu.Lock()
+	s.raw = raw
+	s.mu.Unlock()
+}
+
+func (s *slot) result() json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.raw
+}
+
+type slotKey struct{}
+
+func withSlot(ctx context.Context, s *slot) context.Context {
+	return context.WithValue(ctx, slotKey{}, s)
+}
+
+func slotFrom(ctx context.Context) *slot {
+	s, _ := ctx.Value(slotKey{}).(*slot)
+	return s
+}
+
+// capture is the capture of one connection: the slots of its calls that
+// await a response, by JSON-RPC id, and the progress routes of its calls,
+// by progress token. It is safe for concurrent use.
+type capture struct {
+	mu       sync.Mutex
+	calls    map[jsonrpc.ID]*slot
+	progress map[string]func(plexus.InvokeProgress)
+}
+
+func newCapture() *capture {
+	return &capture{calls: make(map[jsonrpc.ID]*slot), progress: make(map[string]func(plexus.InvokeProgress))}
+}
+
+// sent registers id for s.
+func (c *capture) sent(s *slot, id jsonrpc.ID) {
+	if s == nil || !id.IsValid() {
+		return
+	}
+	c.mu.Lock()
+	c.calls[id] = s
+	s.ids = append(s.ids, id)
+	c.mu.Unlock()
+}
+
+// received hands the response to id its result (nil for an error
+// response).
+func (c *capture) received(id jsonrpc.ID, result json.RawMessage) {
+	c.mu.Lock()
+	s := c.calls[id]
+	delete(c.calls, id)
+	c.mu.Unlock()
+	if s != nil {
+		s.set(result)
+	}
+}
+
+// done forgets what s still waits for: a cancelled call gets no response.
+func (c *capture) done(s *slot) {
+	c.mu.Lock()
+	for _, id := range s.ids {
+		if c.calls[id] == s {
+			delete(c.calls, id)
+		}
+	}
+	s.ids = nil
+	c.mu.Unlock()
+}
+
+// route sends the progress notifications for token to report until the
+// returned func is called.
+func (c *capture) route(token string, report func(plexus.InvokeProgress)) func() {
+	c.mu.Lock()
+	c.progress[token] = report
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.progress, token)
+		c.mu.Unlock()
+	}
+}
+
+// progressed relays a notifications/progress to the call that set its
+// token. It runs where the message is read off the wire, in the order the
+// server sent them, and so before the call's response reaches the SDK.
+// (The SDK's ProgressNotificationHandler is not used: the SDK handles
+// notifications on another goroutine than responses, so a call's result
+// could overtake its last progress.) A token no call waits for, a late
+// notification, is dropped.
+func (c *capture) progressed(params json.RawMessage) {
+	var p struct {
+		ProgressToken any      `json:"progressToken"`
+		Progress      float64  `json:"progress"`
+		Total         *float64 `json:"total"`
+		Message       string   `json:"message"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	token, ok := p.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	report := c.progress[token]
+	c.mu.Unlock()
+	if report != nil {
+		report(plexus.InvokeProgress{Channel: "progress", Progress: &p.Progress, Total: p.Total, Message: p.Message})
+	}
+}
+
+const methodProgress = "notifications/progress"
+
+// rawTransport wraps a stdio transport so that its connection feeds p.
+type rawTransport struct {
+	mcp.Transport
+	c *capture
+}
+
+func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{Connection: conn, c: t.c}, nil
+}
+
+// rawConn is a Connection that registers outgoing calls, captures the
+// results of incoming responses and relays progress. The SDK calls Write
+// concurrently and Read from one goroutine; both only touch c, which
+// locks.
+type rawConn struct {
+	mcp.Connection
+	c *capture
+}
+
+func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	// Registered before the write, so that no response can overtake it.
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.c.sent(slotFrom(ctx), req.ID)
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		return msg, err
+	}
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		var result json.RawMessage
+		if m.Error == nil {
+			result = m.Result
+		}
+		c.c.received(m.ID, result)
+	case *jsonrpc.Request:
+		if m.Method == methodProgress && !m.IsCall() {
+			c.c.progressed(m.Params)
+		}
+	}
+	return msg, nil
+}
+
+// rawRoundTripper is the Streamable HTTP side of the capture. It also adds
+// the configured headers (secrets: never logged) to every request.
+type rawRoundTripper struct {
+	base    http.RoundTripper
+	headers map[string]string
+	c       *capture
+}
+
+func (t *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context()) // a RoundTripper must not change its argument
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	if s := slotFrom(req.Context()); s != nil && req.Method == http.MethodPost && req.GetBody != nil {
+		if id, ok := postedCallID(req); ok {
+			t.c.sent(s, id)
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		resp.Body = &jsonTee{ReadCloser: resp.Body, c: t.c}
+	case "text/event-stream":
+		resp.Body = &sseTee{ReadCloser: resp.Body, c: t.c}
+	}
+	return resp, nil
+}
+
+// postedCallID reads the JSON-RPC id of the call a POST carries (a fresh
+// copy of the body, through GetBody).
+func postedCallID(req *http.Request) (jsonrpc.ID, bool) {
+	body, err := req.GetBody()
+	if err != nil {
+		return jsonrpc.ID{}, false
+	}
+	defer body.Close()
+	var msg struct {
+		ID     any     `json:"id"`
+		Method *string `json:"method"`
+	}
+	if err := json.NewDecoder(io.LimitReader(body, maxCapture)).Decode(&msg); err != nil || msg.Method == nil || msg.ID == nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(msg.ID)
+	return id, err == nil
+}
+
+// deliver hands c the results of the responses and the progress
+// notifications in one JSON-RPC payload (a message or a batch). Anything
+// else in it is ignored: the SDK decodes it on its own.
+func deliver(c *capture, data []byte) {
+	data = bytes.TrimSpace(data)
+	msgs := []json.RawMessage{data}
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &msgs); err != nil {
+			return
+		}
+	}
+	for _, m := range msgs {
+		var r struct {
+			ID     any             `json:"id"`
+			Method *string         `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(m, &r); err != nil {
+			continue
+		}
+		if r.Method != nil {
+			if *r.Method == methodProgress && r.ID == nil {
+				c.progressed(r.Params)
+			}
+			continue
+		}
+		if r.ID == nil {
+			continue
+		}
+		id, err := jsonrpc.MakeID(r.ID)
+		if err != nil {
+			continue
+		}
+		if r.Error != nil {
+			r.Result = nil
+		}
+		c.received(id, r.Result) // Unmarshal copied the bytes: they are the result's own
+	}
+}
+
+// jsonTee passes an application/json body through, keeping a copy that is
+// delivered when the body ends (the SDK reads it to the end).
+type jsonTee struct {
+	io.ReadCloser
+	c    *capture
+	buf  bytes.Buffer
+	over bool // the body exceeded maxCapture: nothing is delivered
+	done bool
+}
+
+func (t *jsonTee) Read(b []byte) (int, error) {
+	n, err := t.ReadCloser.Read(b)
+	if !t.over {
+		if t.buf.Len()+n > maxCapture {
+			t.over = true
+			t.buf = bytes.Buffer{}
+		} else {
+			t.buf.Write(b[:n])
+		}
+	}
+	if err != nil && !t.done {
+		t.done = true
+		if err == io.EOF && !t.over {
+			deliver(t.c, t.buf.Bytes())
+		}
+		t.buf = bytes.Buffer{}
+	}
+	return n, err
+}
+
+// sseTee passes a text/event-stream body through and delivers the data of
+// each event as it ends, before the bytes that end it reach the reader.
+type sseTee struct {
+	io.ReadCloser
+	c       *capture
+	line    []byte // the line read so far
+	data    []byte // the data of the event read so far
+	hasData bool
+	over    bool // the event exceeded maxCapture: it is skipped
+}
+
+func (t *sseTee) Read(b []byte) (int, error) {
+	n, err := t.ReadCloser.Read(b)
+	t.feed(b[:n])
+	return n, err
+}
+
+func (t *sseTee) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			t.grow(&t.line, b)
+			return
+		}
+		t.grow(&t.line, b[:i])
+		t.field(bytes.TrimSuffix(t.line, []byte("\r")))
+		t.line = t.line[:0]
+		b = b[i+1:]
+	}
+}
+
+// grow appends b to *buf unless that passes maxCapture, which marks the
+// event over.
+func (t *sseTee) grow(buf *[]byte, b []byte) {
+	if t.over {
+		return
+	}
+	if len(*buf)+len(b) > maxCapture {
+		t.over = true
+		*buf = (*buf)[:0]
+		return
+	}
+	*buf = append(*buf, b...)
+}
+
+// field handles one line of the stream (see the HTML standard's
+// event-stream interpretation); only data fields and the blank line that
+// ends an event matter here.
+func (t *sseTee) field(line []byte) {
+	if len(line) == 0 {
+		if t.hasData && !t.over {
+			deliver(t.c, t.data)
+		}
+		t.data, t.hasData, t.over = t.data[:0], false, false
+		return
+	}
+	name, value, _ := bytes.Cut(line, []byte(":"))
+	if string(name) != "data" {
+		return
+	}
+	value = bytes.TrimPrefix(value, []byte(" "))
+	if t.hasData {
+		t.grow(&t.data, []byte("\n"))
+	}
+	t.grow(&t.data, value)
+	t.hasData = true
+}

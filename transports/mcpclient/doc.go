@@ -1,0 +1,114 @@
+// Package mcpclient is Plexus as an MCP client: one persistent session per
+// configured MCP server (an entry of mcp.json's "mcpServers", stdio or
+// Streamable HTTP), exposed as a [plexus.Source] ([Client]) whose entries
+// are the server's tools, resources, resource templates and prompts, and a
+// [plexus.Transport] of kind mcp ([Transport]) that calls them. It is built
+// on the official MCP Go SDK.
+//
+// # Lifecycle
+//
+// [Client.Run] owns the session: it starts the server (or opens the HTTP
+// session), initializes, lists tools, resources, resource templates and
+// prompts, each paged to exhaustion, and keeps the session. A
+// notifications/…/list_changed re-lists that primitive; when what
+// [Client.Scan] returns changes, Options.OnChange is called. When the
+// session is lost (the process died, the HTTP session is gone, a keep-alive
+// ping went unanswered) Run reconnects with a backoff doubling from
+// Options.MinBackoff to Options.MaxBackoff and lists again; meanwhile Scan
+// keeps the last listing, [Client.Health] is unavailable with the reason,
+// and calls fail with source_unavailable. Options.OnHealth hears each
+// change of status. When Run's context ends it closes the session: stdin
+// closed, then SIGTERM, then SIGKILL, each after Options.StopGrace, and
+// whatever the server left in its process group killed.
+//
+// # How MCP primitives become entries
+//
+// Every entry is kind capability, transport mcp, source "mcp:<server>",
+// with mcp {serverId: <server>, protocolVersion: <negotiated>, primitive,
+// originName, raw} where raw is the listed object byte for byte. <server>
+// is the configured name, a slug ([ValidName]).
+//
+//	tool      id mcp.<server>.<name>; label title, else annotations.title,
+//	          else name; describe description; io.input inputSchema and
+//	          io.output outputSchema, verbatim; originName the name.
+//	resource  id mcp.<server>.resource.<name>; grants read; io.input an
+//	          empty object; originName the URI.
+//	template  (resources/templates/list) id mcp.<server>.template.<name>;
+//	          grants read; io.input an object of the template's variables,
+//	          each a required string; mcp.primitive "resource" and
+//	          originName the uriTemplate. Only RFC 6570 level 1 templates
+//	          ({var}, no operator or modifier) are projected; others are
+//	          left out and logged.
+//	prompt    id mcp.<server>.prompt.<name>; grants read; io.input an object
+//	          of the prompt's arguments, each a string, the required ones
+//	          required, no others; originName the name.
+//
+// A missing description becomes a line naming the primitive. A tool's
+// grant follows its explicit annotations only: readOnlyHint true is read;
+// otherwise destructiveHint true or openWorldHint true is execute;
+// anything else, an unannotated tool included, is write. (MCP's defaults
+// would make every unannotated tool destructive and open-world, so
+// execute, which is never a standing grant; write is what an unknown
+// effect is, and the owner sees the verb in every decision.)
+//
+// In a name, ASCII letters, digits, '_', '-' and '.' are kept and every
+// other byte of its UTF-8 becomes '~' and two upper-case hex digits ("get
+// weather" → get~20weather); the mapping is one-to-one. Resource names
+// need not be unique: a resource or template whose id is already taken
+// (by another resource, or a tool named "resource.x") gets "~" and the
+// first 8 hex digits of the sha256 of its URI (or template) appended. Any
+// other collision within a server (a tool named "prompt.x" against a
+// prompt x, two tools of one name) keeps the first in the order tools,
+// resources, templates, prompts, and logs the other. Tools the SDK
+// considers invalid are left out as it leaves them out.
+//
+// [Client.Definitions] returns every projected primitive with the sha256 of
+// its canonical form ([Definition]); Options.Hold, asked after every
+// listing, may hold entries out of Scan (the gateway holds a tool whose
+// definition changed since the owner approved it), and Dispatch refuses a
+// held entry with unknown_capability.
+//
+// # Calls
+//
+// [Transport.Dispatch] branches on the route's primitive: tools/call with
+// the input as arguments, resources/read of the URI (a template's, expanded
+// from the input), prompts/get with the input as string arguments. Every
+// call carries a progress token, and each notifications/progress for it is
+// relayed through DispatchContext.Report (channel "progress"), before the
+// result. When the caller's context ends first the SDK sends the server
+// notifications/cancelled.
+//
+// The server's result is returned byte for byte in MCPResult: a tool's
+// content[] with structuredContent and isError, a resource's contents[], a
+// prompt's messages[]; Data is a tool's structuredContent when there is
+// one. The codes:
+//
+//	result                          OK true
+//	tool result with isError true   mcp_tool_error (MCPResult still holds it)
+//	no session up (or no client)    source_unavailable
+//	JSON-RPC error from the server  transport_error with its message, detail {"code": n}
+//	caller cancelled or timed out   transport_error (the server was told)
+//	session lost during the call    transport_error
+//	a held entry                    unknown_capability
+//	a non-string prompt argument
+//	or template variable            schema_validation_failed
+//
+// # Raw bytes
+//
+// The SDK decodes results into its types, which drop what it does not
+// model, so the bytes are taken where its JSON-RPC layer meets the wire: a
+// wrapped Connection for stdio, the http.Client's RoundTripper for
+// Streamable HTTP; capture.go says how and why. Should the SDK answer from
+// its own cache (SEP-2549 TTLs, which only some servers set) no bytes go
+// over the wire, and the typed result is re-marshalled instead.
+//
+// # Never
+//
+// The package never runs a server through a shell, never hands a child the
+// gateway's PLEXUS_* variables, and never lets a configured env or header
+// value (nor a URL's query) into a log, an error, a health detail or an
+// entry; text from the server bound for an error or a log is redacted of
+// them. It never logs an input or a result, and leaves no process or
+// goroutine behind when Run returns. Plain http is accepted only to a
+// loopback host. It runs on Linux and macOS.
+package mcpclient

@@ -1,0 +1,431 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+// session is one MCP session and what hangs off it. Its fields are set by
+// connect before it is published and never change after; the parts that
+// do (p, routes, changed, stderr) lock themselves.
+type session struct {
+	cs      *mcp.ClientSession
+	pv      string                  // the negotiated protocol version
+	caps    *mcp.ServerCapabilities // never nil
+	cmd     *exec.Cmd               // the stdio server; nil over HTTP
+	c       *capture                // raw results and progress of the calls
+	changed *changes                // list_changed not yet handled
+	stderr  *tail                   // the stdio server's last stderr bytes
+	lost    chan struct{}           // closed when the session has ended
+	waitErr error                   // why, from the SDK; set before lost closes
+}
+
+func (s *session) pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// connect starts the transport and initializes a session. The SDK's
+// client is made per session, so that its notification handlers feed this
+// session alone.
+func (c *Client) connect(ctx context.Context) (*session, error) {
+	c.lastStderr = ""
+	s := &session{c: newCapture(), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
+	var t mcp.Transport
+	if c.cfg.URL != "" {
+		t = &mcp.StreamableClientTransport{
+			Endpoint:   c.cfg.URL,
+			HTTPClient: &http.Client{Transport: &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, c: s.c}},
+		}
+	} else {
+		cmd, err := c.command(s.stderr)
+		if err != nil {
+			return nil, err
+		}
+		s.cmd = cmd
+		t = &rawTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: c.grace}, c: s.c}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, &mcp.ClientOptions{
+		Logger: c.log,
+		// Plexus offers the server nothing back: no roots, sampling or
+		// elicitation. Progress is relayed by the capture (capture.go).
+		Capabilities:               &mcp.ClientCapabilities{},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
+		KeepAlive:                  keepAlive,
+	})
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		// The SDK closed what it had opened (a started process included);
+		// what the process left in its group goes too.
+		s.sweep()
+		c.lastStderr = s.stderr.lastLine()
+		what := c.cfg.Command
+		if what == "" {
+			what = redactURL(c.cfg.URL)
+		}
+		return nil, fmt.Errorf("connect to %s: %s", what, c.red.err(err))
+	}
+	s.cs = cs
+	ir := cs.InitializeResult()
+	s.pv, s.caps = ir.ProtocolVersion, ir.Capabilities
+	if s.caps == nil {
+		s.caps = &mcp.ServerCapabilities{}
+	}
+	go func() {
+		// Ends when the session does: the server went away, or close.
+		s.waitErr = cs.Wait()
+		close(s.lost)
+	}()
+	return s, nil
+}
+
+// close ends s: the SDK closes stdin and waits for the server, then
+// SIGTERM, then SIGKILL, each after the grace; what the server left in its
+// process group is killed. It returns why the session ended, fit for a
+// health detail.
+func (c *Client) close(s *session) string {
+	err := s.cs.Close()
+	<-s.lost
+	s.sweep()
+	if s.cmd == nil {
+		if s.waitErr != nil {
+			return "the HTTP session ended: " + clip(c.red.err(s.waitErr), 300)
+		}
+		return "the HTTP session ended"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return "the server process exited (" + ee.ProcessState.String() + ")"
+	}
+	return "the server process exited"
+}
+
+// sweep kills what is left of the stdio server's process group. The
+// group's id is the server's pid; with the server gone the id cannot be
+// reused while a member lives, and with none left the kill finds nothing.
+func (s *session) sweep() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// command is the stdio server's command: never through a shell, in its own
+// process group, with Options.Env and the config's env on top.
+func (c *Client) command(stderr *tail) (*exec.Cmd, error) {
+	path := c.cfg.Command
+	if !strings.ContainsRune(path, '/') {
+		var err error
+		if c.opts.Resolve != nil {
+			path, err = c.opts.Resolve(path)
+		} else {
+			path, err = lookPath(path, envValue(c.opts.Env, "PATH"))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot find the command %s: %s", c.cfg.Command, c.red.err(err))
+		}
+	}
+	cmd := exec.Command(path, c.cfg.Args...)
+	cmd.Env = childEnv(c.opts.Env, c.cfg.Env)
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+// childEnv is base without PLEXUS_* and with extra set on top.
+func childEnv(base []string, extra map[string]string) []string {
+	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		_, over := extra[k]
+		return over || strings.HasPrefix(strings.ToUpper(k), "PLEXUS_")
+	})
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds name in the directories of path (not the daemon's own
+// PATH).
+func lookPath(name, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not on the PATH", name)
+}
+
+// redactURL drops a URL's query and fragment, where tokens sometimes ride.
+func redactURL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		return u[:i]
+	}
+	return u
+}
+
+// primitives is a set of lists to fetch.
+type primitives uint8
+
+const (
+	listTools primitives = 1 << iota
+	listResources
+	listPrompts
+
+	allPrimitives = listTools | listResources | listPrompts
+)
+
+// maxPages bounds one list: a server whose cursors never end is broken.
+const maxPages = 10000
+
+// list fetches the lists in which that the server has, each paged to
+// exhaustion.
+func (c *Client) list(ctx context.Context, s *session, which primitives) (listing, error) {
+	l := listing{protocolVersion: s.pv}
+	var err error
+	if which&listTools != 0 && s.caps.Tools != nil {
+		if l.tools, err = s.listTools(ctx); err != nil {
+			return l, fmt.Errorf("tools/list: %w", err)
+		}
+	}
+	if which&listResources != 0 && s.caps.Resources != nil {
+		if l.resources, err = s.listResources(ctx); err != nil {
+			return l, fmt.Errorf("resources/list: %w", err)
+		}
+		if l.templates, err = s.listTemplates(ctx); err != nil {
+			return l, fmt.Errorf("resources/templates/list: %w", err)
+		}
+	}
+	if which&listPrompts != 0 && s.caps.Prompts != nil {
+		if l.prompts, err = s.listPrompts(ctx); err != nil {
+			return l, fmt.Errorf("prompts/list: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// merge returns cur with the lists in which replaced by those of l.
+func merge(cur, l listing, which primitives) listing {
+	cur.protocolVersion = l.protocolVersion
+	if which&listTools != 0 {
+		cur.tools = l.tools
+	}
+	if which&listResources != 0 {
+		cur.resources, cur.templates = l.resources, l.templates
+	}
+	if which&listPrompts != 0 {
+		cur.prompts = l.prompts
+	}
+	return cur
+}
+
+// pageFunc fetches one page through the SDK, with ctx carrying the slot
+// that captures its raw result.
+type pageFunc func(ctx context.Context, cursor string) (typed any, next string, err error)
+
+// pages fetches every page of a list and returns the objects of its field
+// ("tools", "resources", …) byte for byte.
+func (s *session) pages(ctx context.Context, field string, page pageFunc) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	seen := map[string]bool{}
+	cursor := ""
+	for range maxPages {
+		sl := &slot{}
+		typed, next, err := page(withSlot(ctx, sl), cursor)
+		s.c.done(sl)
+		if err != nil {
+			return nil, err
+		}
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(s.rawResult(sl, typed), &body); err != nil {
+			return nil, fmt.Errorf("the result is not an object: %w", err)
+		}
+		var items []json.RawMessage
+		if v := body[field]; len(v) > 0 && string(v) != "null" {
+			if err := json.Unmarshal(v, &items); err != nil {
+				return nil, fmt.Errorf("%s is not an array: %w", field, err)
+			}
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("the server repeated the cursor %q", next)
+		}
+		seen[next] = true
+		cursor = next
+	}
+	return nil, fmt.Errorf("more than %d pages", maxPages)
+}
+
+// rawResult is the captured result, or, when none was captured (see
+// capture.go), the SDK's typed result re-marshalled.
+func (s *session) rawResult(sl *slot, typed any) json.RawMessage {
+	if raw := sl.result(); raw != nil {
+		return raw
+	}
+	b, err := json.Marshal(typed)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func (s *session) listTools(ctx context.Context) ([]json.RawMessage, error) {
+	valid := map[string]bool{}
+	items, err := s.pages(ctx, "tools", func(ctx context.Context, cursor string) (any, string, error) {
+		r, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		for _, t := range r.Tools {
+			valid[t.Name] = true
+		}
+		return r, r.NextCursor, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The SDK drops tools it considers invalid (their calls would fail in
+	// it); so does the projection.
+	return slices.DeleteFunc(items, func(raw json.RawMessage) bool {
+		var t struct {
+			Name string `json:"name"`
+		}
+		return json.Unmarshal(raw, &t) != nil || !valid[t.Name]
+	}), nil
+}
+
+func (s *session) listResources(ctx context.Context) ([]json.RawMessage, error) {
+	return s.pages(ctx, "resources", func(ctx context.Context, cursor string) (any, string, error) {
+		r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r, r.NextCursor, nil
+	})
+}
+
+// listTemplates treats a server that does not know the method as having
+// no templates.
+func (s *session) listTemplates(ctx context.Context) ([]json.RawMessage, error) {
+	items, err := s.pages(ctx, "resourceTemplates", func(ctx context.Context, cursor string) (any, string, error) {
+		r, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r, r.NextCursor, nil
+	})
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
+		return nil, nil
+	}
+	return items, err
+}
+
+func (s *session) listPrompts(ctx context.Context) ([]json.RawMessage, error) {
+	return s.pages(ctx, "prompts", func(ctx context.Context, cursor string) (any, string, error) {
+		r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r, r.NextCursor, nil
+	})
+}
+
+// changes collects list_changed notifications for Run's goroutine: the
+// SDK's handler marks and signals without blocking, Run takes.
+type changes struct {
+	mu    sync.Mutex
+	which primitives
+	ch    chan struct{} // capacity 1: a pending signal
+}
+
+func (c *changes) mark(p primitives) {
+	c.mu.Lock()
+	c.which |= p
+	c.mu.Unlock()
+	select {
+	case c.ch <- struct{}{}:
+	default: // a signal is already pending
+	}
+}
+
+func (c *changes) take() primitives {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.which
+	c.which = 0
+	return w
+}
+
+// tail keeps the last bytes a stdio server wrote to stderr, for the log
+// line of its exit.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 4 << 10
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = append(t.buf[:0:0], t.buf[len(t.buf)-tailSize:]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last non-empty line, at most 200 bytes, valid UTF-8.
+func (t *tail) lastLine() string {
+	t.mu.Lock()
+	s := strings.TrimRight(string(t.buf), "\r\n \t")
+	t.mu.Unlock()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[len(s)-200:]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

@@ -1,0 +1,224 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+// Transport is the mcp transport: it routes each entry to the [Client] of
+// its source and makes the call on that client's session. It is safe for
+// concurrent use; many calls share one session.
+type Transport struct {
+	mu      sync.RWMutex
+	clients map[string]*Client // by source id; guarded by mu
+}
+
+var _ plexus.Transport = (*Transport)(nil)
+
+// NewTransport returns a transport with no client attached.
+func NewTransport() *Transport { return &Transport{clients: map[string]*Client{}} }
+
+// Kind returns [plexus.TransportMCP].
+func (*Transport) Kind() plexus.TransportKind { return plexus.TransportMCP }
+
+// Attach routes the entries of c.ID() to c, replacing a client attached
+// under that id before.
+func (t *Transport) Attach(c *Client) {
+	t.mu.Lock()
+	t.clients[c.ID()] = c
+	t.mu.Unlock()
+}
+
+// Detach stops routing the entries of sourceID.
+func (t *Transport) Detach(sourceID string) {
+	t.mu.Lock()
+	delete(t.clients, sourceID)
+	t.mu.Unlock()
+}
+
+// Dispatch calls the entry's primitive on its server: tools/call with the
+// input as arguments, resources/read of the URI (of a template, the URI it
+// expands to from the input), prompts/get with the input as the prompt's
+// string arguments. It sets a progress token on every call and relays the
+// server's notifications/progress for it through dc.Report; when ctx ends
+// first, the SDK tells the server notifications/cancelled.
+//
+// The server's result is returned byte for byte in MCPResult, with OK
+// true; for a tool, Data is its structuredContent when it has one. A tool
+// result with isError true is OK false with mcp_tool_error, MCPResult still
+// holding it. Every failure is a result (see the package doc for the
+// table): source_unavailable when no session is up, transport_error for a
+// JSON-RPC error (the server's message, never the input), a cancelled or
+// timed-out call, or a session lost during the call, unknown_capability
+// for an entry that Hold holds.
+func (t *Transport) Dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, dc plexus.DispatchContext) plexus.TransportResult {
+	t.mu.RLock()
+	c := t.clients[entry.Source]
+	t.mu.RUnlock()
+	var res plexus.TransportResult
+	if c == nil {
+		res.Error = plexus.Errorf(plexus.CodeSourceUnavailable, "no MCP server is attached for source %s", entry.Source)
+	} else {
+		res = c.dispatch(ctx, entry, input, dc)
+	}
+	if res.Error != nil {
+		res.Error.CapabilityID = entry.ID
+	}
+	return res
+}
+
+func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, dc plexus.DispatchContext) plexus.TransportResult {
+	fail := func(e *plexus.Error) plexus.TransportResult { return plexus.TransportResult{Error: e} }
+	var rt route
+	if err := json.Unmarshal(entry.Route, &rt); err != nil || rt.Primitive == "" {
+		return fail(plexus.Errorf(plexus.CodeTransportError, "the entry has no valid mcp route"))
+	}
+	if c.isHeld(entry.ID) {
+		return fail(plexus.Errorf(plexus.CodeUnknownCapability, "%s is held for the owner's review: its definition on the MCP server %s changed", entry.ID, c.name))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(c.ctxError(err, entry.ID, false))
+	}
+	s, why := c.current()
+	if s == nil {
+		return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why))
+	}
+
+	token := fmt.Sprintf("plexus-%d", c.tokens.Add(1))
+	defer s.c.route(token, dc.Report)()
+	sl := &slot{}
+	defer s.c.done(sl)
+	cctx := withSlot(ctx, sl)
+
+	var (
+		typed  any
+		method string
+		err    error
+	)
+	switch rt.Primitive {
+	case PrimitiveTool:
+		method = "tools/call"
+		params := &mcp.CallToolParams{Name: rt.Name, Arguments: input}
+		params.SetProgressToken(token)
+		typed, err = s.cs.CallTool(cctx, params)
+	case PrimitiveResource, PrimitiveResourceTemplate:
+		method = "resources/read"
+		uri := rt.URI
+		if rt.Primitive == PrimitiveResourceTemplate {
+			tmpl, perr := parseTemplate(rt.Template)
+			if perr != nil {
+				return fail(plexus.Errorf(plexus.CodeTransportError, "the entry's resource template cannot be expanded: %v", perr))
+			}
+			if uri, perr = tmpl.expand(input); perr != nil {
+				return fail(plexus.Errorf(plexus.CodeSchemaValidationFailed, "%v", perr))
+			}
+		}
+		params := &mcp.ReadResourceParams{URI: uri}
+		params.SetProgressToken(token)
+		typed, err = s.cs.ReadResource(cctx, params)
+	case PrimitivePrompt:
+		method = "prompts/get"
+		args := make(map[string]string, len(input))
+		for k, v := range input {
+			str, ok := v.(string)
+			if !ok {
+				return fail(plexus.Errorf(plexus.CodeSchemaValidationFailed, "input.%s must be a string: prompt arguments are strings", k))
+			}
+			args[k] = str
+		}
+		params := &mcp.GetPromptParams{Name: rt.Name, Arguments: args}
+		params.SetProgressToken(token)
+		typed, err = s.cs.GetPrompt(cctx, params)
+	default:
+		return fail(plexus.Errorf(plexus.CodeTransportError, "the entry's mcp route names an unknown primitive %q", rt.Primitive))
+	}
+	if err != nil {
+		return fail(c.callError(ctx, err, method, entry.ID))
+	}
+
+	raw := s.rawResult(sl, typed)
+	res := plexus.TransportResult{OK: true, MCPResult: raw}
+	if rt.Primitive != PrimitiveTool {
+		return res
+	}
+	tr, _ := typed.(*mcp.CallToolResult) // decoded by the SDK from these bytes
+	if tr == nil {
+		return res
+	}
+	if tr.IsError {
+		msg := "the tool reported an error"
+		for _, b := range tr.Content {
+			if tc, ok := b.(*mcp.TextContent); ok && strings.TrimSpace(tc.Text) != "" {
+				msg += ": " + clip(c.red.string(tc.Text), 500)
+				break
+			}
+		}
+		return plexus.TransportResult{MCPResult: raw, Error: plexus.Errorf(plexus.CodeMCPToolError, "%s", msg)}
+	}
+	if tr.StructuredContent != nil {
+		var sc struct {
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		}
+		if json.Unmarshal(raw, &sc) == nil && nonNull(sc.StructuredContent) != nil {
+			res.Data = sc.StructuredContent
+		}
+	}
+	return res
+}
+
+// callError maps a failed SDK call to its code: the one table between the
+// MCP wire and the protocol's codes.
+//
+//	the caller's context ended        transport_error ("cancelled", "timed out")
+//	a JSON-RPC error response         transport_error with the server's message; detail {"code": n}
+//	the session ended during the call transport_error
+//	anything else                     transport_error
+func (c *Client) callError(ctx context.Context, err error, method, id string) *plexus.Error {
+	if cerr := ctx.Err(); cerr != nil {
+		return c.ctxError(cerr, id, true)
+	}
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr):
+		msg := strings.TrimSpace(c.red.string(werr.Message))
+		if msg == "" {
+			msg = "the server answered with an error"
+		}
+		e := plexus.Errorf(plexus.CodeTransportError, "MCP server %s: %s: %s", c.name, method, clip(msg, 1000))
+		e.Detail = map[string]any{"code": werr.Code}
+		return e
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return plexus.WrapError(plexus.CodeTransportError, err, fmt.Sprintf("the session with the MCP server %s ended during the call", c.name))
+	}
+	return &plexus.Error{Code: plexus.CodeTransportError, Message: fmt.Sprintf("MCP server %s: %s failed: %s", c.name, method, clip(c.red.err(err), 1000))}
+}
+
+// ctxError is the failure of a call whose context ended; sent says whether
+// the request had gone out (and so the server was told to cancel it).
+func (c *Client) ctxError(err error, id string, sent bool) *plexus.Error {
+	what := "was cancelled"
+	if errors.Is(err, context.DeadlineExceeded) {
+		what = "timed out"
+	}
+	if !sent {
+		return plexus.WrapError(plexus.CodeTransportError, err, fmt.Sprintf("the call to %s %s before it was made", id, what))
+	}
+	return plexus.WrapError(plexus.CodeTransportError, err, fmt.Sprintf("the call to %s %s; the MCP server was told to cancel it", id, what))
+}
+
+// clip cuts s to at most n bytes of valid UTF-8.
+func clip(s string, n int) string {
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
