@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/inbox"
@@ -533,13 +534,119 @@ func BenchmarkInvokeLatency(b *testing.B) {
 	})
 }
 
-// --- 3. MCP (not measurable yet) --------------------------------------------
+// --- 3. MCP tool call -------------------------------------------------------
 
-// BenchmarkMCPToolCall records that the MCP figure is not measured: there is
-// no MCP transport in the gateway yet. It comes with the MCP transport.
+// BenchmarkMCPToolCall: the drift test server's greet tool (a real stdio
+// MCP server on the official SDK: the test binary itself, see TestMain)
+// called through Plexus — /invoke over loopback HTTP, grant checked,
+// audited, the mcp transport's one session — against the same SDK client
+// calling the same server directly over its own session, in the same run.
+// Bars: latency ≤ 1.3 × direct (p50, one sequential caller) and throughput
+// ≥ 0.8 × direct (8 concurrent callers).
 func BenchmarkMCPToolCall(b *testing.B) {
-	setFigure(benchOrder[3], benchFigure{bar: "≤ 1.3 × lat, ≥ 0.8 × thr", note: "no MCP transport yet; comes with the MCP issue"})
-	b.ReportMetric(0, "ns/op")
+	oneShot(b, func(b *testing.B, m map[string]float64) {
+		self, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		td := startTestDaemon(b, daemonOptions{RateLimit: 1e9})
+		cfg := fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv)
+		if err := os.WriteFile(filepath.Join(td.home.Dir, "mcp.json"), []byte(cfg), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		_, sid := benchAgent(b, td, "bench")
+		waitFor(b, 20*time.Second, "the bench server's tools", holds(func() bool {
+			_, ok := td.reg.Entry("mcp.bench.greet")
+			return ok
+		}))
+		token := grantAllowed(b, td, sid, map[string]any{"mcp.bench.greet": "allow"})
+
+		body := []byte(`{"id":"mcp.bench.greet","input":{"name":"plexus"}}`)
+		pc := benchHTTPClient(benchClients)
+		viaPlexus := func() error {
+			st, raw, err := benchDo(pc, "POST", td.baseURL()+"/invoke", bearer(token), body)
+			if err != nil {
+				return err
+			}
+			if st != http.StatusOK || !bytes.Contains(raw, []byte(`hello plexus`)) {
+				return fmt.Errorf("invoke: status %d: %s", st, raw)
+			}
+			return nil
+		}
+		ctx := b.Context()
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), driftServerEnv+"=1")
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench-direct", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		direct := func() error {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "plexus"}})
+			if err != nil {
+				return err
+			}
+			if res.IsError || len(res.Content) != 1 {
+				return fmt.Errorf("direct call: %+v", res)
+			}
+			return nil
+		}
+
+		sample := func(call func() error, d time.Duration) []time.Duration {
+			for range 300 {
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var out []time.Duration
+			end := time.Now().Add(d)
+			for time.Now().Before(end) {
+				t0 := time.Now()
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+				out = append(out, time.Since(t0))
+			}
+			slices.Sort(out)
+			return out
+		}
+		var pl, dl []time.Duration
+		for range benchRounds { // interleaved, so drift hits both
+			dl = append(dl, sample(direct, benchLatencyTime/2)...)
+			pl = append(pl, sample(viaPlexus, benchLatencyTime/2)...)
+		}
+		slices.Sort(pl)
+		slices.Sort(dl)
+		latRatio := float64(percentile(pl, 50)) / float64(percentile(dl, 50))
+
+		var pn, dn int64
+		var pt, dt time.Duration
+		for range benchRounds {
+			n, d, err := benchLoad(benchClients, benchRound, direct)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dn, dt = dn+n, dt+d
+			n, d, err = benchLoad(benchClients, benchRound, viaPlexus)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pn, pt = pn+n, pt+d
+		}
+		prps, drps := float64(pn)/pt.Seconds(), float64(dn)/dt.Seconds()
+		thrRatio := prps / drps
+		m["plexus-p50-µs"], m["direct-p50-µs"], m["latency-ratio"] = us(percentile(pl, 50)), us(percentile(dl, 50)), latRatio
+		m["plexus-p99-µs"], m["direct-p99-µs"] = us(percentile(pl, 99)), us(percentile(dl, 99))
+		m["plexus-calls/s"], m["direct-calls/s"], m["throughput-ratio"] = prps, drps, thrRatio
+		setFigure(benchOrder[3], benchFigure{value: latRatio, unit: "× lat", bar: "≤ 1.3 × lat, ≥ 0.8 × thr",
+			ok: latRatio <= 1.3 && thrRatio >= 0.8,
+			note: fmt.Sprintf("p50 %.0f vs %.0f µs; throughput %.2f× (%.0f vs %.0f calls/s, %d callers)",
+				us(percentile(pl, 50)), us(percentile(dl, 50)), thrRatio, prps, drps, benchClients)})
+		b.Logf("MCP tool call: latency p50 via Plexus %.0f µs, direct %.0f µs (%.2f×, bar ≤ 1.3); p99 %.0f vs %.0f µs; "+
+			"throughput with %d callers %.0f vs %.0f calls/s (%.2f×, bar ≥ 0.8)",
+			us(percentile(pl, 50)), us(percentile(dl, 50)), latRatio, us(percentile(pl, 99)), us(percentile(dl, 99)),
+			benchClients, prps, drps, thrRatio)
+	})
 }
 
 // --- 4. decision latency ----------------------------------------------------

@@ -25,6 +25,7 @@ import (
 	"github.com/plexus-gw/plexus/sources/portal"
 	"github.com/plexus-gw/plexus/transports/cliexec"
 	"github.com/plexus-gw/plexus/transports/localrest"
+	"github.com/plexus-gw/plexus/transports/mcpclient"
 	"github.com/plexus-gw/plexus/transports/skill"
 	"github.com/plexus-gw/plexus/transports/stdio"
 	"github.com/plexus-gw/plexus/transports/workflow"
@@ -82,6 +83,9 @@ type daemon struct {
 	rest  *localrest.Transport
 	stdio *stdio.Transport
 	plat  *platform.Services
+	// mcp runs the servers of mcp.json, each a source behind the mcp
+	// transport.
+	mcp *mcpManager
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -176,6 +180,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	d.reg.AddTransport(d.stdio)
 	d.reg.AddTransport(skill.Transport{})
 	d.reg.AddTransport(workflow.New(d.reg.Entry))
+	mcpTransport := mcpclient.NewTransport()
+	d.reg.AddTransport(mcpTransport)
 
 	// Bind before anything serves, so the base URL and the Host guard know
 	// the real port (":0" in tests) and a taken port fails at start.
@@ -218,6 +224,11 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	}
 	d.watch, err = watcher.New([]string{home.Inbox, home.Active, home.Rejected, home.Archive},
 		watcher.Options{Debounce: inboxDebounce, Logger: log})
+	if err != nil {
+		d.ln.Close()
+		return nil, err
+	}
+	d.mcp, err = newMCPManager(home.Dir, plat, d.reg, d.gw, mcpTransport, log)
 	if err != nil {
 		d.ln.Close()
 		return nil, err
@@ -271,7 +282,7 @@ func (d *daemon) run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints}
+		d.forwardHints, d.mcp.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()

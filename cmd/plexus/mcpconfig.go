@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,16 +15,13 @@ import (
 	"strings"
 
 	"github.com/plexus-gw/plexus/platform"
+	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
 // mcpServerKeys are the keys of a server entry Plexus reads. Other keys
 // (other hosts' settings: "timeout", "autoApprove", …) are kept in the file
 // and reported as ignored, never dropped.
 var mcpServerKeys = []string{"command", "args", "env", "url", "headers", "type", "disabled"}
-
-// mcpNamePattern is what a server name may be: it becomes the source id
-// mcp:<name> and the middle of every entry id mcp.<name>.<tool>.
-var mcpNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // secretRef is how an env or header value names a secret instead of holding
 // it: "${secret:github-token}", alone or inside a longer value ("Bearer
@@ -127,8 +123,8 @@ func parseMCPServer(path, name string, raw json.RawMessage) (mcpServer, error) {
 	bad := func(format string, a ...any) (mcpServer, error) {
 		return mcpServer{}, &MCPConfigError{Path: path, Server: name, Problem: fmt.Sprintf(format, a...)}
 	}
-	if !mcpNamePattern.MatchString(name) {
-		return bad("a server name is 1 to 64 of A-Z, a-z, 0-9, '_' and '-', starting with a letter or digit")
+	if !mcpclient.ValidName(name) {
+		return bad("a server name is 1 to 60 of a-z, 0-9, '_' and '-', starting with a letter or digit")
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
@@ -164,19 +160,16 @@ func parseMCPServer(path, name string, raw json.RawMessage) (mcpServer, error) {
 	if typed.URL != nil {
 		s.URL = *typed.URL
 	}
-	switch {
-	case s.Command != "" && s.URL != "":
-		return bad(`give "command" (a stdio server) or "url" (Streamable HTTP), not both`)
-	case s.Command == "" && s.URL == "":
-		return bad(`give "command" (a stdio server) or "url" (Streamable HTTP)`)
-	case s.URL != "":
-		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad(`"url" must be an http or https URL`)
+	// The client's own rules (one of command and url, loopback-only plain
+	// http, no PLEXUS_* env, no SDK-managed headers, …), with secret
+	// references still unresolved: they are checked by name below.
+	cfg := mcpclient.ServerConfig{Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers}
+	if err := cfg.Validate(); err != nil {
+		var ce *mcpclient.ConfigError
+		if errors.As(err, &ce) {
+			return bad("%s: %s", ce.Field, ce.Problem)
 		}
-		if len(s.Args) > 0 || len(s.Env) > 0 {
-			return bad(`"args" and "env" belong to a stdio server ("command"), not to a "url" one`)
-		}
+		return bad("%v", err)
 	}
 	switch s.Type {
 	case "", "stdio", "http", "streamable-http", "streamableHttp":
