@@ -43,7 +43,15 @@ func NewServer(e *Engine) *mcp.Server {
 				Experimental: map[string]any{"planexe": map[string]any{"version": SpecVersion}},
 			},
 		})
+	// The hints say what a gateway should ask before a call (Plexus: read
+	// for readOnlyHint, execute for an explicit destructiveHint, write for
+	// the rest). A run regenerates the session's artifacts and spends
+	// compute: destructive. Creating, stopping and a locked artifact write
+	// change state without destroying what was not asked for: not.
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+	no, yes := false, true
+	changes := &mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &no}
+	runs := &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no}
 	targets := func(props ...string) func(*jsonschema.Schema) {
 		return func(sc *jsonschema.Schema) {
 			for _, p := range props {
@@ -51,11 +59,11 @@ func NewServer(e *Engine) *mcp.Server {
 			}
 		}
 	}
-	addTool(s, e, &mcp.Tool{Name: ToolSessionCreate, Title: "Create a PlanExe session",
+	addTool(s, e, &mcp.Tool{Name: ToolSessionCreate, Title: "Create a PlanExe session", Annotations: changes,
 		Description: "Creates a session and its output namespace (spec §6.1). config is immutable afterwards; " +
 			"client_request_id makes the call idempotent."},
 		e.Create, nil)
-	addTool(s, e, &mcp.Tool{Name: ToolSessionStart, Title: "Start a run",
+	addTool(s, e, &mcp.Tool{Name: ToolSessionStart, Title: "Start a run", Annotations: runs,
 		Description: "Starts the first run of a session for a target and returns at once; poll status or events " +
 			"(§6.2). Fails with RUN_ALREADY_ACTIVE while a run is running, and with CONFLICT once the session has " +
 			"runs (use resume)."},
@@ -64,11 +72,11 @@ func NewServer(e *Engine) *mcp.Server {
 		Description: "Returns the latest run's state, phase and progress (§6.3). progress.overall is within [0,1]; " +
 			"phases: initializing, generating_plan, validating, exporting, finalizing."},
 		e.Status, nil)
-	addTool(s, e, &mcp.Tool{Name: ToolSessionStop, Title: "Stop the running run",
+	addTool(s, e, &mcp.Tool{Name: ToolSessionStop, Title: "Stop the running run", Annotations: changes,
 		Description: "Stops the running run and returns once it has stopped (§6.4). mode graceful finishes the " +
 			"current task, immediate abandons it; completed outputs are kept for resume."},
 		e.Stop, func(sc *jsonschema.Schema) { sc.Properties["mode"].Enum = []any{"graceful", "immediate"} })
-	addTool(s, e, &mcp.Tool{Name: ToolSessionResume, Title: "Resume incrementally",
+	addTool(s, e, &mcp.Tool{Name: ToolSessionResume, Title: "Resume incrementally", Annotations: runs,
 		Description: "Starts a new run that reuses every up-to-date output and recomputes only what is stale: tasks " +
 			"downstream of edited or invalidated artifacts, invalidated tasks, missing outputs (§6.5, §9)."},
 		e.Resume, func(sc *jsonschema.Schema) {
@@ -87,7 +95,7 @@ func NewServer(e *Engine) *mcp.Server {
 		Description: "Reads an artifact or a byte range of it (§6.7). sha256 is always the whole artifact's, for " +
 			"a locked write."},
 		e.Read, nil)
-	addTool(s, e, &mcp.Tool{Name: ToolArtifactWrite, Title: "Write an artifact",
+	addTool(s, e, &mcp.Tool{Name: ToolArtifactWrite, Title: "Write an artifact", Annotations: changes,
 		Description: "Writes an artifact (§6.8): refused with RUNNING_READONLY while a run is running, and with " +
 			"CONFLICT when lock.expected_sha256 is not the artifact's current sha256. Resume then recomputes what " +
 			"depends on it."},
