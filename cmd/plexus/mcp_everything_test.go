@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -112,6 +113,7 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	}
 
 	read := grantAllowed(t, td, sid, map[string]any{"mcp.everything.echo": "allow", "mcp.everything.get-resource-reference": "allow",
+		"mcp.everything.trigger-long-running-operation": "allow",
 		"mcp.everything.resource.features.md": "allow", "mcp.everything.prompt.args-prompt": "allow"})
 	st, resp, raw := td.invoke(t, read, plexus.InvokeRequest{ID: "mcp.everything.echo", Input: map[string]any{"message": "hello"}})
 	if st != http.StatusOK || !resp.OK || !strings.Contains(string(resp.MCPResult), "Echo: hello") {
@@ -134,6 +136,38 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	st, resp, raw = td.invoke(t, read, plexus.InvokeRequest{ID: "mcp.everything.prompt.args-prompt", Input: map[string]any{"city": "Paris"}})
 	if st != http.StatusOK || !resp.OK || !strings.Contains(string(resp.MCPResult), `"messages"`) || !strings.Contains(string(resp.MCPResult), "Paris") {
 		t.Fatalf("prompt get: %d %s", st, raw)
+	}
+
+	// The server's progress notifications reach a streamed /invoke as SSE
+	// before the result, and the session's /events.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, td.baseURL()+"/invoke",
+		strings.NewReader(`{"id":"mcp.everything.trigger-long-running-operation","input":{"duration":0.3,"steps":3}}`))
+	req.Header.Set("Authorization", "Bearer "+read)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sse, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	frames := strings.Split(strings.TrimSpace(string(sse)), "\n\n")
+	if res.Header.Get("Content-Type") != "text/event-stream" || len(frames) != 4 ||
+		!strings.HasPrefix(frames[3], "event: result\ndata: ") || !strings.Contains(frames[3], `"ok":true`) {
+		t.Fatalf("streamed invoke: %s\n%s", res.Header.Get("Content-Type"), sse)
+	}
+	for i, f := range frames[:3] {
+		var ev plexus.InvokeProgressEvent
+		data := strings.TrimPrefix(f, "event: invoke_progress\ndata: ")
+		if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.Seq != i+1 || ev.Channel != "progress" || ev.Progress == nil ||
+			*ev.Progress != float64(i+1) || ev.Total == nil || *ev.Total != 3 || ev.ID != "mcp.everything.trigger-long-running-operation" {
+			t.Fatalf("progress frame %d: %s (%v)", i, f, err)
+		}
+	}
+	for want := 1; want <= 3; want++ {
+		eventWhere(t, events, plexus.EventInvokeProgress, func(ev plexus.InvokeProgressEvent) bool {
+			return ev.Progress != nil && *ev.Progress == float64(want)
+		})
 	}
 
 	// Killed: unavailable, then reconnected with a new process.
