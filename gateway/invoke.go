@@ -194,7 +194,9 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			input = map[string]any{}
 		}
 		rl := g.newRelay(ctx, req.ID, ic)
-		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: ic, InvokeByID: g.invokeMember, Progress: rl.report})
+		dic := ic
+		dic.IdempotencyKey = req.IdempotencyKey
+		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
 		rl.end()
 	}
 	if !res.OK && res.Error == nil {
