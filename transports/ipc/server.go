@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -112,9 +113,15 @@ type Handler interface {
 // Session is one welcomed connection as a [Handler] sees it. Its methods
 // are safe for concurrent use.
 type Session struct {
-	c    *conn
-	info SessionInfo
+	c          *conn
+	info       SessionInfo
+	peerClosed atomic.Bool
 }
+
+// ClosedByPeer reports, once the session is closed, whether the agent
+// ended it (end of stream at a frame boundary, or a reset) rather than the
+// server (a frame that broke §2, a goodbye, a Close).
+func (s *Session) ClosedByPeer() bool { return s.peerClosed.Load() }
 
 // ID is the session_id sent in core.welcome.
 func (s *Session) ID() string { return s.info.ID }
@@ -732,6 +739,9 @@ func (s *Server) session(c *conn, sess *Session) {
 	for {
 		b, err := ReadFrame(c.nc, c.max)
 		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				sess.peerClosed.Store(true)
+			}
 			s.readFailed(err, "session")
 			return
 		}

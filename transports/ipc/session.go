@@ -112,8 +112,10 @@ func (h *Hub) Heartbeat(s *Session, hb Heartbeat) {
 }
 
 // Closed fails the session's calls in flight with source_unavailable and
-// unbinds it. A process whose connection ended is expected to exit; if it
-// does not, it is stopped and its restart policy applies.
+// unbinds it. A process that closed its connection is expected to exit,
+// and its exit status decides what its restart policy does; one that does
+// not exit is stopped. A process whose connection Plexus closed (a frame
+// that broke the protocol) is stopped, and that counts as a failure.
 func (h *Hub) Closed(s *Session) {
 	ss := h.session(s)
 	if ss == nil {
@@ -129,7 +131,11 @@ func (h *Hub) Closed(s *Session) {
 	h.note("provider.disconnected", p, "", map[string]any{"session_id": s.ID()})
 	p.pushHealth()
 	if current {
-		ss.proc.requestStop(stopSessionLost)
+		why := stopSessionLost
+		if s.ClosedByPeer() {
+			why = stopPeerClosed
+		}
+		ss.proc.requestStop(why)
 	}
 }
 

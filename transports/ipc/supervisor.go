@@ -18,11 +18,12 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// Why Plexus stopped a provider's process. The first three count as
-// failures for the on-failure policy; the last two end supervision.
+// Why Plexus stopped a provider's process. All but the last two count as
+// failures for the on-failure policy; those two end supervision.
 const (
 	stopHeartbeats   = "heartbeats missed"
-	stopSessionLost  = "connection lost"
+	stopSessionLost  = "connection closed by Plexus"
+	stopPeerClosed   = "connection closed"
 	stopNoConnect    = "did not connect"
 	stopRemoved      = "removed"
 	stopShutdown     = "shutdown"
@@ -203,15 +204,14 @@ func (h *Hub) watch(ctx context.Context, p *provider, proc *process) (stoppedFor
 		case <-proc.exited:
 			return "", exitFailed(proc.waitErr), exitString(proc.waitErr)
 		case reason := <-proc.stopReq:
-			if reason == stopSessionLost {
-				// A provider whose connection ended is expected to exit
-				// by itself; that it lost its session is a failure
-				// whatever its exit status.
+			if reason == stopPeerClosed {
+				// A provider that closed its connection is expected to
+				// exit by itself, and its exit status tells how.
 				t := time.NewTimer(h.opts.StopGrace)
 				select {
 				case <-proc.exited:
 					t.Stop()
-					return "", true, exitString(proc.waitErr) + " after its connection closed"
+					return "", exitFailed(proc.waitErr), exitString(proc.waitErr)
 				case <-t.C:
 				}
 			}
