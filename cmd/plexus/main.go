@@ -58,6 +58,7 @@ func commands() []func() *cli.Command {
 		rejectCommand,
 		portalCommand,
 		extCommand,
+		providersCommand,
 		keyCommand,
 		journalCommand,
 		secretsCommand,

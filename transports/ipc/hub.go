@@ -210,6 +210,10 @@ func cmpOr[T int | time.Duration](a, b T) T {
 // launched as soon as Run starts.
 func (h *Hub) Listen() error { return h.srv.Listen() }
 
+// Close releases the socket of a hub that was listening but will not Run
+// (its owner failed to start). After Run, it is a no-op.
+func (h *Hub) Close() { _ = h.srv.Close() }
+
 // SocketPath is the socket providers are told to connect to.
 func (h *Hub) SocketPath() string { return h.opts.SocketPath }
 
