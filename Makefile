@@ -28,7 +28,7 @@ test:
 # transports' per-call overheads against calling the same backend directly
 # come first (go test runs the packages' benchmarks one after the other).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./cmd/plexus/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./transports/ipc/ ./cmd/plexus/
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
