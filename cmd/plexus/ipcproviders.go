@@ -105,6 +105,11 @@ func (s *providerService) add(ctx context.Context, id string, cfg plexus.Provide
 		_ = s.hub.Remove(id)
 		return err
 	}
+	// A registration that landed between Add's scan and the source
+	// becoming known found no source to refresh: look once more.
+	if err := s.reg.Refresh(ctx, src.ID()); err != nil {
+		s.log.Warn("ipc: refresh a provider's tools", "provider", id, "err", err)
+	}
 	s.note("provider.added", id, "", map[string]any{"command": cfg.Command, "restart": cfg.Restart,
 		"env": slices.Sorted(maps.Keys(cfg.Env))})
 	return nil

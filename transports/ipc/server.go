@@ -188,8 +188,9 @@ type SessionInfo struct {
 // Server is Core's side of the ipc transport: it accepts agent connections
 // on a unix socket, runs the agent.hello / core.welcome handshake (§4.1:
 // token, version negotiation) and then reads each session's frames,
-// recording heartbeats (§4.5.1). Tool registration and calls are not
-// handled yet: those messages get a structured [CodeUnsupported] error.
+// recording heartbeats (§4.5.1) and handing the session's messages to its
+// [Handler] (the [Hub]); without one, tool messages get a structured
+// [CodeUnsupported] error.
 //
 // Use: [NewServer], [Server.Listen] (binds synchronously), [Server.Serve]
 // (blocks until ctx ends or [Server.Close]). Ending either sends
