@@ -41,7 +41,7 @@ func startIPCDaemon(t *testing.T) (*testDaemon, *cliEnv, *syncBuffer) {
 	logs := &syncBuffer{}
 	td := startTestDaemon(t, daemonOptions{
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		IPC: ipc.HubOptions{HeartbeatInterval: 200 * time.Millisecond, MinBackoff: 20 * time.Millisecond,
+		IPC: ipc.HubOptions{HeartbeatInterval: time.Second, MinBackoff: 20 * time.Millisecond,
 			MaxBackoff: 200 * time.Millisecond, StopGrace: 500 * time.Millisecond},
 	})
 	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: filepath.Join(t.TempDir(), "agent")}

@@ -163,7 +163,7 @@ func startHub(tb testing.TB, edit func(*ipc.HubOptions)) *testHub {
 	logs := &syncBuffer{}
 	opts := ipc.HubOptions{
 		SocketPath:        filepath.Join(shortDir(tb), "run", "ipc.sock"),
-		HeartbeatInterval: 200 * time.Millisecond,
+		HeartbeatInterval: time.Second, // generous: only the heartbeat test wants it short
 		MinBackoff:        20 * time.Millisecond,
 		MaxBackoff:        100 * time.Millisecond,
 		StopGrace:         500 * time.Millisecond,
