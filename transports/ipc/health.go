@@ -32,7 +32,9 @@ func (p *provider) health() plexus.Health {
 }
 
 func (p *provider) healthLocked() plexus.Health {
-	if p.sess == nil {
+	if p.sess == nil || p.sess.proc != p.proc {
+		// No session, or one whose process the supervisor has seen end
+		// (its connection's close may not have been read yet).
 		return plexus.Health{Status: plexus.HealthUnavailable, Detail: p.down}
 	}
 	status, missed := p.sess.heartbeatState()

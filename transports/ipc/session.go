@@ -125,8 +125,12 @@ func (h *Hub) Closed(s *Session) {
 	p := ss.p
 	p.mu.Lock()
 	p.sess = nil
-	p.down = "disconnected"
 	current := p.proc == ss.proc
+	if current {
+		// Otherwise the supervisor has already said why it is down
+		// (exited, restarting in …), which stands.
+		p.down = "disconnected"
+	}
 	p.mu.Unlock()
 	h.note("provider.disconnected", p, "", map[string]any{"session_id": s.ID()})
 	p.pushHealth()
