@@ -411,3 +411,27 @@ func mustString(t *testing.T, v any) string {
 	t.Helper()
 	return string(mustJSON(t, v))
 }
+
+// TestIPCUnavailable: a PLEXUS_HOME too deep for a unix socket path leaves
+// ipc off, not the daemon: it serves, journals ipc.unavailable, and the
+// providers commands say why.
+func TestIPCUnavailable(t *testing.T) {
+	home := filepath.Join(t.TempDir(), strings.Repeat("h", 100))
+	td := startTestDaemon(t, daemonOptions{Home: home})
+	row := waitRow(t, td, "ipc.unavailable", nil)
+	if !strings.Contains(mustString(t, row.Payload), "ipc") {
+		t.Errorf("ipc.unavailable = %+v", row)
+	}
+	if st, _ := td.raw(t, http.MethodGet, "/.well-known/plexus", nil, nil); st != http.StatusOK {
+		t.Errorf("the daemon does not serve: %d", st)
+	}
+	e := &cliEnv{t: t, home: home, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	r := e.run("providers", "add", "p", "--", "/bin/true")
+	if r.code != exitError || !strings.Contains(r.stderr, "not served") {
+		t.Errorf("%s", r)
+	}
+	r = e.run("providers", "list")
+	if r.code != exitOK || !strings.Contains(r.stderr, "not served") || !strings.Contains(r.stdout, "p ") {
+		t.Errorf("%s", r)
+	}
+}

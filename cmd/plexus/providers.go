@@ -265,6 +265,10 @@ func providersList(ctx context.Context, cmd *cli.Command) error {
 		list, err := adm.Providers(ctx)
 		switch {
 		case errors.Is(err, client.ErrUnreachable):
+		case client.CodeOf(err) == plexus.CodeSourceUnavailable:
+			// The daemon runs without ipc (see ipc.unavailable in the
+			// journal): say why, and list the file.
+			fmt.Fprintf(cmd.Root().ErrWriter, "plexus: %v\n", err)
 		case err != nil:
 			return err
 		default:
