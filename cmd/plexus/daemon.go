@@ -82,13 +82,13 @@ type daemon struct {
 	inbox  *inbox.Reconciler
 	watch  *watcher.Watcher
 	notify *notifier
+	// providers runs the ipc tool providers of providers.json.
+	providers *providerService
 	// rest and stdio are the transports that hold connections or child
 	// processes between calls; Close ends them at shutdown.
 	rest  *localrest.Transport
 	stdio *stdio.Transport
 	plat  *platform.Services
-	// providers runs the ipc tool providers of providers.json.
-	providers *providerService
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -181,8 +181,6 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		}
 	}()
 	d.reg.AddTransport(d.stdio)
-	d.reg.AddTransport(skill.Transport{})
-	d.reg.AddTransport(workflow.New(d.reg.Entry))
 	d.providers, err = newProviderService(d.reg, home.Dir, home.SocketDir, plat, o.IPC, log, d.note)
 	if err != nil {
 		return nil, err
@@ -193,6 +191,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		}
 	}()
 	d.reg.AddTransport(d.providers.hub)
+	d.reg.AddTransport(skill.Transport{})
+	d.reg.AddTransport(workflow.New(d.reg.Entry))
 
 	// Bind before anything serves, so the base URL and the Host guard know
 	// the real port (":0" in tests) and a taken port fails at start.

@@ -58,10 +58,10 @@ func commands() []func() *cli.Command {
 		rejectCommand,
 		portalCommand,
 		extCommand,
-		providersCommand,
 		keyCommand,
 		journalCommand,
 		secretsCommand,
+		providersCommand,
 		agentCommand,
 	}
 }
