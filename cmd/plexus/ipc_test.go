@@ -90,8 +90,8 @@ func streamInvoke(t *testing.T, td *testDaemon, tok string, req plexus.InvokeReq
 	return resp.Header.Get("Content-Type")
 }
 
-// rowsOf returns the journal rows of action (a prefix when it ends in '.').
-func rowsOf(t *testing.T, td *testDaemon, action string, match func(plexus.Activity) bool) []plexus.Activity {
+// ipcActivity returns the journal rows of action (a prefix when it ends in '.').
+func ipcActivity(t *testing.T, td *testDaemon, action string, match func(plexus.Activity) bool) []plexus.Activity {
 	t.Helper()
 	var out []plexus.Activity
 	for _, r := range td.activity(t, journal.Filter{Type: action}) {
@@ -107,7 +107,7 @@ func waitRow(t *testing.T, td *testDaemon, action string, match func(plexus.Acti
 	t.Helper()
 	var got plexus.Activity
 	waitFor(t, 10*time.Second, "a "+action+" row", holds(func() bool {
-		rows := rowsOf(t, td, action, match)
+		rows := ipcActivity(t, td, action, match)
 		if len(rows) > 0 {
 			got = rows[0]
 		}
