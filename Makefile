@@ -31,7 +31,7 @@ test:
 # come first (go test runs the packages' benchmarks one after the other).
 bench:
 	npm ci --prefix examples/mcp --no-audit --no-fund
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./transports/mcpclient/ ./cmd/plexus/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./transports/mcpclient/ ./transports/ipc/ ./cmd/plexus/
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)

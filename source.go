@@ -31,6 +31,11 @@ type InvokeContext struct {
 	AgentID   string
 	TraceID   string
 	Scopes    []TokenScope
+	// IdempotencyKey is the key the caller gave this call on /invoke
+	// (empty when none), for transports whose wire carries one (ipc's
+	// core.tool.call). The gateway sets it per call: a workflow member
+	// gets its own request's, never the workflow's.
+	IdempotencyKey string
 }
 
 // DispatchContext is handed to every dispatch. Leaf transports ignore

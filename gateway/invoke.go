@@ -194,7 +194,9 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			input = map[string]any{}
 		}
 		rl := g.newRelay(ctx, req.ID, ic)
-		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: ic, InvokeByID: g.invokeMember, Progress: rl.report})
+		dic := ic
+		dic.IdempotencyKey = req.IdempotencyKey
+		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
 		rl.end()
 	}
 	if !res.OK && res.Error == nil {
@@ -221,7 +223,10 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 		payload["member"] = true
 	}
 	a := &plexus.Activity{TraceID: ic.TraceID, Actor: ic.AgentID, AgentID: ic.AgentID, ActionType: action, Target: req.ID, Payload: payload}
-	if err := g.record(ctx, false, a); err != nil {
+	// The call was dispatched: its row is written even when the caller has
+	// gone away meanwhile (a streamed /invoke closed mid-call), since what
+	// the call did, or was stopped from doing, happened all the same.
+	if err := g.record(context.WithoutCancel(ctx), false, a); err != nil {
 		// Fail closed: without its audit row the result is not released.
 		g.log.Error("audit write failed; withholding result", "capability", req.ID, "err", err)
 		return deny(req.ID, plexus.Errorf(plexus.CodeInternalError, "audit unavailable: the result was withheld"), "")

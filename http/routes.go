@@ -48,6 +48,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /admin/api/extensions", s.handleAddExtension)
 	m.HandleFunc("DELETE /admin/api/sources/{id}", s.handleRemoveSource)
 	m.HandleFunc("GET /integration/{agentId}", s.handleIntegration)
+	s.providerRoutes()
 
 	m.HandleFunc("/", s.fallback)
 }

@@ -67,6 +67,8 @@ type Options struct {
 	Heartbeat time.Duration
 	// ShutdownTimeout bounds the graceful drain when Serve's context ends.
 	ShutdownTimeout time.Duration
+	// Providers serves /admin/api/providers; nil answers not_found there.
+	Providers ProvidersAPI
 }
 
 // Server is the loopback HTTP server. Create it with [New]; bind with

@@ -24,6 +24,7 @@ import (
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/sources/portal"
 	"github.com/plexus-gw/plexus/transports/cliexec"
+	"github.com/plexus-gw/plexus/transports/ipc"
 	"github.com/plexus-gw/plexus/transports/localrest"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 	"github.com/plexus-gw/plexus/transports/skill"
@@ -60,6 +61,10 @@ type daemonOptions struct {
 	// HealthTTL is how long a source's health probe is trusted; 0 means
 	// registry.DefaultHealthTTL.
 	HealthTTL time.Duration
+	// IPC tunes the ipc providers' hub (heartbeats, backoffs, grace);
+	// its zero value is the default. The socket, logger and callbacks are
+	// the daemon's.
+	IPC ipc.HubOptions
 }
 
 // daemon is one wired gateway: the journal, the registry and its
@@ -78,6 +83,8 @@ type daemon struct {
 	inbox  *inbox.Reconciler
 	watch  *watcher.Watcher
 	notify *notifier
+	// providers runs the ipc tool providers of providers.json.
+	providers *providerService
 	// rest and stdio are the transports that hold connections or child
 	// processes between calls; Close ends them at shutdown.
 	rest  *localrest.Transport
@@ -178,6 +185,16 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		}
 	}()
 	d.reg.AddTransport(d.stdio)
+	d.providers, err = newProviderService(d.reg, home.Dir, home.SocketDir, plat, o.IPC, log, d.note)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			d.providers.hub.Close()
+		}
+	}()
+	d.reg.AddTransport(d.providers.hub)
 	d.reg.AddTransport(skill.Transport{})
 	d.reg.AddTransport(workflow.New(d.reg.Entry))
 	mcpTransport := mcpclient.NewTransport()
@@ -233,11 +250,13 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		d.ln.Close()
 		return nil, err
 	}
-	d.srv = plexushttp.New(d.gw, plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: home.Network.AllowedOrigins, Logger: log})
+	d.srv = plexushttp.New(d.gw, plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: home.Network.AllowedOrigins, Logger: log,
+		Providers: d.providers})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		d.ln.Close()
 		return nil, err
 	}
+	d.providers.load(ctx)
 	return d, nil
 }
 
@@ -282,7 +301,7 @@ func (d *daemon) run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints, d.mcp.Run}
+		d.forwardHints, d.mcp.Run, d.providers.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()

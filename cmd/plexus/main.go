@@ -62,6 +62,7 @@ func commands() []func() *cli.Command {
 		keyCommand,
 		journalCommand,
 		secretsCommand,
+		providersCommand,
 		agentCommand,
 	}
 }

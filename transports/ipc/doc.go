@@ -1,6 +1,8 @@
-// Package ipc is the wire of the "ipc" transport: the framing and message
-// envelope of the OpenSentience Runtime Protocol v1 (Core ↔ Agent), which
-// Plexus speaks as Core to agent processes it launches.
+// Package ipc is the "ipc" transport: Plexus as Core of the OpenSentience
+// Runtime Protocol v1 (Core ↔ Agent) toward the tool-provider processes it
+// launches. It holds the wire (framing, envelope, payloads), the socket
+// [Server], and the [Hub] that launches providers, turns their tools into
+// entries and calls them.
 //
 // # Wire
 //
@@ -20,33 +22,69 @@
 // payload fields (§6.2). [ErrorReply] builds the structured error an unknown
 // message type gets when a reply is expected.
 //
-// The package must never log or put into an error the session token of
-// agent.hello or any payload content. The codec does no I/O of its own
-// beyond the reader and writer it is handed; only [Server] touches the file
-// system and the network, and it logs at debug level only, through the
-// logger it is given.
+// The package must never log, journal or put into an error a session token
+// or any call content (inputs, outputs, stream chunks). The codec does no
+// I/O of its own beyond the reader and writer it is handed; only [Server]
+// and [Hub] touch the file system, the network and processes, and they log
+// through the logger they are given.
 //
 // # Server
 //
-// [Server] is Core's end: it binds the unix socket (folder 0700, socket
+// [Server] is Core's end of the socket: it binds it (folder 0700, socket
 // 0600, a stale socket replaced only when nothing answers on it), runs the
 // agent.hello / core.welcome handshake (§4.1: token checked through an
 // [Authenticator], agent_id bound to the token's provider, highest common
-// version, a fresh random session_id), records agent.heartbeat per session
-// ([Server.Sessions]), reports refused frames and hellos through
-// [ServerOptions.OnRefused] without payload bytes or the token, and on
-// Close sends core.goodbye to welcomed sessions. Messages it does not handle
-// yet get a structured error instead of silence: [CodeUnsupported] for the
-// agent's tool messages, [CodeUnexpectedType] for a type out of place,
-// [CodeUnknownType] for an unknown one.
+// version, a fresh random session_id, the provider's own max_frame_bytes),
+// records agent.heartbeat per session ([Server.Sessions]), reports refused
+// frames and hellos through [ServerOptions.OnRefused] without payload bytes
+// or the token, hands each welcomed session to a [Handler], and on Close
+// sends core.goodbye to welcomed sessions. A type out of place gets
+// [CodeUnexpectedType], an unknown one [CodeUnknownType].
 //
-// # Not built yet
+// # Hub
 //
-// Still to come, in later changes: choosing the socket path under
-// PLEXUS_HOME/run and issuing session tokens; launching an agent with
-// PLEXUS_SOCKET and PLEXUS_SESSION_TOKEN in its environment; tool
-// registration; calls, streaming, cancellation; acting on missed
-// heartbeats (marking a session unhealthy, restarting the agent) and
-// core.ping; wiring into cmd/plexus, where OnRefused is connected to the
-// journal.
+// [Hub] is the rest of Core's side, and the [plexus.Transport] of kind ipc:
+//
+//   - Launch. Each declared provider ([plexus.ProviderConfig], checked by
+//     [ValidateProvider]) is started in its own process group, never through
+//     a shell, with its environment from [Binaries] plus its config's env and
+//     PLEXUS_SOCKET, PLEXUS_PROVIDER_ID and PLEXUS_SESSION_TOKEN: a fresh
+//     token from [Tokens] per launch (32 random bytes, bound to the
+//     provider, single use, TokenTTL to say hello). Its stdout and stderr go
+//     to the debug log, line by line, bounded, with the token redacted.
+//   - Tools. A session's agent.tools.register is checked tool by tool
+//     (namespacing under the provider's id, the tool name rule, schemas that
+//     compile as JSON Schema 2020-12 without fetching anything, size limits,
+//     duplicates) and answered with core.tools.registered; replace and
+//     agent.tools.unregister are honoured. Each provider's tools are the
+//     entries of one managed [plexus.Source], id "ipc:<provider_id>"; tool
+//     "<provider_id>/<tool_name>" is entry "ipc.<provider_id>.<tool_name>"
+//     with io.input/io.output the tool's schemas and the verbs of
+//     [ToolVerbs]. A change calls [HubOptions.OnTools] (the daemon
+//     refreshes the registry: a new revision, manifest_changed) before the
+//     answer is sent.
+//   - Calls. Dispatch sends core.tool.call (call_id, request_id,
+//     correlation_id = the trace id, timeout_ms, idempotency_key, caller)
+//     and relays agent.tool.stream chunks through the DispatchContext until
+//     agent.tool.result. At most MaxInflight calls per connection; the
+//     excess is rate_limited. A caller gone or a timeout sends
+//     core.tool.cancel and returns at once; a second result for a call is
+//     ignored and journaled.
+//   - Health. Heartbeats drive the provider's health (ok, degraded;
+//     unhealthy and missed heartbeats are unavailable and stop routing);
+//     changes go to [HubOptions.OnHealth]. Missed heartbeats, a connection
+//     Plexus had to close, or no hello in time stop the process; its
+//     restart policy (on-failure, always, never) then applies, with a
+//     backoff that doubles from MinBackoff to MaxBackoff.
+//   - Stop. Removing a provider, or Run's end, sends core.goodbye and closes
+//     the connection, then SIGTERM and SIGKILL to the process group, each
+//     after StopGrace.
+//
+// What the hub observes is journaled through [HubOptions.Note]:
+// ipc.refused, ipc.call_canceled, ipc.result_duplicate, provider.started,
+// provider.start_failed, provider.connected, provider.disconnected,
+// provider.tools_registered, provider.tools_unregistered,
+// provider.heartbeat_missed, provider.exited and provider.restarting, with
+// ids, reasons, sizes and exit statuses only. docs/ipc.md is the author's
+// and owner's guide.
 package ipc

@@ -84,8 +84,8 @@ const (
 	// this point of the session: anything but agent.hello first, a second
 	// agent.hello, a core.* type sent by the agent.
 	CodeUnexpectedType = "protocol.unexpected_type"
-	// CodeUnsupported answers a known agent.* type this gateway does not
-	// handle yet (see the package doc's "Not built yet").
+	// CodeUnsupported answers a known agent.* type a [Server] without a
+	// [Handler] does not handle (tool messages).
 	CodeUnsupported = "protocol.unsupported"
 	// CodeInvalidSession answers an agent.heartbeat whose session_id is not
 	// the connection's.

@@ -150,6 +150,14 @@ type ToolsUnregister struct {
 	ToolIDs []string `json:"tool_ids"`
 }
 
+// ToolsUnregistered is the payload of core.tools.unregistered (§4.2.3:
+// "Core MAY respond"; the spec leaves the payload open, so Plexus mirrors
+// core.tools.registered): the tool_ids removed, and those refused with why.
+type ToolsUnregistered struct {
+	Unregistered []string       `json:"unregistered"`
+	Rejected     []RejectedTool `json:"rejected,omitempty"`
+}
+
 // ToolCall is the payload of core.tool.call (§4.3.1). Input is the call's
 // raw input: it must never be journaled (Plexus's redaction rule).
 type ToolCall struct {

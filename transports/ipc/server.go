@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -74,7 +75,80 @@ type ServerOptions struct {
 	// CoreVersion and InstanceID are sent in core.welcome's server object.
 	CoreVersion string
 	InstanceID  string
+	// Handler takes over each welcomed session: its heartbeats and its
+	// tool messages. Without one, tool messages are answered
+	// [CodeUnsupported] and heartbeats are only recorded. Optional.
+	Handler Handler
+	// FrameLimit returns the frame limit of an authenticated provider's
+	// session (announced in its core.welcome and enforced from then on);
+	// 0 means MaxFrameBytes. The hello itself is read under MaxFrameBytes.
+	// Optional.
+	FrameLimit func(providerID string) int
 }
+
+// Handler is what a [Server] hands a welcomed session to. The server calls
+// it from the session's connection goroutine, one call at a time and in the
+// order the frames arrived (§2.3): Opened once, then Heartbeat and Message
+// as messages come, then Closed once the connection is closed. A slow call
+// delays the session's next message, so a Handler hands long work to the
+// goroutine waiting for it rather than doing it inline. Different sessions'
+// calls run concurrently.
+type Handler interface {
+	// Opened is called after core.welcome was written, before the
+	// session's first message is read.
+	Opened(s *Session)
+	// Heartbeat is called for each agent.heartbeat whose session_id is
+	// the session's; the server has recorded it in [Server.Sessions].
+	Heartbeat(s *Session, hb Heartbeat)
+	// Message handles agent.tools.register, agent.tools.unregister,
+	// agent.tool.stream, agent.tool.result, agent.tool.cancel_ack and
+	// agent.pong. An error means the connection can no longer be written
+	// to, and ends it.
+	Message(s *Session, env Envelope) error
+	// Closed is called once, after the connection was closed (by the
+	// peer, a frame error, [Session.Close] or the server's shutdown).
+	Closed(s *Session)
+}
+
+// Session is one welcomed connection as a [Handler] sees it. Its methods
+// are safe for concurrent use.
+type Session struct {
+	c          *conn
+	info       SessionInfo
+	peerClosed atomic.Bool
+}
+
+// ClosedByPeer reports, once the session is closed, whether the agent
+// ended it (end of stream at a frame boundary, or a reset) rather than the
+// server (a frame that broke §2, a goodbye, a Close).
+func (s *Session) ClosedByPeer() bool { return s.peerClosed.Load() }
+
+// ID is the session_id sent in core.welcome.
+func (s *Session) ID() string { return s.info.ID }
+
+// ProviderID is the provider the session's token was issued to.
+func (s *Session) ProviderID() string { return s.info.ProviderID }
+
+// AgentVersion is the agent_version of the session's agent.hello.
+func (s *Session) AgentVersion() string { return s.info.AgentVersion }
+
+// Since is when core.welcome was sent, by the server's clock.
+func (s *Session) Since() time.Time { return s.info.Since }
+
+// MaxFrameBytes is the frame limit announced to this session.
+func (s *Session) MaxFrameBytes() int { return s.c.max }
+
+// Send stamps env with a fresh id and the server's clock and writes it,
+// within the server's write timeout. A payload over the session's frame
+// limit is refused with a [*FrameError] and nothing is written.
+func (s *Session) Send(env Envelope) error { return s.c.send(env) }
+
+// Goodbye sends core.goodbye with reason (a safe reason code) and closes
+// the connection. It is a no-op once the connection is closed.
+func (s *Session) Goodbye(reason string) { s.c.goodbye(reason) }
+
+// Close closes the connection without a goodbye.
+func (s *Session) Close() { s.c.close() }
 
 // supportedVersions are the protocol versions this server speaks (§6.1).
 var supportedVersions = []int{Version}
@@ -114,8 +188,9 @@ type SessionInfo struct {
 // Server is Core's side of the ipc transport: it accepts agent connections
 // on a unix socket, runs the agent.hello / core.welcome handshake (§4.1:
 // token, version negotiation) and then reads each session's frames,
-// recording heartbeats (§4.5.1). Tool registration and calls are not
-// handled yet: those messages get a structured [CodeUnsupported] error.
+// recording heartbeats (§4.5.1) and handing the session's messages to its
+// [Handler] (the [Hub]); without one, tool messages get a structured
+// [CodeUnsupported] error.
 //
 // Use: [NewServer], [Server.Listen] (binds synchronously), [Server.Serve]
 // (blocks until ctx ends or [Server.Close]). Ending either sends
@@ -318,7 +393,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			continue
 		}
-		c := &conn{nc: nc, s: s}
+		c := &conn{nc: nc, s: s, max: s.opts.MaxFrameBytes}
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
@@ -412,10 +487,15 @@ func clip(s string) string {
 func newID() string { return rand.Text() }
 
 // conn is one agent connection. Its goroutine (serveConn) owns reading;
-// wmu serializes writes between that goroutine and Serve's shutdown.
+// wmu serializes writes between that goroutine, Serve's shutdown and a
+// Handler's senders.
 type conn struct {
 	nc *net.UnixConn
 	s  *Server
+	// max is the frame limit: the server's until the welcome, then the
+	// session's. Written by the connection goroutine before the welcome is
+	// sent (and so before any Session exists), read-only after.
+	max int
 
 	wmu     sync.Mutex
 	welcome bool // core.welcome was sent: goodbye is due at shutdown
@@ -443,7 +523,7 @@ func (c *conn) sendLocked(env Envelope, timeout time.Duration) error {
 	if err := c.nc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	return WriteFrame(c.nc, b, c.s.opts.MaxFrameBytes)
+	return WriteFrame(c.nc, b, c.max)
 }
 
 // goodbye sends core.goodbye if the session was welcomed, then closes.
@@ -474,37 +554,45 @@ func (c *conn) closeLocked() {
 
 // serveConn runs one connection: the handshake, then the session's frames.
 func (s *Server) serveConn(c *conn) {
-	var sessionID string
+	var sess *Session
 	defer func() {
 		c.close()
 		s.mu.Lock()
 		delete(s.conns, c)
-		delete(s.sessions, sessionID)
+		if sess != nil {
+			delete(s.sessions, sess.info.ID)
+		}
 		s.mu.Unlock()
+		if sess != nil && s.opts.Handler != nil {
+			s.opts.Handler.Closed(sess)
+		}
 	}()
-	sessionID = s.handshake(c)
-	if sessionID == "" {
+	sess = s.handshake(c)
+	if sess == nil {
 		return
 	}
-	s.session(c, sessionID)
+	if s.opts.Handler != nil {
+		s.opts.Handler.Opened(sess)
+	}
+	s.session(c, sess)
 }
 
 // handshake reads agent.hello and answers core.welcome (§4.1). It returns
-// the new session's id, or "" when the connection is to be closed.
-func (s *Server) handshake(c *conn) string {
+// the new session, or nil when the connection is to be closed.
+func (s *Server) handshake(c *conn) *Session {
 	log := s.opts.Logger
 	if err := c.nc.SetReadDeadline(time.Now().Add(s.opts.HelloTimeout)); err != nil {
-		return ""
+		return nil
 	}
 	b, err := ReadFrame(c.nc, s.opts.MaxFrameBytes)
 	if err != nil {
 		s.readFailed(err, "hello")
-		return ""
+		return nil
 	}
 	env, err := DecodeEnvelope(b)
 	if err != nil {
 		s.badEnvelope(c, Envelope{}, err, "hello")
-		return ""
+		return nil
 	}
 	if env.Type != TypeAgentHello {
 		detail := map[string]any{"type": "unknown"}
@@ -513,12 +601,12 @@ func (s *Server) handshake(c *conn) string {
 		}
 		s.refuse(RefusedNoHello, detail)
 		c.send(ErrorReply(env, CodeUnexpectedType, "the first message must be agent.hello"))
-		return ""
+		return nil
 	}
 	hello, err := DecodePayload[Hello](env)
 	if err != nil {
 		s.badEnvelope(c, env, err, "hello")
-		return ""
+		return nil
 	}
 	refuseWelcome := func(code, message string) {
 		c.send(Envelope{
@@ -531,7 +619,7 @@ func (s *Server) handshake(c *conn) string {
 	if hello.AgentID == "" {
 		s.refuse(RefusedEnvelope, map[string]any{"stage": "hello", "field": "payload.agent_id", "problem": problemMissing})
 		refuseWelcome(CodeInvalidEnvelope, "agent.hello: payload.agent_id is missing")
-		return ""
+		return nil
 	}
 	// Token first: an unauthenticated peer learns nothing else.
 	provider, ok := "", false
@@ -546,7 +634,7 @@ func (s *Server) handshake(c *conn) string {
 		}
 		s.refuse(RefusedUnauthorized, detail)
 		refuseWelcome(CodeUnauthorized, "session token refused")
-		return ""
+		return nil
 	}
 	version := negotiate(hello.Protocol.SupportedVersions)
 	if version == 0 {
@@ -555,9 +643,14 @@ func (s *Server) handshake(c *conn) string {
 			"supported_versions": hello.Protocol.SupportedVersions[:min(len(hello.Protocol.SupportedVersions), 16)],
 		})
 		refuseWelcome(CodeUnsupportedVersion, fmt.Sprintf("no common protocol version; this gateway speaks %v", supportedVersions))
-		return ""
+		return nil
 	}
 
+	if s.opts.FrameLimit != nil {
+		if n := s.opts.FrameLimit(provider); n > 0 {
+			c.max = effectiveMax(n)
+		}
+	}
 	now := s.opts.Clock()
 	info := &SessionInfo{
 		ID:           newID(),
@@ -570,11 +663,11 @@ func (s *Server) handshake(c *conn) string {
 		AcceptedVersion:     version,
 		SessionID:           info.ID,
 		HeartbeatIntervalMS: s.opts.HeartbeatInterval.Milliseconds(),
-		MaxFrameBytes:       s.opts.MaxFrameBytes,
+		MaxFrameBytes:       c.max,
 		Server:              ServerInfo{CoreVersion: s.opts.CoreVersion, InstanceID: s.opts.InstanceID},
 	})
 	if err != nil {
-		return ""
+		return nil
 	}
 	// Registered before the welcome is written, so that an agent which has
 	// read its welcome finds itself in Sessions.
@@ -590,13 +683,13 @@ func (s *Server) handshake(c *conn) string {
 		s.mu.Lock()
 		delete(s.sessions, info.ID)
 		s.mu.Unlock()
-		return ""
+		return nil
 	}
 	if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
-		return ""
+		return nil
 	}
 	log.Debug("ipc session welcomed", "session_id", info.ID, "agent_id", info.AgentID)
-	return info.ID
+	return &Session{c: c, info: *info}
 }
 
 // negotiate returns the highest version in both theirs and
@@ -643,10 +736,13 @@ func (s *Server) badEnvelope(c *conn, req Envelope, err error, stage string) {
 
 // session reads a welcomed session's frames until EOF, a frame error or
 // the connection's close at shutdown.
-func (s *Server) session(c *conn, id string) {
+func (s *Server) session(c *conn, sess *Session) {
 	for {
-		b, err := ReadFrame(c.nc, s.opts.MaxFrameBytes)
+		b, err := ReadFrame(c.nc, c.max)
 		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				sess.peerClosed.Store(true)
+			}
 			s.readFailed(err, "session")
 			return
 		}
@@ -656,7 +752,7 @@ func (s *Server) session(c *conn, id string) {
 			s.badEnvelope(c, Envelope{}, err, "session")
 			continue
 		}
-		if err := s.dispatch(c, id, env); err != nil {
+		if err := s.dispatch(c, sess, env); err != nil {
 			return
 		}
 	}
@@ -664,7 +760,8 @@ func (s *Server) session(c *conn, id string) {
 
 // dispatch handles one message of a welcomed session. An error means the
 // connection cannot be written to any more.
-func (s *Server) dispatch(c *conn, id string, env Envelope) error {
+func (s *Server) dispatch(c *conn, sess *Session, env Envelope) error {
+	id := sess.info.ID
 	switch env.Type {
 	case TypeAgentHeartbeat:
 		hb, err := DecodePayload[Heartbeat](env)
@@ -681,10 +778,16 @@ func (s *Server) dispatch(c *conn, id string, env Envelope) error {
 			si.LastHeartbeat, si.Status = now, hb.Status
 		}
 		s.mu.Unlock()
+		if s.opts.Handler != nil {
+			s.opts.Handler.Heartbeat(sess, hb)
+		}
 		return nil
 	case TypeAgentToolsRegister, TypeAgentToolsUnregister, TypeAgentToolStream,
 		TypeAgentToolResult, TypeAgentToolCancelAck, TypeAgentPong:
-		return c.send(ErrorReply(env, CodeUnsupported, env.Type+" is not handled by this gateway yet"))
+		if s.opts.Handler != nil {
+			return s.opts.Handler.Message(sess, env)
+		}
+		return c.send(ErrorReply(env, CodeUnsupported, env.Type+" is not handled by this server"))
 	}
 	if KnownType(env.Type) {
 		// A second agent.hello, or a core.* type sent by the agent.
