@@ -86,7 +86,8 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "mcp.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	td := startTestDaemon(t, daemonOptions{Home: home})
+	const canary = "aws-canary-5f0e2b"
+	td := startTestDaemon(t, daemonOptions{Home: home, Env: append(os.Environ(), "AWS_SECRET_ACCESS_KEY="+canary)})
 	_, sid := enrolledAgent(t, td, "claude")
 	events := td.openEvents(t, sid, "")
 
@@ -113,11 +114,17 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	}
 
 	read := grantAllowed(t, td, sid, map[string]any{"mcp.everything.echo": "allow", "mcp.everything.get-resource-reference": "allow",
-		"mcp.everything.trigger-long-running-operation": "allow",
+		"mcp.everything.trigger-long-running-operation": "allow", "mcp.everything.get-env": "allow",
 		"mcp.everything.resource.features.md":           "allow", "mcp.everything.prompt.args-prompt": "allow"})
 	st, resp, raw := td.invoke(t, read, plexus.InvokeRequest{ID: "mcp.everything.echo", Input: map[string]any{"message": "hello"}})
 	if st != http.StatusOK || !resp.OK || !strings.Contains(string(resp.MCPResult), "Echo: hello") {
 		t.Fatalf("echo: %d %s", st, raw)
+	}
+	// The server's own get-env hands an agent its environment: the owner's
+	// shell secrets are not in it, what it needs to run is.
+	st, resp, raw = td.invoke(t, read, plexus.InvokeRequest{ID: "mcp.everything.get-env"})
+	if !resp.OK || strings.Contains(string(raw), canary) || !strings.Contains(string(raw), `\"PATH\"`) {
+		t.Fatalf("get-env: %d %s", st, raw)
 	}
 	// The server throws for id 0: its SDK answers isError with the message.
 	st, resp, raw = td.invoke(t, read, plexus.InvokeRequest{ID: "mcp.everything.get-resource-reference", Input: map[string]any{"resourceId": 0}})
