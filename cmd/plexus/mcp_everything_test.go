@@ -115,7 +115,7 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 
 	read := grantAllowed(t, td, sid, map[string]any{"mcp.everything.echo": "allow", "mcp.everything.get-resource-reference": "allow",
 		"mcp.everything.trigger-long-running-operation": "allow", "mcp.everything.get-env": "allow",
-		"mcp.everything.resource.features.md":           "allow", "mcp.everything.prompt.args-prompt": "allow"})
+		"mcp.everything.resource.features.md": "allow", "mcp.everything.prompt.args-prompt": "allow"})
 	st, resp, raw := td.invoke(t, read, plexus.InvokeRequest{ID: "mcp.everything.echo", Input: map[string]any{"message": "hello"}})
 	if st != http.StatusOK || !resp.OK || !strings.Contains(string(resp.MCPResult), "Echo: hello") {
 		t.Fatalf("echo: %d %s", st, raw)
