@@ -98,7 +98,17 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	case len(rest) == 0:
 		return usageError(cmd, "give the server's command after --, or its --url")
 	default:
-		entry["command"] = rest[0]
+		command := rest[0]
+		if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
+			// Relative to this shell's folder, which the daemon does not
+			// share: written absolute.
+			abs, err := filepath.Abs(command)
+			if err != nil {
+				return err
+			}
+			command = abs
+		}
+		entry["command"] = command
 		if len(rest) > 1 {
 			entry["args"] = rest[1:]
 		}

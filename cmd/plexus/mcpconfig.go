@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -257,33 +256,7 @@ func (d *mcpDoc) write() error {
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	dir := filepath.Dir(d.path)
-	f, err := os.CreateTemp(dir, ".mcp.json.*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", d.path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename there is nothing left to remove
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", d.path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", d.path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", d.path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", d.path, err)
-	}
-	if err := os.Rename(tmp, d.path); err != nil {
-		return fmt.Errorf("write %s: %w", d.path, err)
-	}
-	return nil
+	return writeFileAtomic(d.path, append(b, '\n'), 0o600)
 }
 
 // describe says where a server runs, for list: the command line or the URL,

@@ -156,6 +156,10 @@ func TestMCPCommandsEditTheFile(t *testing.T) {
 		return result{code, out.String(), errOut.String()}
 	}
 	path := filepath.Join(home, "mcp.json")
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		args     []string
 		code     int
@@ -175,6 +179,7 @@ func TestMCPCommandsEditTheFile(t *testing.T) {
 		{[]string{"mcp", "list"}, 0, "not running", []string{"fs", "web"}, ""},
 		{[]string{"mcp", "remove", "nope"}, exitError, "no server", []string{"fs", "web"}, ""},
 		{[]string{"mcp", "remove", "fs"}, 0, "Removed", []string{"web"}, ""},
+		{[]string{"mcp", "add", "rel", "--", "./bin/srv"}, 0, "Added", []string{"rel", "web"}, `"command": "` + cwd + `/bin/srv"`},
 	}
 	for _, s := range steps {
 		r := cli(s.args...)

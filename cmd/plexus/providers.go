@@ -87,16 +87,11 @@ func providersAdd(ctx context.Context, cmd *cli.Command) error {
 		command = abs
 	}
 	cfg := plexus.ProviderConfig{Command: command, Args: args, Restart: cmd.String("restart"), MaxFrameBytes: int(cmd.Int("max-frame-bytes"))}
-	for _, kv := range cmd.StringSlice("env") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return usageError(cmd, "--env %q: want NAME=value", k)
-		}
-		if cfg.Env == nil {
-			cfg.Env = map[string]string{}
-		}
-		cfg.Env[k] = v
+	env, err := keyValues(cmd, "env")
+	if err != nil {
+		return err
 	}
+	cfg.Env = env
 	path := providersPath(cmd.String("home"))
 	doc, err := readProviders(path)
 	if err != nil {
