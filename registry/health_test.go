@@ -222,14 +222,28 @@ func TestRun(t *testing.T) {
 
 	t.Run("ErrRunning", func(t *testing.T) {
 		r := registry.New(registry.Options{})
-		startRun(t, r)
-		// Until the first Run has claimed the registry, a second one may
-		// win; a cancelled context makes that one return at once.
+		// Until the long Run has claimed the registry, a probing Run may
+		// claim it first (and, its context cancelled, return at once); the
+		// long one is then refused and simply tries again.
+		ctx, stop := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() {
+			for {
+				if err := r.Run(ctx); !errors.Is(err, registry.ErrRunning) {
+					first <- err
+					return
+				}
+			}
+		}()
 		done, cancel := context.WithCancel(context.Background())
 		cancel()
 		waitFor(t, "Run to start", func() bool {
 			return errors.Is(r.Run(done), registry.ErrRunning)
 		})
+		stop()
+		if err := <-first; err != nil {
+			t.Errorf("Run returned %v, want nil", err)
+		}
 	})
 }
 
