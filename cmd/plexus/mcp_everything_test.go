@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // npmMCPServer is the path of an MCP server from the npm registry, pinned
@@ -82,7 +84,13 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`{"mcpServers":{"everything":{"command":%q,"args":["stdio"]}}}`, bin)
+	// A secret named in the entry reaches the server (its get-env shows
+	// it) and nothing else.
+	const secret = "plx-mcp-secret-0c4d9e"
+	if err := platform.New(platform.Options{Home: home}).SetSecret("everything-key", []byte(secret)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`{"mcpServers":{"everything":{"command":%q,"args":["stdio"],"env":{"EVERYTHING_KEY":"Bearer ${secret:everything-key}"}}}}`, bin)
 	if err := os.WriteFile(filepath.Join(home, "mcp.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +131,8 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	// The server's own get-env hands an agent its environment: the owner's
 	// shell secrets are not in it, what it needs to run is.
 	st, resp, raw = td.invoke(t, read, plexus.InvokeRequest{ID: "mcp.everything.get-env"})
-	if !resp.OK || strings.Contains(string(raw), canary) || !strings.Contains(string(raw), `\"PATH\"`) {
+	if !resp.OK || strings.Contains(string(raw), canary) || !strings.Contains(string(raw), `\"PATH\"`) ||
+		!strings.Contains(string(raw), `\"EVERYTHING_KEY\": \"Bearer `+secret) {
 		t.Fatalf("get-env: %d %s", st, raw)
 	}
 	// The server throws for id 0: its SDK answers isError with the message.
@@ -209,6 +218,22 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	})
 	if _, ok := manifestEntry(t, td, sid, changed.Changed.Added[0]); !ok {
 		t.Errorf("the added resource %s is not in the manifest", changed.Changed.Added[0])
+	}
+
+	// The secret is in no file under PLEXUS_HOME but its own.
+	td.stop()
+	own := filepath.Join(home, "secrets", "everything-key")
+	err = filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || p == own {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), secret) {
+			return fmt.Errorf("the secret is in %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
 

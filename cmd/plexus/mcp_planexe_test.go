@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,6 +97,96 @@ func (c *planexeCaller) grantOnce(id string) string {
 	return grantAllowed(c.t, c.td, c.sid, map[string]any{id: map[string]any{"decision": "allow", "verbs": []string{"execute"}}})
 }
 
+// buildPlanExe builds the PlanExe example server into a temp folder.
+func buildPlanExe(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "planexe")
+	build := exec.Command("go", "build", "-o", bin, "./examples/planexe/cmd/planexe")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build planexe: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestMCPStreamableHTTPThroughPlexus: a server reached over Streamable HTTP
+// (the PlanExe example serving on loopback), added with plexus mcp add
+// --url, is listed and called through /invoke like a stdio one; stopped, it
+// is unavailable and calls say so.
+func TestMCPStreamableHTTPThroughPlexus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the PlanExe server")
+	}
+	bin := buildPlanExe(t)
+	root, addr := t.TempDir(), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// serve runs the server on addr until the returned stop.
+	serve := func() (stop func()) {
+		srv := exec.Command(bin, "--http", addr, "--root", root, "--delay", "5ms")
+		stderr, err := srv.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() && !strings.Contains(lines.Text(), "serving MCP at ") {
+		}
+		drained := make(chan struct{})
+		go func() {
+			defer close(drained)
+			for lines.Scan() { // a full pipe would block the server
+			}
+		}()
+		var once sync.Once
+		stop = func() {
+			once.Do(func() {
+				_ = srv.Process.Kill()
+				<-drained
+				_ = srv.Wait()
+			})
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	stop := serve()
+
+	td := startTestDaemon(t, daemonOptions{})
+	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	e.ok("mcp", "add", "plan", "--url", "http://"+addr+"/mcp")
+	_, sid := enrolledAgent(t, td, "planner")
+	create := "mcp.plan." + planexe.ToolSessionCreate
+	if _, ok := manifestEntry(t, td, sid, create); !ok {
+		t.Fatalf("%s is not in the manifest", create)
+	}
+	tok := grantAllowed(t, td, sid, map[string]any{create: map[string]any{"decision": "allow", "verbs": []string{"write"}}})
+	call := func() (int, plexus.InvokeResponse, []byte) {
+		return td.invoke(t, tok, plexus.InvokeRequest{ID: create, Input: map[string]any{"idea": "A bakery in Lisbon"}})
+	}
+	if st, resp, raw := call(); st != http.StatusOK || !resp.OK || !strings.Contains(string(resp.MCPResult), "session_id") {
+		t.Fatalf("session.create over HTTP: %d %s", st, raw)
+	}
+
+	// Stopped: an HTTP server has no connection whose loss would show, so
+	// the first call that cannot reach it finds out, says so, and the
+	// source turns unavailable while Plexus reconnects.
+	stop()
+	if _, resp, raw := call(); resp.OK || resp.Error == nil || resp.Error.Code != plexus.CodeSourceUnavailable {
+		t.Fatalf("a call with the server down: %s", raw)
+	}
+	waitFor(t, 10*time.Second, "the source to be unavailable", holds(func() bool {
+		return td.reg.SourceHealth("mcp:plan").Status == plexus.HealthUnavailable
+	}))
+	// Back on the same address: reconnected, and calls work again.
+	serve()
+	waitFor(t, 30*time.Second, "the source to be back", holds(func() bool {
+		return td.reg.SourceHealth("mcp:plan").Status == plexus.HealthOK
+	}))
+	if st, resp, raw := call(); !resp.OK {
+		t.Fatalf("session.create after the server came back: %d %s", st, raw)
+	}
+}
+
 // TestPlanExeThroughPlexus: the PlanExe example server, ingested from
 // mcp.json like any MCP server, passes its whole §17 contract suite (start,
 // stop and resume loops, sha256-locked writes, invalid transitions, event
@@ -106,12 +198,7 @@ func TestPlanExeThroughPlexus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the PlanExe server")
 	}
-	bin := filepath.Join(t.TempDir(), "planexe")
-	build := exec.Command("go", "build", "-o", bin, "./examples/planexe/cmd/planexe")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build planexe: %v\n%s", err, out)
-	}
+	bin := buildPlanExe(t)
 	home := filepath.Join(t.TempDir(), "home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)

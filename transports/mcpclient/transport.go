@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -142,6 +143,9 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 		return fail(plexus.Errorf(plexus.CodeTransportError, "the entry's mcp route names an unknown primitive %q", rt.Primitive))
 	}
 	if err != nil {
+		if ctx.Err() == nil && c.unreachable(s) {
+			return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s does not answer; reconnecting", c.name))
+		}
 		return fail(c.callError(ctx, err, method, entry.ID))
 	}
 
@@ -200,6 +204,29 @@ func (c *Client) callError(ctx context.Context, err error, method, id string) *p
 		return plexus.WrapError(plexus.CodeTransportError, err, fmt.Sprintf("the session with the MCP server %s ended during the call", c.name))
 	}
 	return &plexus.Error{Code: plexus.CodeTransportError, Message: fmt.Sprintf("MCP server %s: %s failed: %s", c.name, method, clip(c.red.err(err), 1000))}
+}
+
+// pingTimeout bounds the liveness check after a failed call.
+const pingTimeout = 2 * time.Second
+
+// unreachable checks, after a call failed, whether an HTTP server still
+// answers. A Streamable HTTP session has no connection whose loss would
+// show: a server that went away fails each call (the SDK rejects it) while
+// the session looks alive until the next keep-alive ping. So a failed call
+// pings at once, and a server that does not answer has its session closed:
+// Run marks the source unavailable and reconnects with backoff. A stdio
+// session's loss shows by itself (the process exits).
+func (c *Client) unreachable(s *session) bool {
+	if s.cmd != nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	if err := s.cs.Ping(pctx, nil); err == nil {
+		return false
+	}
+	_ = s.cs.Close() // Run sees the session lost
+	return true
 }
 
 // ctxError is the failure of a call whose context ended; sent says whether
