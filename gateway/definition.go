@@ -41,6 +41,22 @@ type Definition struct {
 func (g *Gateway) CheckPins(ctx context.Context, source string, defs []Definition) (map[string]bool, error) {
 	g.pinMu.Lock()
 	defer g.pinMu.Unlock()
+	// Most scans find every definition as pinned: answer those from a
+	// read, without a durable write transaction.
+	var settled bool
+	if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		pins, err := tx.Pins(source)
+		if err != nil {
+			return err
+		}
+		settled = allPinned(pins, defs)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("check pins of %s: %w", source, err)
+	}
+	if settled {
+		return map[string]bool{}, nil
+	}
 	held := map[string]bool{}
 	var created []string
 	now := g.now()
@@ -113,6 +129,20 @@ func (g *Gateway) CheckPins(ctx context.Context, source string, defs []Definitio
 	}
 	g.touch(created...)
 	return held, nil
+}
+
+// allPinned reports whether every definition has a pin of its hash.
+func allPinned(pins []plexus.Pin, defs []Definition) bool {
+	hashes := make(map[string]string, len(pins))
+	for _, p := range pins {
+		hashes[p.EntryID] = p.Hash
+	}
+	for _, d := range defs {
+		if h, ok := hashes[d.EntryID]; !ok || h != d.Hash {
+			return false
+		}
+	}
+	return true
 }
 
 // waitingDefinitions indexes, by entry and new hash, the definition
