@@ -44,6 +44,11 @@ type CallOptions struct {
 	// the call resumes an earlier request that still pends, it is called with
 	// that request's id and narration, as GET /grants/status reports them.
 	OnPending func(plexus.GrantPendingResponse)
+	// OnProgress, when set, asks /invoke for a stream (Accept:
+	// text/event-stream) and receives each piece of the running call — an
+	// ipc tool's output chunks, an MCP server's progress — in order, on the
+	// calling goroutine, before Call returns.
+	OnProgress func(plexus.InvokeProgressEvent)
 }
 
 // Call invokes capability id with input, doing whatever the protocol asks
@@ -81,7 +86,7 @@ func (a *Agent) Call(ctx context.Context, id string, input map[string]any, opts 
 			}
 			return nil, err
 		}
-		resp, status, err := a.invoke(ctx, tok, id, input, opts.IdempotencyKey)
+		resp, status, err := a.invoke(ctx, tok, id, input, opts.IdempotencyKey, opts.OnProgress)
 		if err != nil {
 			return nil, err
 		}
@@ -427,9 +432,18 @@ func (a *Agent) refresh(ctx context.Context, tok HeldToken) (HeldToken, error) {
 // invoke presents tok on POST /invoke. Every answer of the endpoint is an
 // InvokeResponse; an edge in front of it answering the error envelope
 // instead is folded into one.
-func (a *Agent) invoke(ctx context.Context, tok HeldToken, id string, input map[string]any, key string) (*plexus.InvokeResponse, int, error) {
+func (a *Agent) invoke(ctx context.Context, tok HeldToken, id string, input map[string]any, key string,
+	progress func(plexus.InvokeProgressEvent)) (*plexus.InvokeResponse, int, error) {
 	req := request{method: http.MethodPost, path: "/invoke", bearer: tok.Token, timeout: a.conn.invokeTimeout,
 		body: plexus.InvokeRequest{ID: id, Input: input, IdempotencyKey: key}}
+	if progress != nil {
+		req.onEvent = func(typ string, data []byte) {
+			var ev plexus.InvokeProgressEvent
+			if typ == plexus.EventInvokeProgress && json.Unmarshal(data, &ev) == nil {
+				progress(ev)
+			}
+		}
+	}
 	status, data, err := a.conn.send(ctx, req)
 	if err != nil {
 		return nil, 0, err

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -156,6 +157,11 @@ type request struct {
 	session string
 	body    any
 	timeout time.Duration
+	// onEvent, when set, asks for a Server-Sent Events answer (a streamed
+	// /invoke): each event but the final "result" is handed to it, and the
+	// result event's data is the body send returns. A plain JSON answer is
+	// returned as it is.
+	onEvent func(typ string, data []byte)
 }
 
 // send performs r and returns the status and body, whatever the status. Only
@@ -193,6 +199,9 @@ func (c *conn) send(ctx context.Context, r request) (int, []byte, error) {
 	}
 	req.Host = c.host
 	req.Header.Set("Accept", "application/json")
+	if r.onEvent != nil {
+		req.Header.Set("Accept", "text/event-stream, application/json")
+	}
 	req.Header.Set("User-Agent", "plexus-client/"+plexus.Version)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -215,6 +224,13 @@ func (c *conn) send(ctx context.Context, r request) (int, []byte, error) {
 		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
 	defer resp.Body.Close()
+	if r.onEvent != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		data, err := readEvents(resp.Body, r.onEvent)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s %s: read stream: %w", r.method, r.path, err)
+		}
+		return resp.StatusCode, data, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: read response: %w", r.method, r.path, err)
@@ -223,6 +239,40 @@ func (c *conn) send(ctx context.Context, r request) (int, []byte, error) {
 		return 0, nil, fmt.Errorf("%s %s: response larger than %d bytes", r.method, r.path, maxBody)
 	}
 	return resp.StatusCode, data, nil
+}
+
+// readEvents reads a Server-Sent Events body, handing each event to
+// onEvent, until the "result" event, whose data it returns.
+func readEvents(body io.Reader, onEvent func(typ string, data []byte)) ([]byte, error) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64*1024), maxBody)
+	var typ string
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data.Len() > 0 || typ != "" {
+				if typ == "result" {
+					return data.Bytes(), nil
+				}
+				onEvent(typ, data.Bytes())
+			}
+			typ = ""
+			data.Reset()
+		case strings.HasPrefix(line, "event:"):
+			typ = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("the stream ended without a result")
 }
 
 // call performs r, decodes a 2xx body into out (when out is non-nil) and

@@ -111,6 +111,7 @@ func agentCallCommand() *cli.Command {
 			&cli.BoolFlag{Name: "wait", Usage: "wait for the owner's decision when the grant pends"},
 			&cli.DurationFlag{Name: "timeout", Usage: "how long --wait waits", Value: 10 * time.Minute},
 			&cli.StringFlag{Name: "idempotency-key", Usage: "run the call at most once under this key"},
+			&cli.BoolFlag{Name: "no-progress", Usage: "do not show the call's output chunks and progress on stderr as it runs"},
 			&cli.BoolFlag{Name: "json", Usage: "print the whole InvokeResponse as JSON"},
 		},
 		Action: agentCall,
@@ -152,6 +153,9 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 				fmt.Fprintf(stderr, "Waiting up to %s for the owner's decision (pending %s)…\n", cmd.Duration("timeout"), p.PendingID)
 			}
 		},
+	}
+	if !asJSON && !cmd.Bool("no-progress") {
+		opts.OnProgress = func(ev plexus.InvokeProgressEvent) { writeProgress(stderr, ev) }
 	}
 	resp, err := ag.Call(ctx, id, input, opts)
 	var ce *client.Error
@@ -305,4 +309,42 @@ func agentRegisterCommand() *cli.Command {
 			return &codedError{code: exitPending}
 		},
 	}
+}
+
+// writeProgress shows one piece of a running call: a text chunk as it is
+// (a line at a time), a partial result as JSON, a progress report as
+// "progress n/total message".
+func writeProgress(w io.Writer, ev plexus.InvokeProgressEvent) {
+	switch ev.Channel {
+	case "progress":
+		var b strings.Builder
+		b.WriteString("progress")
+		if ev.Progress != nil {
+			fmt.Fprintf(&b, " %g", *ev.Progress)
+			if ev.Total != nil {
+				fmt.Fprintf(&b, "/%g", *ev.Total)
+			}
+		}
+		if ev.Message != "" {
+			b.WriteString(" " + ev.Message)
+		}
+		fmt.Fprintln(w, b.String())
+		return
+	}
+	if m, ok := ev.Data.(map[string]any); ok {
+		if text, ok := m["text"].(string); ok {
+			fmt.Fprint(w, text)
+			if !strings.HasSuffix(text, "\n") {
+				fmt.Fprintln(w)
+			}
+			return
+		}
+		if j, ok := m["json"]; ok {
+			b, _ := json.Marshal(j)
+			fmt.Fprintf(w, "partial result: %s\n", b)
+			return
+		}
+	}
+	b, _ := json.Marshal(ev.Data)
+	fmt.Fprintf(w, "%s: %s\n", ev.Channel, b)
 }

@@ -279,3 +279,24 @@ func TestMCPFilesystemThroughPlexus(t *testing.T) {
 		t.Fatalf("read outside the folder: %d %s", st, raw)
 	}
 }
+
+// TestAgentCallShowsProgress: plexus agent call streams the call and shows
+// an MCP server's progress on stderr as it comes, the result on stdout;
+// --json and --no-progress keep stderr quiet.
+func TestAgentCallShowsProgress(t *testing.T) {
+	bin := npmMCPServer(t, "mcp-server-everything")
+	td := startTestDaemon(t, daemonOptions{})
+	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	e.ok("mcp", "add", "everything", "--", bin, "stdio")
+	e.enroll("claude")
+	args := []string{"agent", "call", "mcp.everything.trigger-long-running-operation", "duration=0.2", "steps=2"}
+	r := e.ok(args...)
+	if r.stderr != "progress 1/2\nprogress 2/2\n" || !strings.Contains(r.stdout, "Long running operation completed") {
+		t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	for _, flag := range []string{"--no-progress", "--json"} {
+		if r := e.ok(append(args, flag)...); strings.Contains(r.stderr, "progress") || !strings.Contains(r.stdout, "Long running operation completed") {
+			t.Errorf("%s: stdout %q, stderr %q", flag, r.stdout, r.stderr)
+		}
+	}
+}
