@@ -181,6 +181,13 @@ func TestMCPServerEndToEnd(t *testing.T) {
 		}
 		return "no pending definition decision"
 	})
+	if out := e.ok("pending").stdout; !strings.Contains(out, "changed definition: mcp.drift.greet") {
+		t.Errorf("plexus pending:\n%s", out)
+	}
+	if out := e.ok("show", pid).stdout; !strings.Contains(out, "mcp:drift changed the definition of mcp.drift.greet") ||
+		!strings.Contains(out, `was: "Greets someone by name."`) || !strings.Contains(out, "id_rsa") || strings.Contains(out, "--window") {
+		t.Errorf("plexus show:\n%s", out)
+	}
 	in := filepath.Join(td.home.Inbox, pid+".md")
 	waitFor(t, 10*time.Second, "its file", holds(func() bool { _, err := os.Stat(in); return err == nil }))
 	b, _ := os.ReadFile(in)

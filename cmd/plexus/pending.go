@@ -40,10 +40,15 @@ func pendingCommand() *cli.Command {
 						sens = it.Sensitivity
 					}
 				}
-				if p.Kind != "" && p.Kind != plexus.PendingGrant {
+				switch {
+				case p.Definition != nil:
+					asks = []string{"changed definition: " + p.Definition.EntryID}
+				case p.Extension != nil:
+					asks = append([]string{"extension " + p.Extension.Source + ":"}, asks...)
+				case p.Kind != "" && p.Kind != plexus.PendingGrant:
 					asks = append([]string{p.Kind + ":"}, asks...)
 				}
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.AgentID, dash(strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.AgentID), dash(strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
 					dash(string(sens)), timeString(p.ExpiresAt), dash(oneLine(p.Purpose, 60)))
 			}
 			if err := t.Flush(); err != nil {

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
@@ -26,7 +31,11 @@ func showCommand() *cli.Command {
 			if cmd.Bool("json") {
 				return printJSON(w, p)
 			}
-			fmt.Fprintf(w, "%s — %s request by %s, %s\n", p.ID, kindOr(p.Kind), p.AgentID, p.State)
+			if c := p.Definition; c != nil {
+				fmt.Fprintf(w, "%s — %s changed the definition of %s, %s\n", p.ID, c.Source, c.EntryID, p.State)
+			} else {
+				fmt.Fprintf(w, "%s — %s request by %s, %s\n", p.ID, kindOr(p.Kind), p.AgentID, p.State)
+			}
 			fmt.Fprintf(w, "  asked %s, expires %s, trace %s\n", timeString(p.CreatedAt), timeString(p.ExpiresAt), p.TraceID)
 			if p.Bundle != nil && p.Bundle.Name != "" {
 				fmt.Fprintf(w, "  task bundle: %s\n", p.Bundle.Name)
@@ -52,8 +61,15 @@ func showCommand() *cli.Command {
 			if p.Purpose != "" {
 				fmt.Fprintf(w, "\n  The agent says: %q\n", p.Purpose)
 			}
+			if c := p.Definition; c != nil {
+				writeDefinitionChange(w, *c)
+			}
 			if p.State == plexus.StatePending {
-				fmt.Fprintf(w, "\nDecide with: plexus approve %s [--window …] | plexus reject %s --reason \"…\"\n", p.ID, p.ID)
+				window := " [--window …]"
+				if p.Definition != nil || p.Extension != nil {
+					window = "" // decided as a whole
+				}
+				fmt.Fprintf(w, "\nDecide with: plexus approve %s%s | plexus reject %s --reason \"…\"\n", p.ID, window, p.ID)
 				return nil
 			}
 			decided := ""
@@ -75,4 +91,67 @@ func kindOr(k string) string {
 		return plexus.PendingGrant
 	}
 	return k
+}
+
+// writeDefinitionChange shows, top-level field by field, what a server
+// changed in a definition (the decision file shows each side in full).
+func writeDefinitionChange(w io.Writer, c plexus.DefinitionChange) {
+	var old, cur map[string]json.RawMessage
+	_ = json.Unmarshal(c.Old, &old)
+	_ = json.Unmarshal(c.New, &cur)
+	keys := map[string]bool{}
+	for k := range old {
+		keys[k] = true
+	}
+	for k := range cur {
+		keys[k] = true
+	}
+	fmt.Fprintf(w, "\n  Changed since you accepted it (sha256 %s → %s):\n", short(c.OldHash), short(c.NewHash))
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		a, b := old[k], cur[k]
+		if bytes.Equal(compactJSON(a), compactJSON(b)) {
+			continue
+		}
+		fmt.Fprintf(w, "    %s:\n      was: %s\n      now: %s\n", k, clipJSON(a), clipJSON(b))
+	}
+}
+
+func compactJSON(raw json.RawMessage) []byte {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// clipJSON is raw on one line, cut to 200 runes, with control and format
+// characters escaped (a server's text must not restyle the terminal).
+func clipJSON(raw json.RawMessage) string {
+	if raw == nil {
+		return "(absent)"
+	}
+	s := string(compactJSON(raw))
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == 200 {
+			b.WriteString("…")
+			break
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+		n++
+	}
+	return b.String()
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
