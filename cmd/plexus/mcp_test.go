@@ -231,4 +231,8 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	if rows := rowsOf(t, td, "mcp.server_stopped", "mcp:drift"); len(rows) != 1 {
 		t.Errorf("mcp.server_stopped rows: %+v", rows)
 	}
+	// Stopping a server on purpose is not an outage.
+	if rows := rowsOf(t, td, "source.status", "mcp:drift"); len(rows) != 0 {
+		t.Errorf("source.status rows for a server that never went down: %+v", rows)
+	}
 }

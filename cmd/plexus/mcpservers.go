@@ -190,12 +190,20 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 	}
 	var c *mcpclient.Client
 	src := &pinnedSource{gw: m.gw}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c, err = mcpclient.New(s.Name, mcpclient.ServerConfig{Command: s.Command, Args: s.Args, Env: env, URL: s.URL, Headers: s.Headers},
 		mcpclient.Options{Logger: m.log, Env: serverEnv(m.plat.Env()),
 			OnChange: func() { m.refresh(c) },
-			OnHealth: func(h plexus.Health) { m.reg.ReportHealth(c.ID(), h) },
+			OnHealth: func(h plexus.Health) {
+				// A server being stopped (removed, changed, shutdown) is
+				// not an outage: its source goes with it.
+				if rctx.Err() == nil {
+					m.reg.ReportHealth(c.ID(), h)
+				}
+			},
 		})
 	if err != nil {
+		cancel()
 		m.problem(ctx, s.Name, err.Error())
 		return
 	}
@@ -203,7 +211,6 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 	m.mu.Lock()
 	delete(m.problems, s.Name)
 	m.mu.Unlock()
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	run := &mcpRunning{raw: s.Raw, client: c, cancel: cancel, done: make(chan struct{})}
 	m.mu.Lock()
 	m.servers[s.Name] = run
