@@ -313,6 +313,27 @@ func invokeCaller(c *http.Client, url string, hdr map[string]string) func() erro
 	}
 }
 
+// sampleLatency times sequential calls for d after warm untimed ones
+// (connections, caches) and returns the durations sorted.
+func sampleLatency(b *testing.B, warm int, call func() error, d time.Duration) []time.Duration {
+	for range warm {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var out []time.Duration
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		t0 := time.Now()
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, time.Since(t0))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // percentile returns the p-th percentile (0..100) of sorted durations, by
 // the nearest-rank method.
 func percentile(sorted []time.Duration, p float64) time.Duration {
@@ -502,26 +523,8 @@ func BenchmarkInvokeLatency(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
 		td, token := benchEchoDaemon(b)
 		bare := benchBareEcho(b)
-		sample := func(call func() error, d time.Duration) []time.Duration {
-			for range 500 { // warm-up: connections, caches, JIT-free but page-cache-full
-				if err := call(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var out []time.Duration
-			end := time.Now().Add(d)
-			for time.Now().Before(end) {
-				t0 := time.Now()
-				if err := call(); err != nil {
-					b.Fatal(err)
-				}
-				out = append(out, time.Since(t0))
-			}
-			slices.Sort(out)
-			return out
-		}
-		pl := sample(invokeCaller(benchHTTPClient(1), td.baseURL()+"/invoke", bearer(token)), benchLatencyTime)
-		bl := sample(invokeCaller(benchHTTPClient(1), bare+"/invoke", nil), benchLatencyTime/2)
+		pl := sampleLatency(b, 500, invokeCaller(benchHTTPClient(1), td.baseURL()+"/invoke", bearer(token)), benchLatencyTime)
+		bl := sampleLatency(b, 500, invokeCaller(benchHTTPClient(1), bare+"/invoke", nil), benchLatencyTime/2)
 		p50, p99, p999 := percentile(pl, 50), percentile(pl, 99), percentile(pl, 99.9)
 		m["p50-µs"], m["p99-µs"], m["p99.9-µs"], m["max-µs"] = us(p50), us(p99), us(p999), us(pl[len(pl)-1])
 		m["bare-p50-µs"], m["bare-p99-µs"] = us(percentile(bl, 50)), us(percentile(bl, 99))
@@ -592,28 +595,10 @@ func BenchmarkMCPToolCall(b *testing.B) {
 			return nil
 		}
 
-		sample := func(call func() error, d time.Duration) []time.Duration {
-			for range 300 {
-				if err := call(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var out []time.Duration
-			end := time.Now().Add(d)
-			for time.Now().Before(end) {
-				t0 := time.Now()
-				if err := call(); err != nil {
-					b.Fatal(err)
-				}
-				out = append(out, time.Since(t0))
-			}
-			slices.Sort(out)
-			return out
-		}
 		var pl, dl []time.Duration
 		for range benchRounds { // interleaved, so drift hits both
-			dl = append(dl, sample(direct, benchLatencyTime/2)...)
-			pl = append(pl, sample(viaPlexus, benchLatencyTime/2)...)
+			dl = append(dl, sampleLatency(b, 300, direct, benchLatencyTime/2)...)
+			pl = append(pl, sampleLatency(b, 300, viaPlexus, benchLatencyTime/2)...)
 		}
 		slices.Sort(pl)
 		slices.Sort(dl)
