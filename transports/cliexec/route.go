@@ -135,7 +135,7 @@ func secretVar(ref plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretR
 	if env == "" {
 		env = secretPrefix + upperSnake(ref.Name)
 	}
-	if !validEnvName(env) {
+	if !plexus.ValidEnvName(env) {
 		return nil, plexus.Errorf(plexus.CodeTransportError,
 			"secret %q: %q is not a valid environment variable name", ref.Name, env)
 	}
@@ -161,21 +161,6 @@ func upperSnake(name string) string {
 		}
 	}
 	return sb.String()
-}
-
-// validEnvName reports whether s is a portable variable name
-// ([A-Za-z_][A-Za-z0-9_]*).
-func validEnvName(s string) bool {
-	if s == "" || '0' <= s[0] && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // reservedEnv reports whether a secret may not be carried in s: PATH

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/plexus-gw/plexus"
 )
 
 // ServerConfig is one entry of mcp.json's "mcpServers": the shape other MCP
@@ -91,7 +93,7 @@ func (c ServerConfig) Validate() error {
 		for k, v := range c.Env {
 			field := "env." + k
 			switch {
-			case !isEnvName(k):
+			case !plexus.ValidEnvName(k):
 				return bad(field, "not a portable environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 			case strings.HasPrefix(strings.ToUpper(k), "PLEXUS_"):
 				return bad(field, "PLEXUS_* variables are the gateway's own and never reach a server")
@@ -147,20 +149,6 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// isEnvName reports whether s is a portable environment variable name.
-func isEnvName(s string) bool {
-	if s == "" || '0' <= s[0] && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.

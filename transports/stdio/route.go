@@ -108,7 +108,7 @@ func checkSecret(s plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretR
 	if s.Attach != plexus.AttachEnv {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.attach %q cannot be used over stdio (only env)", s.Attach)
 	}
-	if !isEnvName(s.As) {
+	if !plexus.ValidEnvName(s.As) {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.as must name the environment variable that carries secret %q ([A-Za-z_][A-Za-z0-9_]*)", s.Name)
 	}
 	// PATH is the platform's; PLEXUS_* are the gateway's and never reach a
@@ -117,18 +117,4 @@ func checkSecret(s plexus.ExtensionSecretRef, declared []plexus.ExtensionSecretR
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.secret.as %q is reserved; choose another variable for secret %q", s.As, s.Name)
 	}
 	return &s, nil
-}
-
-// isEnvName reports whether s is a portable environment variable name.
-func isEnvName(s string) bool {
-	if s == "" || '0' <= s[0] && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
