@@ -142,7 +142,12 @@ func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.invokeStream(w, r, req)
 		return
 	}
-	resp := s.api.Invoke(r.Context(), credentials(r), req)
+	s.writeInvoke(w, r, s.api.Invoke(r.Context(), credentials(r), req))
+}
+
+// writeInvoke writes an InvokeResponse as JSON with the status of its error
+// code (200 when it succeeded).
+func (s *Server) writeInvoke(w nethttp.ResponseWriter, r *nethttp.Request, resp plexus.InvokeResponse) {
 	status := nethttp.StatusOK
 	if !resp.OK {
 		var code plexus.ErrorCode

@@ -47,11 +47,7 @@ func (s *Server) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request) {
 	_ = rc.SetWriteDeadline(time.Time{})
 	_ = rc.SetReadDeadline(time.Time{})
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Accel-Buffering", "no")
+	setSSEHeaders(w.Header())
 	w.WriteHeader(nethttp.StatusOK)
 	if rc.Flush() != nil {
 		return

@@ -58,11 +58,7 @@ func (s *Server) invokeStream(w nethttp.ResponseWriter, r *nethttp.Request, req 
 			// A stream lives as long as its call: the whole-response
 			// deadline would cut a long call's stream.
 			_ = rc.SetWriteDeadline(time.Time{})
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-store")
-			h.Set("X-Content-Type-Options", "nosniff")
-			h.Set("X-Accel-Buffering", "no")
+			setSSEHeaders(w.Header())
 			w.WriteHeader(nethttp.StatusOK)
 		}
 		send(plexus.EventInvokeProgress, ev)
@@ -72,14 +68,14 @@ func (s *Server) invokeStream(w nethttp.ResponseWriter, r *nethttp.Request, req 
 		send("result", resp)
 		return
 	}
-	status := nethttp.StatusOK
-	if !resp.OK {
-		var code plexus.ErrorCode
-		if resp.Error != nil {
-			code = resp.Error.Code
-		}
-		status = invokeStatusFor(code)
-		setRetryAfter(w, resp.Error)
-	}
-	s.writeJSON(w, r, status, resp)
+	s.writeInvoke(w, r, resp)
+}
+
+// setSSEHeaders marks a response as an event stream that no cache or proxy
+// may hold back.
+func setSSEHeaders(h nethttp.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Accel-Buffering", "no")
 }
