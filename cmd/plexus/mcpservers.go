@@ -189,7 +189,6 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 		return
 	}
 	var c *mcpclient.Client
-	src := &pinnedSource{gw: m.gw}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c, err = mcpclient.New(s.Name, mcpclient.ServerConfig{Command: s.Command, Args: s.Args, Env: env, URL: s.URL, Headers: s.Headers},
 		mcpclient.Options{Logger: m.log, Env: serverEnv(m.plat.Env()),
@@ -207,12 +206,10 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 		m.problem(ctx, s.Name, err.Error())
 		return
 	}
-	src.Client = c
-	m.mu.Lock()
-	delete(m.problems, s.Name)
-	m.mu.Unlock()
+	src := &pinnedSource{Client: c, gw: m.gw}
 	run := &mcpRunning{raw: s.Raw, client: c, cancel: cancel, done: make(chan struct{})}
 	m.mu.Lock()
+	delete(m.problems, s.Name)
 	m.servers[s.Name] = run
 	m.mu.Unlock()
 	m.tr.Attach(c)
