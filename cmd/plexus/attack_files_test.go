@@ -334,3 +334,89 @@ func (e *filesEnv) onlyInRegular(t *testing.T, id, folder string) []byte {
 	}
 	return b
 }
+
+// TestAttackPortalSymlinkConstraint: a grant narrowed to public/ of a portal
+// whose public/ holds links into private/ (in the same portal, so os.Root
+// follows them). The old gateway checked the path as named and served
+// private/secret.txt through "public/link"; the constraint is now checked
+// on the path the call reaches as well, and refuses with grant_required.
+func TestAttackPortalSymlinkConstraint(t *testing.T) {
+	failOnLeakedGoroutines(t)
+	td := startTestDaemon(t, daemonOptions{})
+	dir := addPortal(t, td, "box")
+	mustFile := func(name, body string) {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustFile("public/readme.txt", "PUBLIC-README")
+	mustFile("private/secret.txt", "PRIVATE-SECRET")
+	for name, target := range map[string]string{
+		"public/link":    "../private/secret.txt",
+		"public/linkdir": "../private",
+		"public/same":    "readme.txt",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, sid := enrolledAgent(t, td, "claude")
+	constraint := map[string]any{"pathPrefix": map[string]any{"field": "path", "allow": []string{"public/"}}}
+	read := grantOK(t, td, sid, map[string]any{
+		"portal.box.read":   map[string]any{"decision": "allow", "constraint": constraint},
+		"portal.box.list":   map[string]any{"decision": "allow", "constraint": constraint},
+		"portal.box.search": map[string]any{"decision": "allow", "constraint": constraint},
+	})
+	pend := grantPending(t, td, sid, map[string]any{"portal.box.write": map[string]any{"decision": "allow", "verbs": []string{"write"}, "constraint": constraint}})
+	approve(t, td, pend.PendingID, plexus.DecideRequest{})
+	write := approvedToken(t, td, sid, pend.PendingID)
+
+	refused := []struct {
+		name, tok, id string
+		input         map[string]any
+	}{
+		{"ReadLinkToPrivate", read.Token, "portal.box.read", map[string]any{"path": "public/link"}},
+		{"ReadThroughLinkedFolder", read.Token, "portal.box.read", map[string]any{"path": "public/linkdir/secret.txt"}},
+		{"ListLinkedFolder", read.Token, "portal.box.list", map[string]any{"path": "public/linkdir"}},
+		{"SearchLinkedFolder", read.Token, "portal.box.search", map[string]any{"path": "public/linkdir", "query": "SECRET"}},
+		{"WriteThroughLinkedFolder", write.Token, "portal.box.write", map[string]any{"path": "public/linkdir/planted.txt", "content": "x"}},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _, raw := td.invoke(t, tt.tok, plexus.InvokeRequest{ID: tt.id, Input: tt.input})
+			wantDenial(t, td, st, raw, http.StatusUnauthorized, tt.id, plexus.CodeGrantRequired, true)
+			if strings.Contains(string(raw), "PRIVATE-SECRET") {
+				t.Errorf("the denial carries private/secret.txt: %s", raw)
+			}
+		})
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "private", "planted.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("private/planted.txt: %v, want no such file (the write was refused)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "private", "secret.txt")); err != nil || string(b) != "PRIVATE-SECRET" {
+		t.Errorf("private/secret.txt: %q, %v; want it unchanged", b, err)
+	}
+
+	admitted := []struct {
+		name, tok, id string
+		input         map[string]any
+		want          string
+	}{
+		{"ReadInside", read.Token, "portal.box.read", map[string]any{"path": "public/readme.txt"}, "PUBLIC-README"},
+		{"ReadLinkInsidePrefix", read.Token, "portal.box.read", map[string]any{"path": "public/same"}, "PUBLIC-README"},
+		{"ListPrefix", read.Token, "portal.box.list", map[string]any{"path": "public"}, "readme.txt"},
+		{"WriteNewFile", write.Token, "portal.box.write", map[string]any{"path": "public/new/note.txt", "content": "x", "createDirs": true}, "public/new/note.txt"},
+	}
+	for _, tt := range admitted {
+		t.Run(tt.name, func(t *testing.T) {
+			st, resp, raw := td.invoke(t, tt.tok, plexus.InvokeRequest{ID: tt.id, Input: tt.input})
+			if st != http.StatusOK || !resp.OK || !strings.Contains(string(raw), tt.want) {
+				t.Errorf("%s %v: status %d, %s; want ok with %q", tt.id, tt.input, st, raw, tt.want)
+			}
+		})
+	}
+}
