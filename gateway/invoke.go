@@ -88,7 +88,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			denial = plexus.Errorf(plexus.CodeUnknownCapability, "no capability %q (re-fetch GET /manifest)", req.ID)
 			return nil
 		}
-		scope = covering(ic.Scopes, entry, req.Input, member)
+		scope = covering(ic.Scopes, entry, req.Input, member, g.resolver(entry))
 		if scope == nil {
 			denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant covers %s (%s) for this input", entry.ID, verbList(entry.Grants))
 			return nil
@@ -238,17 +238,42 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	return resp
 }
 
+// pathResolver is what a transport offers when the paths its calls name
+// are files in a folder it confines them to (the portal): the path p
+// reaches inside entry's folder, symbolic links followed within it. A
+// path-prefix constraint is checked on that path too, so that a link inside
+// an allowed prefix cannot reach the rest of the folder. It is called only
+// for a scope that has such a constraint, may touch the file system, and
+// must be safe for concurrent use; an error fails the constraint closed.
+type pathResolver interface {
+	ResolvePath(entry plexus.Entry, p string) (string, error)
+}
+
+// resolver returns how entry's transport resolves paths, or nil when it
+// does not.
+func (g *Gateway) resolver(entry plexus.Entry) auth.ResolvePath {
+	tr, ok := g.d.Registry.Transport(entry.Transport)
+	if !ok {
+		return nil
+	}
+	pr, ok := tr.(pathResolver)
+	if !ok {
+		return nil
+	}
+	return func(p string) (string, error) { return pr.ResolvePath(entry, p) }
+}
+
 // covering finds the scope covering a call. Synthesized member scopes count
 // only on re-entrant dispatch from their workflow: an agent cannot call a
 // workflow's member directly on the strength of the workflow grant.
-func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool) *plexus.TokenScope {
+func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool, resolve auth.ResolvePath) *plexus.TokenScope {
 	var usable []plexus.TokenScope
 	for _, s := range scopes {
 		if s.SynthesizedFor == "" || member {
 			usable = append(usable, s)
 		}
 	}
-	s, ok := auth.Covering(usable, entry, input)
+	s, ok := auth.CoveringResolved(usable, entry, input, resolve)
 	if !ok {
 		return nil
 	}

@@ -4,13 +4,15 @@
 // ([Services.Env]), how a child process is started and stopped
 // ([Services.Command]), where a local service listens ([Services.Locate]),
 // and the value of a named secret ([Services.Secret]) with the store the
-// owner's `plexus secrets` commands write ([Services.SetSecret]).
+// owner's `plexus secrets` commands write ([Services.SetSecret]), and one
+// way to read a file that must be a regular one ([OpenRegular]) in a folder
+// others can write to.
 //
 // It runs on Linux and macOS. It must never read the process's environment,
 // $HOME or flags (cmd passes them in through [Options]), never put a secret
 // value into an error message or a log, never follow a symbolic link to a
-// secret, and never hand a child process the PLEXUS_* variables of the
-// gateway.
+// secret or wait on a FIFO, and never hand a child process the PLEXUS_*
+// variables of the gateway.
 package platform
 
 import (
