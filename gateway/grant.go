@@ -13,6 +13,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/registry"
 )
 
 // grantAsk is one requested grant after validation.
@@ -127,7 +128,9 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 				item := plexus.PendingItem{CapabilityID: a.entry.ID, Verbs: a.verbs, TrustWindow: w, Constraint: a.constraint,
 					Provenance: a.entry.Provenance, Sensitivity: a.entry.Sensitivity, Members: auth.SynthesizeMembers(a.entry)}
 				pendingItems = append(pendingItems, item)
-				narration = append(narration, auth.Narrate(a.entry, a.verbs, sess.AgentID, a.purpose, w))
+				n := auth.Narrate(a.entry, a.verbs, sess.AgentID, a.purpose, w)
+				n.Reach = registry.EntryReach(a.entry, g.d.Binaries)
+				narration = append(narration, n)
 			default:
 				reason := dec.Reason
 				if reason == "" {
