@@ -215,7 +215,14 @@ func EntryReach(e plexus.Entry, resolve Resolver) *plexus.Reach {
 	}
 	var xr plexus.ExtensionRoute
 	if e.Transport != plexus.TransportWorkflow {
-		if len(e.Route) == 0 || json.Unmarshal(e.Route, &xr) != nil || len(xr.Decl) == 0 {
+		if len(e.Route) == 0 || json.Unmarshal(e.Route, &xr) != nil {
+			return nil
+		}
+		if len(xr.Decl) == 0 && e.Transport == plexus.TransportIPC {
+			// A provider's tool (providers.json): its route is {provider, tool} itself.
+			xr.Decl = e.Route
+		}
+		if len(xr.Decl) == 0 {
 			return nil
 		}
 	}

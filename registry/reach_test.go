@@ -158,3 +158,42 @@ func TestDeclReach(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryReach: a materialized entry's reach, for a grant's decision: an
+// extension's cli entry with the reason for execute, a provider's ipc tool,
+// a workflow's members; nothing for an entry whose route is not one the
+// gateway reads (a portal's, an MCP server's).
+func TestEntryReach(t *testing.T) {
+	resolve := func(string) (string, error) { return "/bin/bash", nil }
+	route := func(decl string) json.RawMessage {
+		b, err := json.Marshal(plexus.ExtensionRoute{Decl: json.RawMessage(decl)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	rx := []plexus.Verb{plexus.VerbRead, plexus.VerbExecute}
+	members := []plexus.WorkflowMember{{ID: "a.b", Verbs: read}}
+	for _, tc := range []struct {
+		name  string
+		entry plexus.Entry
+		want  *plexus.Reach
+	}{
+		{"CLI", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportCLI, Grants: rx, Route: route(`{"bin":"bash","args":["{x}"]}`)},
+			&plexus.Reach{Transport: plexus.TransportCLI, Bin: "bash", Path: "/bin/bash", Args: []string{"{x}"}, Verbs: rx,
+				Why: "bash is a shell, an interpreter or a runner of other programs: what it is handed runs as code"}},
+		{"ProviderTool", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportIPC, Grants: read,
+			Route: json.RawMessage(`{"provider":"obsidian","tool":"open"}`)},
+			&plexus.Reach{Transport: plexus.TransportIPC, Provider: "obsidian", Tool: "open", Verbs: read}},
+		{"Workflow", plexus.Entry{Kind: plexus.KindWorkflow, Transport: plexus.TransportWorkflow, Grants: read, Members: members},
+			&plexus.Reach{Transport: plexus.TransportWorkflow, Members: members, Verbs: read}},
+		{"Portal", plexus.Entry{Kind: plexus.KindCapability, Transport: "portal", Grants: read, Route: json.RawMessage(`{"root":"/x"}`)}, nil},
+		{"MCP", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportMCP, Grants: read, Route: json.RawMessage(`{"server":"x"}`)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, registry.EntryReach(tc.entry, resolve)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -38,7 +38,9 @@ func showCommand() *cli.Command {
 			}
 			fmt.Fprintf(w, "  asked %s, expires %s, trace %s\n", timeString(p.CreatedAt), timeString(p.ExpiresAt), p.TraceID)
 			writeReaches(w, p)
-			fmt.Fprintln(w)
+			if len(p.Items) > 0 {
+				fmt.Fprintln(w)
+			}
 			for _, it := range p.Items {
 				fmt.Fprintf(w, "  %s  %s  window %s  %s, %s\n", it.CapabilityID, verbsString(it.Verbs), windowString(&it.TrustWindow),
 					it.Provenance, it.Sensitivity)
