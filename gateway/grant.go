@@ -23,6 +23,9 @@ type grantAsk struct {
 	window     *plexus.TrustWindow
 	constraint *plexus.ScopeConstraint
 	purpose    string
+	// reach is what the entry touches, looked up before the transaction
+	// (resolving a program reads the file system); nil when not an extension's.
+	reach *plexus.Reach
 }
 
 // RequestGrants runs each requested grant through the Authorizer. Allowed
@@ -70,6 +73,7 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 			declined = append(declined, plexus.Declined{ID: id, Reason: reason})
 			continue
 		}
+		a.reach = registry.EntryReach(a.entry, g.d.Binaries)
 		asks = append(asks, a)
 	}
 
@@ -129,7 +133,7 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 					Provenance: a.entry.Provenance, Sensitivity: a.entry.Sensitivity, Members: auth.SynthesizeMembers(a.entry)}
 				pendingItems = append(pendingItems, item)
 				n := auth.Narrate(a.entry, a.verbs, sess.AgentID, a.purpose, w)
-				n.Reach = registry.EntryReach(a.entry, g.d.Binaries)
+				n.Reach = a.reach
 				narration = append(narration, n)
 			default:
 				reason := dec.Reason
