@@ -279,7 +279,7 @@ func reachOf(t plexus.TransportKind, xr plexus.ExtensionRoute, members []plexus.
 			rc.URL = "http://127.0.0.1:" + strconv.Itoa(h.DefaultPort) + path
 		default:
 			rc.URL = path
-			rc.Unknown = "the port of " + h.App + " is found when it is called (a loopback address only)"
+			rc.Unknown = "the manifest names no port for " + h.App + " (serviceHint.defaultPort): the host it would reach cannot be known"
 		}
 	case plexus.TransportIPC:
 		rc.Provider, rc.Tool = r.Provider, r.Tool
