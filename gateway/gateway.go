@@ -74,7 +74,7 @@ type SameUserPolicy struct {
 }
 
 // Deps are the gateway's collaborators. All are required except Logger,
-// Clock, Throttle, Limiter, SaveConnectionKey and OnDecision.
+// Clock, Throttle, Limiter, SaveConnectionKey, OnDecision and Binaries.
 type Deps struct {
 	Store      plexus.Store
 	Events     EventLog
@@ -98,6 +98,10 @@ type Deps struct {
 	// change committed. It must not block: files as API uses it as a hint
 	// to look at that decision's file again.
 	OnDecision func(pendingID string)
+	// Binaries finds where an extension's program is installed, as its
+	// transport would run it, so that a decision shows the path that runs.
+	// Nil: decisions say the path could not be looked up.
+	Binaries registry.Resolver
 }
 
 // Gateway implements [API].

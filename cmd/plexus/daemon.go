@@ -222,6 +222,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		Logger: log, Clock: o.Clock,
 		// Set before serving starts, so every call sees d.inbox.
 		OnDecision: func(id string) { d.inbox.Touch(id) },
+		// The path a decision shows is the one the cli and stdio transports run.
+		Binaries: d.plat.Resolve,
 	})
 	if err != nil {
 		d.ln.Close()

@@ -192,7 +192,7 @@ func TestExtensionCLIWorkflow(t *testing.T) {
 	events := td.openEvents(t, sid, "")
 	var pend plexus.GrantPendingResponse
 	if st := td.call(t, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{
-		"notes.daily.log": map[string]any{"decision": "allow", "verbs": []string{"write"}}}}, &pend); st != http.StatusAccepted {
+		"notes.daily.log": map[string]any{"decision": "allow", "verbs": []string{"read", "write"}}}}, &pend); st != http.StatusAccepted {
 		t.Fatalf("grant: status %d, %+v", st, pend)
 	}
 	in := filepath.Join(td.home.Inbox, pend.PendingID+".md")

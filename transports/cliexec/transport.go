@@ -111,16 +111,18 @@ func (t *Transport) dispatch(ctx context.Context, entry plexus.Entry, input map[
 	if perr != nil {
 		return nil, perr
 	}
-	args := make([]string, len(rt.args))
-	for i, tmpl := range rt.args {
-		a, err := tmpl.expand(input)
-		if err != nil {
-			return nil, plexus.Errorf(plexus.CodeTransportError, "route.args[%d]: %v", i, err)
-		}
+	args, err := expandArgv(rt.args, input)
+	var opt *errOption
+	switch {
+	case errors.As(err, &opt):
+		return nil, plexus.Errorf(plexus.CodeSchemaValidationFailed, "%v", err)
+	case err != nil:
+		return nil, plexus.Errorf(plexus.CodeTransportError, "%v", err)
+	}
+	for i, a := range args {
 		if strings.IndexByte(a, 0) >= 0 {
 			return nil, plexus.Errorf(plexus.CodeTransportError, "route.args[%d] would contain a NUL byte, which no argument can hold", i)
 		}
-		args[i] = a
 	}
 	path, perr := t.resolve(rt.bin)
 	if perr != nil {
