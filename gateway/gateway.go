@@ -61,6 +61,9 @@ type Config struct {
 	// SameUser says how to treat agents running as the owner's own OS
 	// user, who can read PLEXUS_HOME and so step around the gateway.
 	SameUser SameUserPolicy
+	// Streams caps the /events streams open at once; zero fields take
+	// the defaults.
+	Streams StreamLimits
 }
 
 // SameUserPolicy configures same-user agent detection.
@@ -157,7 +160,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, d: d, log: d.Logger, now: func() time.Time { return d.Clock().UTC() },
-		bus: newBus(), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
+		bus: newBus(cfg.Streams), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
 		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken), sameUserSeen: make(map[string]bool),
 	}
 	g.started = g.now()
