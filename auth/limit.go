@@ -15,8 +15,11 @@ const (
 	DefaultMaxKeys       = 4096
 )
 
-// Throttle slows guessing of credentials (PATs, enrollment codes, the
-// connection-key) per source key, such as the caller's remote IP. Failures
+// Throttle slows repeated failures of credentials (PATs, enrollment codes,
+// the connection-key) per key. Callers key it by the credential presented
+// (a keyed hash of it), never by the caller's address: every local process
+// is 127.0.0.1, so an address key lets one process's failures lock every
+// other caller out, the owner included. Failures
 // accumulate while they come less than FailureWindow apart; from the
 // MaxFailures-th on, each failure blocks the key for a backoff that doubles
 // from BaseBackoff up to MaxBackoff. A success clears the key.
@@ -25,8 +28,8 @@ const (
 // not change once the Throttle is in use. Methods are safe for concurrent
 // use. Memory is bounded by MaxKeys: when full, idle keys are dropped first,
 // then the least recently failed one, even if blocked. So a caller able to
-// fail from more than MaxKeys distinct keys at once can shorten a block;
-// callers should key by IP, not by IP and port.
+// fail with more than MaxKeys distinct keys at once can shorten a block of
+// one of them, which costs nothing a valid key holds.
 type Throttle struct {
 	MaxFailures   int
 	FailureWindow time.Duration
