@@ -62,6 +62,10 @@ type Config struct {
 	// SameUser says how to treat agents running as the owner's own OS
 	// user, who can read PLEXUS_HOME and so step around the gateway.
 	SameUser SameUserPolicy
+	// DenialWindow is how long repeated denials of one kind (an agent's
+	// rate-limited calls, failed credentials of one kind) coalesce into one
+	// journal row with a count; zero means DefaultDenialWindow.
+	DenialWindow time.Duration
 	// Streams caps the /events streams open at once; zero fields take
 	// the defaults.
 	Streams StreamLimits
@@ -114,6 +118,8 @@ type Gateway struct {
 	idem  *idempotency
 	val   *validator
 	cache *authCache
+	// denials coalesces the rows of repeated denials; Run flushes it.
+	denials *denials
 
 	started time.Time
 
@@ -161,14 +167,16 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, d: d, log: d.Logger, now: func() time.Time { return d.Clock().UTC() },
-		bus: newBus(cfg.Streams), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
+		bus: newBus(cfg.Streams), denials: newDenials(cfg.DenialWindow), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
 		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken), sameUserSeen: make(map[string]bool),
 	}
 	g.started = g.now()
 	return g, nil
 }
 
-// Run sweeps expired pending decisions until ctx ends.
+// Run sweeps expired pending decisions and writes the summaries of ended
+// denial windows until ctx ends, then writes every open window's summary:
+// the journal must still be open when ctx ends.
 func (g *Gateway) Run(ctx context.Context) error {
 	t := time.NewTicker(sweepInterval)
 	defer t.Stop()
@@ -176,8 +184,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 		if err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
 			g.log.Error("sweep", "err", err)
 		}
+		g.flushDenials(ctx, false)
 		select {
 		case <-ctx.Done():
+			g.flushDenials(context.WithoutCancel(ctx), true)
 			return nil
 		case <-t.C:
 		}
@@ -332,13 +342,15 @@ func (g *Gateway) throttled(bucket string) error {
 }
 
 // credentialFailed throttles bucket and journals a failed credential attempt.
-// The presented credential itself is never recorded.
+// The presented credential itself is never recorded, and a flood of failures
+// of one kind and reason coalesces into one row per window.
 func (g *Gateway) credentialFailed(ctx context.Context, bucket, remote, kind, reason string) {
 	if g.d.Throttle != nil {
 		g.d.Throttle.Fail(bucket)
 	}
-	if err := g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.failed",
-		Target: kind, Payload: map[string]any{"remote": remote, "reason": reason}}); err != nil {
+	a := &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.failed",
+		Target: kind, Payload: map[string]any{"remote": remote, "reason": reason}}
+	if _, err := g.journalDenial(ctx, denialKey{action: a.ActionType, subject: kind, code: reason}, a); err != nil {
 		g.log.Error("record failed credential", "err", err)
 	}
 }
@@ -361,7 +373,8 @@ func (g *Gateway) credentialOK(bucket string) {
 // holds only its own failures, so a flood of other values never makes it
 // fail. It also means the throttle stops a client retrying one stale or
 // wrong credential, not a guesser presenting a fresh value each time: that
-// one is stopped by the 192 to 256 bits of each secret.
+// one is stopped by the 192 to 256 bits of each secret, and its journal rows
+// coalesce (see journalDenial).
 func (g *Gateway) credentialBucket(kind, prefix, secret string) string {
 	if !strings.HasPrefix(secret, prefix) || len(secret) < len(prefix)+16 {
 		return kind + ":malformed"

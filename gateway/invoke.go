@@ -297,15 +297,25 @@ func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic
 }
 
 // denyAudited journals a pipeline denial and returns it with its audit id.
+// An agent over its rate can repeat rate_limited as fast as it can send, so
+// those denials coalesce per agent and window: the answer carries the id of
+// the row that opened the window, and a summary row counts the rest.
 func (g *Gateway) denyAudited(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, e *plexus.Error) plexus.InvokeResponse {
 	e.CapabilityID = req.ID
 	a := &plexus.Activity{TraceID: ic.TraceID, Actor: actorOr(ic.AgentID), AgentID: ic.AgentID, ActionType: "invoke.denied",
 		Target: req.ID, Payload: map[string]any{"errorCode": string(e.Code), "reason": e.Message, "jti": ic.JTI, "sessionId": ic.SessionID}}
-	if err := g.record(ctx, false, a); err != nil {
+	var auditID string
+	var err error
+	if e.Code == plexus.CodeRateLimited {
+		auditID, err = g.journalDenial(ctx, denialKey{action: a.ActionType, subject: ic.AgentID, code: string(e.Code)}, a)
+	} else if err = g.record(ctx, false, a); err == nil {
+		auditID = a.AuditID()
+	}
+	if err != nil {
 		g.log.Error("audit write failed", "err", err)
 		return deny(req.ID, e, "")
 	}
-	return deny(req.ID, e, a.AuditID())
+	return deny(req.ID, e, auditID)
 }
 
 func deny(id string, e *plexus.Error, auditID string) plexus.InvokeResponse {
