@@ -27,9 +27,9 @@ const (
 // The exported fields are settings; zero means the default, and they must
 // not change once the Throttle is in use. Methods are safe for concurrent
 // use. Memory is bounded by MaxKeys: when full, idle keys are dropped first,
-// then the least recently failed one, even if blocked. So a caller able to
-// fail with more than MaxKeys distinct keys at once can shorten a block of
-// one of them, which costs nothing a valid key holds.
+// then unblocked ones, and only when every key is blocked the least recently
+// failed one. So only a caller holding more than MaxKeys blocked keys at
+// once can shorten a block, which costs nothing a valid key holds.
 type Throttle struct {
 	MaxFailures   int
 	FailureWindow time.Duration
@@ -109,23 +109,38 @@ func (t *Throttle) backoff(n int) time.Duration {
 	return min(d, ceiling)
 }
 
-// evict makes room for one key; the caller holds t.mu.
+// evict makes room for new keys; the caller holds t.mu. It drops idle keys,
+// then unblocked ones until the map is three quarters full, and only when
+// every key is blocked the least recently failed. Freeing a quarter at a
+// time keeps a flood of distinct keys (a guesser sending a fresh value each
+// time) at amortized O(1) per key, and such a flood cannot push a blocked
+// key out while unblocked ones remain.
 func (t *Throttle) evict(now time.Time) {
-	var (
-		oldest   string
-		oldestAt time.Time
-		found    bool
-	)
 	for k, st := range t.keys {
 		if now.Sub(st.lastFailure) >= t.window() && !now.Before(st.blockedUntil) {
 			delete(t.keys, k)
-			continue
-		}
-		if !found || st.lastFailure.Before(oldestAt) {
-			oldest, oldestAt, found = k, st.lastFailure, true
 		}
 	}
-	if found && len(t.keys) >= t.maxKeys() {
+	target := t.maxKeys() * 3 / 4
+	for k, st := range t.keys {
+		if len(t.keys) <= target {
+			return
+		}
+		if !now.Before(st.blockedUntil) {
+			delete(t.keys, k)
+		}
+	}
+	for len(t.keys) >= t.maxKeys() {
+		var (
+			oldest   string
+			oldestAt time.Time
+			found    bool
+		)
+		for k, st := range t.keys {
+			if !found || st.lastFailure.Before(oldestAt) {
+				oldest, oldestAt, found = k, st.lastFailure, true
+			}
+		}
 		delete(t.keys, oldest)
 	}
 }
