@@ -16,34 +16,42 @@ import (
 // Transport.dispatch → audit → InvokeResponse. (The Host/Origin guard ran at
 // the edge.) It always answers an InvokeResponse: a denial is OK false with
 // an error code, never a Go error.
+//
+// The rate limit is applied as soon as the token's signature names its
+// agent, before the token_expired and session-mismatch denials: every
+// audited denial writes a journal row, and the limit is what bounds their
+// number (its own denials coalesce), so an agent looping on an expired token
+// cannot write a row per call.
 func (g *Gateway) Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
 	if c.Bearer == "" {
 		return deny(req.ID, plexus.Errorf(plexus.CodeGrantRequired,
 			"no token: request a grant with PUT /grants, then send Authorization: Bearer <token>"), "")
 	}
 	claims, err := g.verify(c.Bearer)
+	var expired *plexus.Error
 	if err != nil {
-		pe := plexus.AsError(err)
-		if pe.Code != plexus.CodeTokenExpired {
-			return deny(req.ID, pe, "") // a malformed or forged token is an edge denial: nothing to attribute
+		expired = plexus.AsError(err)
+		if expired.Code != plexus.CodeTokenExpired {
+			return deny(req.ID, expired, "") // a malformed or forged token is an edge denial: nothing to attribute
 		}
-		claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour)
-		if err != nil {
-			return deny(req.ID, pe, "")
+		if claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour); err != nil {
+			return deny(req.ID, expired, "")
 		}
-		ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
-		return g.denyAudited(ctx, req, ic, pe)
 	}
-	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject, Scopes: claims.Scopes}
+	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
+	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
+		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
+	}
+	if expired != nil {
+		return g.denyAudited(ctx, req, ic, expired)
+	}
+	ic.Scopes = claims.Scopes
 	if c.SessionID != "" && c.SessionID != claims.SessionID {
 		// Credentials that disagree are refused rather than guessed at, as
 		// refresh and PUT /grants do: a token presented beside another
 		// session's header (another agent's, say) acts for nobody.
 		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeSessionExpired,
 			"the token belongs to another session than the %s header names", plexus.SessionHeader))
-	}
-	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
-		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
 	}
 	return g.pipeline(ctx, req, ic, false)
 }

@@ -479,3 +479,48 @@ func TestDenialWindowRollover(t *testing.T) {
 		t.Errorf("the second window opened with a summary row: %+v", rows[2].Payload)
 	}
 }
+
+// TestAttackExpiredTokenFlood: an agent loops on /invoke with a token that
+// has expired. Each call is an audited token_expired denial, which used to
+// be checked before the rate limit and so wrote a row per call without
+// bound; now the rate limit comes first, and the flood leaves the burst's
+// rows and one coalesced run of rate_limited.
+func TestAttackExpiredTokenFlood(t *testing.T) {
+	clk := newFakeClock()
+	td := startTestDaemon(t, daemonOptions{Clock: clk.Now, RateLimit: 1})
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	addEcho(t, td, "test", "")
+	_, sid := enrolledAgent(t, td, "claude")
+	tok := grantOK(t, td, sid, map[string]any{"test.echo.read": "allow"})
+	clk.Advance(tok.ExpiresAt.Sub(clk.Now()) + time.Minute)
+
+	const calls = 300
+	codes := map[plexus.ErrorCode]int{}
+	for range calls {
+		st, resp, raw := td.invoke(t, tok.Token, plexus.InvokeRequest{ID: "test.echo.read", Input: map[string]any{"msg": "x"}})
+		if resp.OK || resp.Error == nil {
+			t.Fatalf("an expired token's call: %d %s", st, raw)
+		}
+		codes[resp.Error.Code]++
+	}
+	if codes[plexus.CodeTokenExpired] != 4 || codes[plexus.CodeRateLimited] != calls-4 {
+		t.Fatalf("answers %v, want the burst of 4 token_expired and the rest rate_limited", codes)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	td.stop()
+	var expired, limited []plexus.Activity
+	for _, r := range td.activity(t, journal.Filter{Type: "invoke.denied", AgentID: "claude"}) {
+		switch r.Payload["errorCode"] {
+		case string(plexus.CodeTokenExpired):
+			expired = append(expired, r)
+		case string(plexus.CodeRateLimited):
+			limited = append(limited, r)
+		default:
+			t.Errorf("unexpected denial row %+v", r)
+		}
+	}
+	if len(expired) != 4 {
+		t.Errorf("%d token_expired rows, want one per call within the rate (4)", len(expired))
+	}
+	wantCoalesced(t, "rate_limited", limited, calls-4, "")
+}
