@@ -401,8 +401,10 @@ func (g *Gateway) refuseSameUser(ctx context.Context, c Credentials, step string
 	if !g.cfg.SameUser.Refuse || !g.sameUser(c) {
 		return nil
 	}
-	if err := g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.same_user_refused",
-		Target: step, Payload: map[string]any{"remote": c.Remote}}); err != nil {
+	// A refused process may retry as fast as it likes: its rows coalesce.
+	a := &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.same_user_refused",
+		Target: step, Payload: map[string]any{"remote": c.Remote}}
+	if _, err := g.journalDenial(ctx, denialKey{action: a.ActionType, subject: step}, a); err != nil {
 		g.log.Error("record same-user refusal", "err", err)
 	}
 	return plexus.Errorf(plexus.CodeUnauthorized,

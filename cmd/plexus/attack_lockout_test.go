@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,8 +17,10 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/scaffold"
 )
 
 // Issue 12 §3: no local lockout or exhaustion. Each test performs the attack
@@ -523,4 +527,35 @@ func TestAttackExpiredTokenFlood(t *testing.T) {
 		t.Errorf("%d token_expired rows, want one per call within the rate (4)", len(expired))
 	}
 	wantCoalesced(t, "rate_limited", limited, calls-4, "")
+}
+
+// TestAttackSameUserRefusalFlood: in strict mode an agent running as the
+// owner's OS user is refused at the handshake, and each refusal was a
+// journal row; retrying in a loop now leaves one row and a summary.
+func TestAttackSameUserRefusalFlood(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+		t.Fatal(err)
+	}
+	a := scaffold.DefaultAuthConfig()
+	a.StrictSameUser = true
+	if err := os.WriteFile(filepath.Join(home, "auth-config.json"), mustJSON(t, a), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td := startTestDaemon(t, daemonOptions{Home: home})
+	t.Cleanup(http.DefaultClient.CloseIdleConnections)
+	var conn plexus.ConnectResponse
+	td.call(t, "POST", "/admin/api/agents/connect", td.admin(), plexus.ConnectRequest{AgentID: "claude"}, &conn)
+	var enr plexus.EnrollResponse
+	if st := td.call(t, "POST", "/agents/enroll", nil, plexus.EnrollRequest{Code: conn.Code}, &enr); st != http.StatusOK {
+		t.Fatalf("enroll: %d", st)
+	}
+	const tries = 100
+	for range tries {
+		st, raw := td.raw(t, "POST", "/link/handshake", bearer(enr.PAT), mustJSON(t, plexus.HandshakeRequest{}))
+		wantEnvelope(t, st, raw, http.StatusUnauthorized, plexus.CodeUnauthorized)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	td.stop()
+	wantCoalesced(t, "auth.same_user_refused", td.activity(t, journal.Filter{Type: "auth.same_user_refused"}), tries, "")
 }
