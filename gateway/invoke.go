@@ -16,34 +16,42 @@ import (
 // Transport.dispatch → audit → InvokeResponse. (The Host/Origin guard ran at
 // the edge.) It always answers an InvokeResponse: a denial is OK false with
 // an error code, never a Go error.
+//
+// The rate limit is applied as soon as the token's signature names its
+// agent, before the token_expired and session-mismatch denials: every
+// audited denial writes a journal row, and the limit is what bounds their
+// number (its own denials coalesce), so an agent looping on an expired token
+// cannot write a row per call.
 func (g *Gateway) Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
 	if c.Bearer == "" {
 		return deny(req.ID, plexus.Errorf(plexus.CodeGrantRequired,
 			"no token: request a grant with PUT /grants, then send Authorization: Bearer <token>"), "")
 	}
 	claims, err := g.verify(c.Bearer)
+	var expired *plexus.Error
 	if err != nil {
-		pe := plexus.AsError(err)
-		if pe.Code != plexus.CodeTokenExpired {
-			return deny(req.ID, pe, "") // a malformed or forged token is an edge denial: nothing to attribute
+		expired = plexus.AsError(err)
+		if expired.Code != plexus.CodeTokenExpired {
+			return deny(req.ID, expired, "") // a malformed or forged token is an edge denial: nothing to attribute
 		}
-		claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour)
-		if err != nil {
-			return deny(req.ID, pe, "")
+		if claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour); err != nil {
+			return deny(req.ID, expired, "")
 		}
-		ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
-		return g.denyAudited(ctx, req, ic, pe)
 	}
-	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject, Scopes: claims.Scopes}
+	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
+	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
+		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
+	}
+	if expired != nil {
+		return g.denyAudited(ctx, req, ic, expired)
+	}
+	ic.Scopes = claims.Scopes
 	if c.SessionID != "" && c.SessionID != claims.SessionID {
 		// Credentials that disagree are refused rather than guessed at, as
 		// refresh and PUT /grants do: a token presented beside another
 		// session's header (another agent's, say) acts for nobody.
 		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeSessionExpired,
 			"the token belongs to another session than the %s header names", plexus.SessionHeader))
-	}
-	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
-		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
 	}
 	return g.pipeline(ctx, req, ic, false)
 }
@@ -297,15 +305,25 @@ func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic
 }
 
 // denyAudited journals a pipeline denial and returns it with its audit id.
+// An agent over its rate can repeat rate_limited as fast as it can send, so
+// those denials coalesce per agent and window: the answer carries the id of
+// the row that opened the window, and a summary row counts the rest.
 func (g *Gateway) denyAudited(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, e *plexus.Error) plexus.InvokeResponse {
 	e.CapabilityID = req.ID
 	a := &plexus.Activity{TraceID: ic.TraceID, Actor: actorOr(ic.AgentID), AgentID: ic.AgentID, ActionType: "invoke.denied",
 		Target: req.ID, Payload: map[string]any{"errorCode": string(e.Code), "reason": e.Message, "jti": ic.JTI, "sessionId": ic.SessionID}}
-	if err := g.record(ctx, false, a); err != nil {
+	var auditID string
+	var err error
+	if e.Code == plexus.CodeRateLimited {
+		auditID, err = g.journalDenial(ctx, denialKey{action: a.ActionType, subject: ic.AgentID, code: string(e.Code)}, a)
+	} else if err = g.record(ctx, false, a); err == nil {
+		auditID = a.AuditID()
+	}
+	if err != nil {
 		g.log.Error("audit write failed", "err", err)
 		return deny(req.ID, e, "")
 	}
-	return deny(req.ID, e, a.AuditID())
+	return deny(req.ID, e, auditID)
 }
 
 func deny(id string, e *plexus.Error, auditID string) plexus.InvokeResponse {

@@ -210,6 +210,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 
 	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
+		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},
 	}, gateway.Deps{
 		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
 		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},
