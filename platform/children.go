@@ -242,7 +242,8 @@ func alive(rec childRecord) bool {
 
 // groupOf returns the running members of rec's process group that belong
 // to it, or none when the group is gone or its id now names another
-// group.
+// group. A zombie is no member: it has exited already (the parent-death
+// signal leaves the daemon's children as zombies until init reaps them).
 func groupOf(rec childRecord) []int {
 	if rec.PGID != rec.PID {
 		return nil // every child is started leading its own group
@@ -259,7 +260,7 @@ func groupOf(rec childRecord) []int {
 	var members []int
 	for _, pid := range all {
 		info, err := readProc(pid)
-		if err == nil && info.pgid == rec.PGID && info.sid == rec.SID && info.start >= rec.Start {
+		if err == nil && !info.zombie && info.pgid == rec.PGID && info.sid == rec.SID && info.start >= rec.Start {
 			members = append(members, pid)
 		}
 	}
@@ -282,7 +283,7 @@ func (s *Services) stopGroups(ctx context.Context, groups []ReapedChild) {
 	for {
 		left := false
 		for _, g := range groups {
-			if groupRuns(g.PGID) {
+			if groupRuns(g) {
 				left = true
 			}
 		}
@@ -298,15 +299,22 @@ func (s *Services) stopGroups(ctx context.Context, groups []ReapedChild) {
 		break
 	}
 	for i, g := range groups {
-		if groupRuns(g.PGID) {
+		if groupRuns(g) {
 			groups[i].Killed = true
 			_ = syscall.Kill(-g.PGID, syscall.SIGKILL)
 		}
 	}
 }
 
-// groupRuns reports whether the group pgid has a member (a zombie counts
-// until its parent, init for an orphan, reaps it).
-func groupRuns(pgid int) bool {
-	return syscall.Kill(-pgid, 0) == nil
+// groupRuns reports whether a member of g found at the start still runs
+// (a zombie has ended). Only the members found are watched: a process
+// that joined the group since is one of theirs, and gets the group's
+// SIGKILL all the same if any of them is still there.
+func groupRuns(g ReapedChild) bool {
+	for _, pid := range g.Members {
+		if info, err := readProc(pid); err == nil && !info.zombie && info.pgid == g.PGID {
+			return true
+		}
+	}
+	return false
 }

@@ -33,6 +33,7 @@ const procTracking = true
 type procInfo struct {
 	pgid, sid int
 	start     uint64
+	zombie    bool // it has exited; only its parent's wait is missing
 }
 
 // readProc reads /proc/<pid>/stat. An error wrapping fs.ErrNotExist means
@@ -63,7 +64,7 @@ func parseStat(b []byte) (procInfo, error) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return procInfo{}, fmt.Errorf("malformed /proc stat line")
 	}
-	return procInfo{pgid: pgid, sid: sid, start: start}, nil
+	return procInfo{pgid: pgid, sid: sid, start: start, zombie: f[0] == "Z"}, nil
 }
 
 // bootID identifies this boot: start times count from it.

@@ -20,6 +20,7 @@ const procTracking = false
 type procInfo struct {
 	pgid, sid int
 	start     uint64
+	zombie    bool
 }
 
 var errNoProc = errors.New("no /proc on this system")
