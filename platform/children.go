@@ -46,10 +46,12 @@ type children struct {
 	path string
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	recs  map[int]childRecord // by pid
-	boot  string              // read once, with owner
-	owner childRecord
+	mu       sync.Mutex
+	recs     map[int]childRecord // by pid
+	known    bool                // boot and owner have been read
+	disabled bool                // they could not be: nothing is recorded
+	boot     string
+	owner    childRecord
 }
 
 // Track records cmd, started by the caller (the MCP SDK starts its
@@ -61,7 +63,8 @@ type children struct {
 // that exited already (unreaped, so still listed) is recorded all the
 // same. Outside Linux nothing is recorded.
 func (s *Services) Track(cmd *exec.Cmd) (done func(), err error) {
-	if !procTracking || cmd.Process == nil {
+	c := s.children
+	if !procTracking || cmd.Process == nil || !c.identify() {
 		return func() {}, nil
 	}
 	pid := cmd.Process.Pid
@@ -70,12 +73,8 @@ func (s *Services) Track(cmd *exec.Cmd) (done func(), err error) {
 		return nil, fmt.Errorf("record child %d: %w", pid, err)
 	}
 	rec := childRecord{PID: pid, PGID: info.pgid, SID: info.sid, Start: info.start}
-	c := s.children
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.ensureIdentity(); err != nil {
-		return nil, fmt.Errorf("record child %d: %w", pid, err)
-	}
 	c.recs[pid] = rec
 	if err := c.write(); err != nil {
 		delete(c.recs, pid)
@@ -101,22 +100,27 @@ func (c *children) forget(rec childRecord) {
 	}
 }
 
-// ensureIdentity reads the boot and the daemon's own record once.
-func (c *children) ensureIdentity() error {
-	if c.boot != "" {
-		return nil
+// identify reads the boot and the daemon's own record once, and reports
+// whether children can be recorded. A system whose /proc does not show
+// them (not mounted, a sandbox) records nothing, said once in the log,
+// rather than refusing to run any child.
+func (c *children) identify() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known {
+		c.known = true
+		boot, err := bootID()
+		var info procInfo
+		if err == nil {
+			info, err = readProc(os.Getpid())
+		}
+		if err != nil {
+			c.disabled = true
+			c.log.Warn("platform: children cannot be recorded; a crash may leave their descendants running", "err", err)
+		}
+		c.boot, c.owner = boot, childRecord{PID: os.Getpid(), PGID: info.pgid, SID: info.sid, Start: info.start}
 	}
-	boot, err := bootID()
-	if err != nil {
-		return err
-	}
-	self := os.Getpid()
-	info, err := readProc(self)
-	if err != nil {
-		return err
-	}
-	c.boot, c.owner = boot, childRecord{PID: self, PGID: info.pgid, SID: info.sid, Start: info.start}
-	return nil
+	return !c.disabled
 }
 
 // write replaces the file with the table. It is not synced: the records

@@ -89,9 +89,9 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		// The SDK started the process; from now on a crash of the daemon
 		// leaves a record of it for the next start to reap.
 		if s.untrack, err = c.opts.Processes.Track(s.cmd); err != nil {
-			cs.Close()
+			cerr := cs.Close() // ends the process it started
 			s.sweep()
-			return nil, fmt.Errorf("start %s: %w", c.cfg.Command, err)
+			return nil, fmt.Errorf("start %s: %w", c.cfg.Command, errors.Join(err, cerr))
 		}
 	}
 	s.cs = cs
