@@ -17,8 +17,12 @@ import (
 )
 
 // childrenFile is where the children of the running daemon are recorded,
-// under PLEXUS_HOME.
-const childrenFile = "run/children.json"
+// under PLEXUS_HOME; maxChildrenFile bounds what is read of it (thousands
+// of records).
+const (
+	childrenFile    = "run/children.json"
+	maxChildrenFile = 1 << 20
+)
 
 // childRecord identifies one started child and its process group. The
 // start time (clock ticks since boot, /proc/<pid>/stat field 22) tells the
@@ -141,10 +145,14 @@ func (c *children) write() error {
 }
 
 // writeFileAtomic writes data to path under a temporary name in the same
-// folder (created 0700 if missing) and renames it into place.
+// folder (created 0700 if missing) and renames it into place, unless path
+// holds something other than a regular file ([CheckReplaceable]).
 func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := CheckReplaceable(path); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -199,14 +207,21 @@ func (s *Services) ReapChildren(ctx context.Context) ([]ReapedChild, error) {
 		return nil, nil
 	}
 	c := s.children
-	data, err := os.ReadFile(c.path)
+	// Read as a regular file only: a FIFO planted under the name must not
+	// hang the daemon's start, nor be removed.
+	data, err := ReadRegular(c.path, maxChildrenFile+1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("read %s: %w", childrenFile, err)
 	}
 	var st childrenState
-	if err := json.Unmarshal(data, &st); err != nil {
+	if len(data) > maxChildrenFile {
+		err = fmt.Errorf("over %d bytes", maxChildrenFile)
+	} else {
+		err = json.Unmarshal(data, &st)
+	}
+	if err != nil {
 		return nil, errors.Join(fmt.Errorf("read %s: %w", childrenFile, err), clearRecord(c.path))
 	}
 	boot, err := bootID()
@@ -229,8 +244,11 @@ func (s *Services) ReapChildren(ctx context.Context) ([]ReapedChild, error) {
 	return reaped, clearRecord(c.path)
 }
 
-// clearRecord removes the children file.
+// clearRecord removes the children file, a regular file only.
 func clearRecord(path string) error {
+	if err := CheckReplaceable(path); err != nil {
+		return fmt.Errorf("clear %s: %w", childrenFile, err)
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("clear %s: %w", childrenFile, err)
 	}

@@ -219,6 +219,39 @@ func TestReapChildren(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrNotARegularFile", func(t *testing.T) {
+		// A FIFO under the record's name neither hangs the start nor is
+		// removed; a child cannot be recorded over it, so it is not run.
+		home := t.TempDir()
+		p := filepath.Join(home, "run", "children.json")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := newReaper(home)
+		got, err := s.ReapChildren(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") || len(got) != 0 {
+			t.Fatalf("ReapChildren = %+v, %v; want a not-a-regular-file error", got, err)
+		}
+		sleep, err := exec.LookPath("sleep")
+		if err != nil {
+			t.Skip("no sleep")
+		}
+		cmd := s.Command(context.Background(), sleep, []string{"300"}, s.Env())
+		if _, err := s.Start(cmd); err == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("Start recorded a child over a FIFO")
+		} else if !gone(cmd.Process.Pid) {
+			t.Errorf("the child that could not be recorded still runs")
+		}
+		if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+			t.Errorf("the FIFO is gone or replaced: %v, %v", fi, err)
+		}
+	})
+
 	t.Run("NoRecord", func(t *testing.T) {
 		got, err := newReaper(t.TempDir()).ReapChildren(context.Background())
 		if err != nil || len(got) != 0 {
