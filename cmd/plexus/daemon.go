@@ -168,7 +168,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		env = os.Environ()
 	}
 	userHome, _ := os.UserHomeDir() // without one, the ~ folders are left out of the enriched PATH
-	plat := platform.New(platform.Options{Home: home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS})
+	plat := platform.New(platform.Options{Home: home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS, Logger: log})
 	d.plat = plat
 	d.rest = localrest.New(plat, plat, localrest.Options{})
 	defer func() {
@@ -230,11 +230,13 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		d.ln.Close()
 		return nil, err
 	}
+	// Before any child starts: what a crashed run left goes first.
+	d.reapChildren(ctx)
 	owner := o.Owner
 	if owner == nil {
 		owner = sync.OnceValue(deciderIdentity)
 	}
-	d.notify = newNotifier(home.Auth.Notify, log)
+	d.notify = newNotifier(home.Auth.Notify, d.plat, log)
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
 		Notify: d.notify.send, Interval: o.InboxInterval,
 		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, db, d.gw)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/cliexec"
 )
 
@@ -36,8 +37,10 @@ const (
 	secretVar   = "PLEXUS_SECRET_API_TOKEN" // the default name for secretName
 )
 
-// bins resolves "faketool" to the test binary and "echo" to the system's.
+// bins resolves "faketool" to the test binary and "echo" to the system's,
+// and starts children the platform's way.
 type bins struct {
+	*platform.Services
 	paths map[string]string
 	env   []string
 }
@@ -69,7 +72,8 @@ func testBins(tb testing.TB) bins {
 		tb.Fatal(err)
 	}
 	b := bins{
-		paths: map[string]string{"faketool": self},
+		Services: platform.New(platform.Options{Home: tb.TempDir()}),
+		paths:    map[string]string{"faketool": self},
 		// A stale value of the secret's variable, which the resolved one
 		// must replace. Under -race, a child that exits 0 would otherwise
 		// sleep a second in the race runtime's atexit.

@@ -48,9 +48,11 @@
 //
 // # The child process
 //
-// The child gets the environment of [Binaries.Env] (plus the secret), no
-// stdin (/dev/null), the daemon's working directory, and a process group of
-// its own. Its stdout is read up to [Options.MaxOutput] bytes; beyond that
+// The child is built and started by [Binaries] (the platform's one way:
+// its own process group, killed with the daemon, recorded so that a crash
+// leaves nothing running). It gets the base environment of [Binaries.Env]
+// plus the route's secret and nothing else, no stdin (/dev/null), and the
+// daemon's working directory. Its stdout is read up to [Options.MaxOutput] bytes; beyond that
 // the call fails and the process group is stopped. The last 64 KiB of
 // stderr are kept for the error excerpt.
 //
