@@ -290,12 +290,12 @@ func (v *verifier) reportBadRows(anchorOK bool) {
 		first, last := v.bad[i], v.bad[j-1]
 		switch {
 		case j-i > 1:
-			how := "by someone without the key"
+			how := "without the key"
 			if first.plain {
 				how = "as a plain SHA-256, without the key"
 			}
 			v.rep.add(Problem{ID: first.id, Kind: ProblemRewritten, Detail: fmt.Sprintf(
-				"rows %d..%d chain to each other but their hashes are not their HMAC under chain-key: the chain was recomputed from row %d %s after row %d or a later one was edited",
+				"rows %d..%d chain to each other but their hashes are not their HMAC under chain-key: the chain was recomputed from row %d on %s (row %d or a later one was edited)",
 				first.id, last.id, first.id, how, first.id)})
 		case first.plain:
 			v.rep.add(Problem{ID: first.id, Kind: ProblemEdited, Detail: "its hash is a plain SHA-256 of its content, not its HMAC under chain-key: it was edited and re-hashed without the key"})

@@ -38,8 +38,9 @@ type mirrorIndex struct {
 }
 
 type mirrorEntry struct {
-	sum  [sha256.Size]byte
-	hash string
+	sum     [sha256.Size]byte // the whole line
+	content [sha256.Size]byte // the hashed content alone
+	hash    string
 	file string
 	seen bool
 }
@@ -118,7 +119,7 @@ func (m *mirrorIndex) readFile(path, name string) error {
 }
 
 func (m *mirrorIndex) add(r *mirrorRow, file string) {
-	sum := mirrorDigest(r)
+	sum, content := mirrorDigest(r)
 	if e, ok := m.rows[r.ID]; ok {
 		if e.sum != sum {
 			m.problems = append(m.problems, Problem{ID: r.ID, Kind: ProblemMirror, Detail: fmt.Sprintf(
@@ -127,27 +128,28 @@ func (m *mirrorIndex) add(r *mirrorRow, file string) {
 		}
 		return
 	}
-	m.rows[r.ID] = &mirrorEntry{sum: sum, hash: r.Hash, file: file}
+	m.rows[r.ID] = &mirrorEntry{sum: sum, content: content, hash: r.Hash, file: file}
 	if m.minID == 0 || r.ID < m.minID {
 		m.minID = r.ID
 	}
 	m.maxID = max(m.maxID, r.ID)
 }
 
-// mirrorDigest covers everything a line says about its row.
-func mirrorDigest(r *mirrorRow) [sha256.Size]byte {
+// mirrorDigest digests everything a line says about its row, and its
+// hashed content alone (which tells an edit from a re-chaining).
+func mirrorDigest(r *mirrorRow) (line, content [sha256.Size]byte) {
 	c, err := canonicalOf(r)
 	if err != nil {
 		c = r.Payload // unencodable: compare the raw text instead
 	}
+	content = sha256.Sum256(c)
 	h := sha256.New()
-	h.Write(c)
-	h.Write([]byte{0})
+	h.Write(content[:])
 	h.Write([]byte(r.PrevHash))
 	h.Write([]byte{0})
 	h.Write([]byte(r.Hash))
-	var s [sha256.Size]byte
-	return [sha256.Size]byte(h.Sum(s[:0]))
+	h.Sum(line[:0])
+	return line, content
 }
 
 // compare checks one table row against its mirror line. contentOK says
@@ -161,19 +163,20 @@ func (m *mirrorIndex) compare(r *mirrorRow, contentOK bool) {
 		return
 	}
 	e.seen = true
-	if mirrorDigest(r) == e.sum {
+	line, content := mirrorDigest(r)
+	if line == e.sum {
 		return
 	}
 	var reason string
 	switch {
+	case content == e.content:
+		reason = "same content, different hashes: the chain was recomputed (or the mirror's hashes edited)"
 	case contentOK && e.hash == r.Hash:
 		reason = "the mirror line was edited (the database row verifies)"
 	case contentOK:
-		reason = "the database holds another row under this id (ids renumbered), or the mirror line was edited"
-	case e.hash != r.Hash:
-		reason = "the database row was edited and re-hashed (the mirror keeps it as written)"
+		reason = "the database holds another row under this id (ids renumbered or reissued), or the mirror line was edited"
 	default:
-		reason = "the database row was edited (the mirror keeps it as written)"
+		reason = "the database row's content was edited (the mirror keeps it as written)"
 	}
 	m.differ = append(m.differ, mirrorDiff{id: r.ID, reason: reason + " [" + e.file + "]"})
 }
