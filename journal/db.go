@@ -236,7 +236,7 @@ func (db *DB) checkWAL(ctx context.Context) error {
 }
 
 // Close closes the readers, then the writer (the last connection to close
-// checkpoints the WAL), then the mirror file.
+// checkpoints the WAL), then the mirror and anchor files.
 func (db *DB) Close() error {
 	var errs []error
 	if db.r != nil {
@@ -247,6 +247,9 @@ func (db *DB) Close() error {
 	}
 	if db.mirror != nil {
 		errs = append(errs, db.mirror.close())
+	}
+	if db.anchor != nil {
+		errs = append(errs, db.anchor.close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close journal: %w", err)

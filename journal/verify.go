@@ -100,7 +100,15 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, err
 		v.chain = c
 	}
 	if opts.AnchorPath != "" {
-		v.anchor, v.anchorErr = readAnchor(opts.AnchorPath)
+		// The daemon overwrites the anchor in place: a read racing that
+		// write can see a torn record, which a second read does not.
+		for range 3 {
+			v.anchor, v.anchorErr = readAnchor(opts.AnchorPath)
+			if v.anchorErr == nil && (v.chain == nil || hmacEqual(v.chain.anchorMAC(&v.anchor), v.anchor.MAC)) ||
+				errors.Is(v.anchorErr, errNoAnchor) {
+				break
+			}
+		}
 	}
 	if opts.AuditDir != "" {
 		m, err := readMirror(opts.AuditDir)

@@ -41,8 +41,8 @@ type mirrorEntry struct {
 	sum     [sha256.Size]byte // the whole line
 	content [sha256.Size]byte // the hashed content alone
 	hash    string
-	file string
-	seen bool
+	file    string
+	seen    bool
 }
 
 type mirrorDiff struct {
