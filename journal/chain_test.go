@@ -223,6 +223,14 @@ func TestVerifyAttacks(t *testing.T) {
 			want:   []Problem{{Kind: ProblemAnchor}},
 		},
 		{
+			name: "BoundaryDeleted",
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				mustExec(t, raw, `DELETE FROM meta WHERE key = 'chain.keyed_after'`)
+			},
+			noMirr: true,
+			want:   []Problem{{Kind: ProblemBoundary}},
+		},
+		{
 			name: "BoundaryMoved",
 			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
 				// Pass rows 1..5 off as old unkeyed rows, re-hashed plainly.

@@ -169,8 +169,14 @@ func (v *verifier) run(ctx context.Context, q *sql.Tx) error {
 		return err
 	}
 	if !ok {
-		v.rep.add(Problem{Kind: ProblemBoundary, Detail: "meta has no " + metaKeyedAfter +
-			": where the keyed chain starts was deleted; every row is checked as keyed"})
+		detail := "meta has no " + metaKeyedAfter + ": where the keyed chain starts was deleted; "
+		if v.anchorErr == nil && v.chain != nil && hmacEqual(v.chain.anchorMAC(&v.anchor), v.anchor.MAC) {
+			after = v.anchor.KeyedAfter
+			detail += fmt.Sprintf("the anchor's (after row %d) is used", after)
+		} else {
+			detail += "every row is checked as keyed"
+		}
+		v.rep.add(Problem{Kind: ProblemBoundary, Detail: detail})
 	}
 	v.after, v.rep.KeyedAfter = after, after
 	if err := v.walk(ctx, q); err != nil {

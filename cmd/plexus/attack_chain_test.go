@@ -157,8 +157,8 @@ func (e *chainAttackEnv) rechainPlainFrom(db *sql.DB, from int64) {
 		e.t.Fatal(err)
 	}
 	type row struct {
-		id                                               int64
-		ts, trace, actor, agent, typ, target, payload, h string
+		id                                            int64
+		ts, trace, actor, agent, typ, target, payload string
 	}
 	var all []row
 	for rows.Next() {
