@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 )
@@ -61,9 +63,12 @@ const (
 // empty) anchor.
 var errNoAnchor = errors.New("no anchor file")
 
+// readAnchor reads the anchor record. Something other than a regular file
+// in its place (a link, a FIFO that would block the read) is an error, never
+// followed or waited on.
 func readAnchor(path string) (anchor, error) {
 	var a anchor
-	b, err := os.ReadFile(path)
+	b, err := readRecord(path)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && len(bytes.TrimSpace(b)) == 0 {
 		return a, errNoAnchor
 	}
@@ -79,6 +84,23 @@ func readAnchor(path string) (anchor, error) {
 	return a, nil
 }
 
+func readRecord(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", filepath.Base(path), fi.Mode().Type())
+	}
+	// A record is anchorSize bytes; twice that is plenty to see it is not one.
+	return io.ReadAll(io.LimitReader(f, 2*anchorSize))
+}
+
 // anchorFile writes the anchor. mu guards f and durableID; the writer
 // connection already orders advances, mu keeps Close out of them.
 type anchorFile struct {
@@ -92,12 +114,24 @@ type anchorFile struct {
 	durableID  int64
 }
 
-// openAnchorFile opens (creating, 0600) the anchor for writing. O_NOFOLLOW:
-// a link planted in its place is refused, not written through.
+// openAnchorFile opens (creating, 0600) the anchor for writing. Anything
+// but a regular file in its place (a link, a FIFO, a folder) is renamed
+// aside first, never written through: openAnchor has already recorded it,
+// and the daemon must still start.
 func openAnchorFile(path string, chain *chainer, keyedAfter int64) (*anchorFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		aside := fmt.Sprintf("%s.not-a-file-%d", path, time.Now().UnixNano())
+		if err := os.Rename(path, aside); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
 	}
 	return &anchorFile{path: path, chain: chain, f: f, keyedAfter: keyedAfter}, nil
 }

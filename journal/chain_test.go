@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,6 +222,18 @@ func TestVerifyAttacks(t *testing.T) {
 			},
 			noMirr: true,
 			want:   []Problem{{Kind: ProblemAnchor}},
+		},
+		{
+			name: "AnchorFIFO",
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				os.Remove(td.anchor)
+				if err := syscall.Mkfifo(td.anchor, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			noMirr: true,
+			// Reported, not waited on.
+			want: []Problem{{Kind: ProblemAnchor}},
 		},
 		{
 			name: "BoundaryDeleted",
@@ -521,5 +534,29 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenSetsAsideAnchorFIFO: a FIFO planted as the anchor neither blocks
+// nor stops the start; it is recorded and set aside.
+func TestOpenSetsAsideAnchorFIFO(t *testing.T) {
+	td := mustOpen(t)
+	recordN(t, td, 2)
+	td.Close()
+	os.Remove(td.anchor)
+	if err := syscall.Mkfifo(td.anchor, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := mustOpenAt(t, td.path, Options{AnchorPath: td.anchor, Clock: td.clock.Now})
+	rows, err := db.Activity(context.Background(), Filter{Type: ActionAnchorMismatch})
+	if err != nil || len(rows) != 1 || !strings.Contains(fmt.Sprint(rows[0].Payload["problem"]), "not a regular file") {
+		t.Fatalf("anchor mismatch rows = %+v, %v", rows, err)
+	}
+	if fi, err := os.Lstat(td.anchor); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("anchor after start: %v, %v; want a regular file", fi, err)
+	}
+	aside, _ := filepath.Glob(td.anchor + ".not-a-file-*")
+	if len(aside) != 1 {
+		t.Errorf("set aside: %v", aside)
 	}
 }
