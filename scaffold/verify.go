@@ -90,9 +90,10 @@ type Home struct {
 	SocketDir                                        string // Dir/run, created on demand by the ipc transport
 	MCPConfig                                        string // Dir/mcp.json, optional
 	ConnectionKeyFile, SigningKeyFile, HashKeyFile   string
+	ChainKeyFile, Anchor                             string
 	AuthConfigFile, NetworkFile                      string
 	ConnectionKey                                    string
-	SigningKey, HashKey                              []byte
+	SigningKey, HashKey, ChainKey                    []byte
 	Auth                                             AuthConfig
 	Network                                          Network
 }
@@ -106,6 +107,7 @@ func Layout(home string) *Home {
 		Archive: j(DirArchive), Audit: j(DirAudit), Secrets: j(DirSecrets),
 		Journal: j(FileJournal), SocketDir: j(DirRun), MCPConfig: j(FileMCPConfig),
 		ConnectionKeyFile: j(FileConnectionKey), SigningKeyFile: j(FileSigningKey), HashKeyFile: j(FileHashKey),
+		ChainKeyFile: j(FileChainKey), Anchor: j(FileAnchor),
 		AuthConfigFile: j(FileAuthConfig), NetworkFile: j(FileNetwork),
 	}
 }
@@ -177,6 +179,13 @@ func Load(home string) (*Home, error) {
 			h.HashKey = k
 		}
 	}
+	if b, ok := v.file(h.ChainKeyFile, FileChainKey, true); ok {
+		if k, err := parseHexKey(b); err != nil {
+			v.badKey(h.ChainKeyFile, FileChainKey, err, chainKeyConsequence)
+		} else {
+			h.ChainKey = k
+		}
+	}
 	if b, ok := v.file(h.AuthConfigFile, FileAuthConfig, false); ok {
 		h.Auth = v.authConfig(h.AuthConfigFile, b)
 	}
@@ -187,6 +196,34 @@ func Load(home string) (*Home, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// chainKeyConsequence is what replacing the chain-key costs: the journal
+// refuses a key its chain does not verify with.
+const chainKeyConsequence = " (a journal keyed with the old one will not open: restore the old chain-key, or move journal.db and journal.anchor aside to start a new journal)"
+
+// ReadChainKey reads and checks home's chain-key for a command that only
+// reads the journal (plexus journal verify): it never creates one. The
+// error says what is wrong and how to fix it, never the key.
+func ReadChainKey(home string) ([]byte, error) {
+	h := Layout(home)
+	v := &verifier{home: home}
+	if _, err := os.Lstat(h.ChainKeyFile); errors.Is(err, fs.ErrNotExist) {
+		v.add(h.ChainKeyFile, FileChainKey+" is missing",
+			"restore it from a backup of this home: the keyed rows of journal.db cannot be checked without it (plexus init would make a new key they do not verify with)")
+		return nil, v.err()
+	}
+	b, ok := v.file(h.ChainKeyFile, FileChainKey, true)
+	if ok {
+		k, err := parseHexKey(b)
+		if err == nil && len(v.problems) == 0 {
+			return k, nil
+		}
+		if err != nil {
+			v.badKey(h.ChainKeyFile, FileChainKey, err, chainKeyConsequence)
+		}
+	}
+	return nil, v.err()
 }
 
 // verifier collects problems.

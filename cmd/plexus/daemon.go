@@ -118,7 +118,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		addr = net.JoinHostPort(home.Network.Bind, strconv.Itoa(home.Network.Port))
 	}
 
-	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log, Clock: o.Clock})
+	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log, Clock: o.Clock,
+		ChainKey: home.ChainKey, AnchorPath: home.Anchor})
 	if err != nil {
 		return nil, err
 	}
