@@ -11,7 +11,7 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4}
 }
 
 // schemaV1 creates everything. Times are fixed-width RFC 3339 UTC text (see
@@ -198,6 +198,17 @@ CREATE TABLE pins (
 	pinned_at  TEXT NOT NULL,
 	PRIMARY KEY (source, entry_id)
 );
+`
+
+// schemaV4 indexes the rows of calls made with an idempotencyKey by the
+// keyed hash their payload carries (idemHash), so that a retry finds the
+// earlier call's invoke.started row, before dispatch and across restarts.
+// The index is partial: rows without an idemHash cost it nothing but the
+// WHERE test.
+const schemaV4 = `
+CREATE INDEX activity_idem ON activity(json_extract(payload, '$.idemHash'))
+	WHERE action_type IN ('invoke.started', 'invoke.ok', 'invoke.failed')
+	  AND json_extract(payload, '$.idemHash') IS NOT NULL;
 `
 
 // migrate applies the steps db has not run yet, each in its own write
