@@ -285,6 +285,30 @@ func TestAttackAuditLockedJournal(t *testing.T) {
 	}
 }
 
+// TestAttackAuditFailureCounted: a row whose operation completes without it
+// (a refused credential's auth.failed, written while another process holds
+// the journal's lock) is not dropped: the status counts it and names it.
+func TestAttackAuditFailureCounted(t *testing.T) {
+	td := startTestDaemon(t, daemonOptions{})
+	release := lockJournal(t, filepath.Join(td.home.Dir, "journal.db"))
+	var refused plexus.ErrorResponse
+	st := td.call(t, "POST", "/link/handshake", map[string]string{"Authorization": "Bearer not-a-pat"}, plexus.HandshakeRequest{}, &refused)
+	release()
+	if st != http.StatusUnauthorized || refused.Error == nil || refused.Error.Code != plexus.CodeUnauthorized {
+		t.Fatalf("handshake with a bad PAT: status %d, %+v; want 401 unauthorized", st, refused.Error)
+	}
+	var status plexus.StatusResponse
+	if st := td.call(t, "GET", "/admin/api/status", td.admin(), nil, &status); st != http.StatusOK {
+		t.Fatalf("status: %d", st)
+	}
+	if j := status.Journal; j == nil || j.WriteFailures != 1 || j.LastWhat != "auth.failed handshake" || j.LastFailure == nil {
+		t.Errorf("status journal = %+v; want 1 failure, auth.failed handshake", status.Journal)
+	}
+	if n := len(td.activity(t, journal.Filter{Type: "auth.failed"})); n != 0 {
+		t.Errorf("%d auth.failed rows, want none: the journal was locked", n)
+	}
+}
+
 // TestAttackAuditCrashMidCall: the built daemon is SIGKILLed while a
 // side-effecting call with an idempotencyKey runs (its tool has appended its
 // line), so the journal holds its started row and no outcome. After a
