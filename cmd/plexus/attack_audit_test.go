@@ -437,6 +437,54 @@ func TestAttackAuditOutcomeUnwritable(t *testing.T) {
 	}
 }
 
+// TestAttackAuditConcurrentDuplicate: a second call with the same
+// idempotencyKey while the first still runs is not dispatched: the journal
+// holds the first's started row without an outcome, so the duplicate is
+// refused (outcome unknown) and the tool runs once.
+func TestAttackAuditConcurrentDuplicate(t *testing.T) {
+	td := startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
+	effects := filepath.Join(t.TempDir(), "effects.log")
+	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, nil); st != http.StatusCreated {
+		t.Fatalf("add the effects extension: status %d", st)
+	}
+	_, sid := enrolledAgent(t, td, "claude")
+	tok := grantOK(t, td, sid, map[string]any{"effects.line.append-wait": map[string]any{"decision": "allow", "verbs": []string{"write"}}})
+	req := plexus.InvokeRequest{ID: "effects.line.append-wait", Input: map[string]any{"line": "ran"}, IdempotencyKey: "k-4"}
+	if err := os.WriteFile(effects+".hold", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	firstDone := make(chan int, 1)
+	go func() { // no t.Fatal off the test goroutine
+		b, _ := json.Marshal(req)
+		hreq, err := http.NewRequest(http.MethodPost, td.baseURL()+"/invoke", bytes.NewReader(b))
+		if err != nil {
+			firstDone <- 0
+			return
+		}
+		hreq.Header.Set("Authorization", "Bearer "+tok.Token)
+		resp, err := http.DefaultClient.Do(hreq)
+		if err != nil {
+			firstDone <- 0
+			return
+		}
+		resp.Body.Close()
+		firstDone <- resp.StatusCode
+	}()
+	waitFor(t, 30*time.Second, "the first call's tool to run", holds(func() bool { return len(effectLines(t, effects)) == 1 }))
+
+	st, dup, _ := td.invoke(t, tok.Token, req)
+	if err := os.Remove(effects + ".hold"); err != nil {
+		t.Fatal(err)
+	}
+	wantOutcome(t, "the duplicate while the first runs", st, dup, "unknown")
+	if st := <-firstDone; st != http.StatusOK {
+		t.Errorf("the first call answered %d, want 200", st)
+	}
+	if got := effectLines(t, effects); len(got) != 1 {
+		t.Errorf("the tool ran %d times (%q); want once", len(got), got)
+	}
+}
+
 // TestAttackAuditRestartKnownOutcome: a call with an idempotencyKey ran and
 // its outcome was journaled; the daemon restarts, which forgets the answers
 // it held in memory. A retry with the same key is not run again: the answer
