@@ -324,7 +324,7 @@ func TestAttackAuditCrashMidCall(t *testing.T) {
 		t.Fatalf("add the effects extension: status %d", st)
 	}
 	sid := f.handshake(t, p)
-	tok := crashWriteGrant(t, p, f, sid, "effects.line.append-wait")
+	tok := crashWriteGrant(t, p, f, sid, "effects.line.append-wait", plexus.WindowUntilRevoked)
 
 	req := plexus.InvokeRequest{ID: "effects.line.append-wait", Input: map[string]any{"line": "ran"}, IdempotencyKey: "k-crash"}
 	hdr := map[string]string{"Authorization": "Bearer " + tok}
@@ -485,10 +485,12 @@ func TestAttackAuditConcurrentDuplicate(t *testing.T) {
 	}
 }
 
-// TestAttackAuditRestartKnownOutcome: a call with an idempotencyKey ran and
-// its outcome was journaled; the daemon restarts, which forgets the answers
-// it held in memory. A retry with the same key is not run again: the answer
-// says it already ran, and how it ended.
+// TestAttackAuditRestartKnownOutcome: calls with an idempotencyKey ran and
+// their outcomes were journaled, one on a standing grant and one on a once
+// grant; the daemon restarts, which forgets the answers it held in memory. A
+// retry of either with the same key is not run again: the answer says it
+// already ran, and how it ended (for the once grant, rather than that the
+// grant was used).
 func TestAttackAuditRestartKnownOutcome(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	p := startPlexus(t, home)
@@ -498,39 +500,54 @@ func TestAttackAuditRestartKnownOutcome(t *testing.T) {
 		t.Fatalf("add the effects extension: status %d", st)
 	}
 	sid := f.handshake(t, p)
-	tok := crashWriteGrant(t, p, f, sid, "effects.line.append")
-	req := plexus.InvokeRequest{ID: "effects.line.append", Input: map[string]any{"line": "ran"}, IdempotencyKey: "k-3"}
-	hdr := map[string]string{"Authorization": "Bearer " + tok}
-	var first plexus.InvokeResponse
-	if st := p.call(t, "POST", "/invoke", hdr, req, &first); st != http.StatusOK || !first.OK {
-		t.Fatalf("first call: status %d, %+v", st, first.Error)
+	// append-wait returns at once: no .hold file exists.
+	calls := []struct {
+		window plexus.TrustWindowKind
+		req    plexus.InvokeRequest
+		hdr    map[string]string
+		first  plexus.InvokeResponse
+	}{
+		{window: plexus.WindowUntilRevoked, req: plexus.InvokeRequest{ID: "effects.line.append", Input: map[string]any{"line": "standing"}, IdempotencyKey: "k-3"}},
+		{window: plexus.WindowOnce, req: plexus.InvokeRequest{ID: "effects.line.append-wait", Input: map[string]any{"line": "once"}, IdempotencyKey: "k-3"}},
+	}
+	for i := range calls {
+		c := &calls[i]
+		c.hdr = map[string]string{"Authorization": "Bearer " + crashWriteGrant(t, p, f, sid, c.req.ID, c.window)}
+		if st := p.call(t, "POST", "/invoke", c.hdr, c.req, &c.first); st != http.StatusOK || !c.first.OK {
+			t.Fatalf("first call on a %s grant: status %d, %+v", c.window, st, c.first.Error)
+		}
 	}
 	p.stop(t)
 
 	p = startPlexus(t, home)
-	var retry plexus.InvokeResponse
-	st := p.call(t, "POST", "/invoke", hdr, req, &retry)
-	wantOutcome(t, "retry after a restart", st, retry, "ok")
-	if d, _ := retry.Error.Detail.(map[string]any); d["outcomeAuditId"] != first.AuditID {
-		t.Errorf("retry detail %v; want outcomeAuditId %s", retry.Error.Detail, first.AuditID)
+	for _, c := range calls {
+		var retry plexus.InvokeResponse
+		st := p.call(t, "POST", "/invoke", c.hdr, c.req, &retry)
+		wantOutcome(t, "retry after a restart ("+string(c.window)+" grant)", st, retry, "ok")
+		if retry.Error == nil {
+			continue
+		}
+		if d, _ := retry.Error.Detail.(map[string]any); d["outcomeAuditId"] != c.first.AuditID {
+			t.Errorf("retry detail %v; want outcomeAuditId %s", retry.Error.Detail, c.first.AuditID)
+		}
 	}
-	if got := effectLines(t, effects); len(got) != 1 {
-		t.Errorf("the tool ran %d times (%q); want once", len(got), got)
+	if got := effectLines(t, effects); len(got) != 2 {
+		t.Errorf("the tool ran %d times (%q); want once per call", len(got), got)
 	}
 	p.stop(t)
 }
 
 // crashWriteGrant asks for a write grant on p, approves it as the owner
-// (standing, until revoked) and returns the token the agent then fetches.
-func crashWriteGrant(t *testing.T, p *plexusProc, f *crashFixture, sid, capID string) string {
+// with window and returns the token the agent then fetches.
+func crashWriteGrant(t *testing.T, p *plexusProc, f *crashFixture, sid, capID string, window plexus.TrustWindowKind) string {
 	t.Helper()
 	var pend plexus.GrantPendingResponse
 	if st := p.call(t, "PUT", "/grants", map[string]string{plexus.SessionHeader: sid},
 		map[string]any{"grants": map[string]any{capID: map[string]any{"decision": "allow", "verbs": []string{"write"}}}}, &pend); st != http.StatusAccepted {
 		t.Fatalf("PUT /grants %s: status %d, %+v", capID, st, pend)
 	}
-	window := plexus.TrustWindow{Kind: plexus.WindowUntilRevoked}
-	if st := p.call(t, "POST", "/admin/api/pending/"+pend.PendingID+"/approve", f.admin(), plexus.DecideRequest{TrustWindow: &window}, nil); st != http.StatusOK {
+	if st := p.call(t, "POST", "/admin/api/pending/"+pend.PendingID+"/approve", f.admin(),
+		plexus.DecideRequest{TrustWindow: &plexus.TrustWindow{Kind: window}}, nil); st != http.StatusOK {
 		t.Fatalf("approve %s: status %d", pend.PendingID, st)
 	}
 	var gs plexus.GrantStatusResponse
