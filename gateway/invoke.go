@@ -14,37 +14,45 @@ import (
 // Invoke runs the pipeline in the spec's order: token → jti and session →
 // rate limit → scope (and constraint) → lightweight input validation →
 // the invoke.started row (started.go) → Transport.dispatch → audit →
-// InvokeResponse. (The Host/Origin guard ran at
-// the edge.) It always answers an InvokeResponse: a denial is OK false with
-// an error code, never a Go error.
+// InvokeResponse. (The Host/Origin guard ran at the edge.) It always answers
+// an InvokeResponse: a denial is OK false with an error code, never a Go
+// error.
+//
+// The rate limit is applied as soon as the token's signature names its
+// agent, before the token_expired and session-mismatch denials: every
+// audited denial writes a journal row, and the limit is what bounds their
+// number (its own denials coalesce), so an agent looping on an expired token
+// cannot write a row per call.
 func (g *Gateway) Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
 	if c.Bearer == "" {
 		return deny(req.ID, plexus.Errorf(plexus.CodeGrantRequired,
 			"no token: request a grant with PUT /grants, then send Authorization: Bearer <token>"), "")
 	}
 	claims, err := g.verify(c.Bearer)
+	var expired *plexus.Error
 	if err != nil {
-		pe := plexus.AsError(err)
-		if pe.Code != plexus.CodeTokenExpired {
-			return deny(req.ID, pe, "") // a malformed or forged token is an edge denial: nothing to attribute
+		expired = plexus.AsError(err)
+		if expired.Code != plexus.CodeTokenExpired {
+			return deny(req.ID, expired, "") // a malformed or forged token is an edge denial: nothing to attribute
 		}
-		claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour)
-		if err != nil {
-			return deny(req.ID, pe, "")
+		if claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour); err != nil {
+			return deny(req.ID, expired, "")
 		}
-		ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
-		return g.denyAudited(ctx, req, ic, pe)
 	}
-	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject, Scopes: claims.Scopes}
+	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
+	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
+		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
+	}
+	if expired != nil {
+		return g.denyAudited(ctx, req, ic, expired)
+	}
+	ic.Scopes = claims.Scopes
 	if c.SessionID != "" && c.SessionID != claims.SessionID {
 		// Credentials that disagree are refused rather than guessed at, as
 		// refresh and PUT /grants do: a token presented beside another
 		// session's header (another agent's, say) acts for nobody.
 		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeSessionExpired,
 			"the token belongs to another session than the %s header names", plexus.SessionHeader))
-	}
-	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
-		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
 	}
 	return g.pipeline(ctx, req, ic, false)
 }
@@ -89,7 +97,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			denial = plexus.Errorf(plexus.CodeUnknownCapability, "no capability %q (re-fetch GET /manifest)", req.ID)
 			return nil
 		}
-		scope = covering(ic.Scopes, entry, req.Input, member)
+		scope = covering(ic.Scopes, entry, req.Input, member, g.resolver(entry))
 		if scope == nil {
 			denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant covers %s (%s) for this input", entry.ID, verbList(entry.Grants))
 			return nil
@@ -231,17 +239,42 @@ func (g *Gateway) dispatch(ctx context.Context, entry plexus.Entry, req plexus.I
 	return res
 }
 
+// pathResolver is what a transport offers when the paths its calls name
+// are files in a folder it confines them to (the portal): the path p
+// reaches inside entry's folder, symbolic links followed within it. A
+// path-prefix constraint is checked on that path too, so that a link inside
+// an allowed prefix cannot reach the rest of the folder. It is called only
+// for a scope that has such a constraint, may touch the file system, and
+// must be safe for concurrent use; an error fails the constraint closed.
+type pathResolver interface {
+	ResolvePath(entry plexus.Entry, p string) (string, error)
+}
+
+// resolver returns how entry's transport resolves paths, or nil when it
+// does not.
+func (g *Gateway) resolver(entry plexus.Entry) auth.ResolvePath {
+	tr, ok := g.d.Registry.Transport(entry.Transport)
+	if !ok {
+		return nil
+	}
+	pr, ok := tr.(pathResolver)
+	if !ok {
+		return nil
+	}
+	return func(p string) (string, error) { return pr.ResolvePath(entry, p) }
+}
+
 // covering finds the scope covering a call. Synthesized member scopes count
 // only on re-entrant dispatch from their workflow: an agent cannot call a
 // workflow's member directly on the strength of the workflow grant.
-func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool) *plexus.TokenScope {
+func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool, resolve auth.ResolvePath) *plexus.TokenScope {
 	var usable []plexus.TokenScope
 	for _, s := range scopes {
 		if s.SynthesizedFor == "" || member {
 			usable = append(usable, s)
 		}
 	}
-	s, ok := auth.Covering(usable, entry, input)
+	s, ok := auth.CoveringResolved(usable, entry, input, resolve)
 	if !ok {
 		return nil
 	}
@@ -272,15 +305,25 @@ func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic
 }
 
 // denyAudited journals a pipeline denial and returns it with its audit id.
+// An agent over its rate can repeat rate_limited as fast as it can send, so
+// those denials coalesce per agent and window: the answer carries the id of
+// the row that opened the window, and a summary row counts the rest.
 func (g *Gateway) denyAudited(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, e *plexus.Error) plexus.InvokeResponse {
 	e.CapabilityID = req.ID
 	a := &plexus.Activity{TraceID: ic.TraceID, Actor: actorOr(ic.AgentID), AgentID: ic.AgentID, ActionType: "invoke.denied",
 		Target: req.ID, Payload: map[string]any{"errorCode": string(e.Code), "reason": e.Message, "jti": ic.JTI, "sessionId": ic.SessionID}}
-	if err := g.record(ctx, false, a); err != nil {
+	var auditID string
+	var err error
+	if e.Code == plexus.CodeRateLimited {
+		auditID, err = g.journalDenial(ctx, denialKey{action: a.ActionType, subject: ic.AgentID, code: string(e.Code)}, a)
+	} else if err = g.record(ctx, false, a); err == nil {
+		auditID = a.AuditID()
+	}
+	if err != nil {
 		g.JournalFailed(a.ActionType+" "+req.ID, err)
 		return deny(req.ID, e, "")
 	}
-	return deny(req.ID, e, a.AuditID())
+	return deny(req.ID, e, auditID)
 }
 
 func deny(id string, e *plexus.Error, auditID string) plexus.InvokeResponse {

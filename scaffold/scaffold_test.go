@@ -257,9 +257,11 @@ func TestLoad(t *testing.T) {
 	})
 	t.Run("BadAuthValues", func(t *testing.T) {
 		for body, want := range map[string]string{
-			`{"maxTrustWindowMs": -1}`: "maxTrustWindowMs is -1",
-			`{"tokenLifetime": 60000}`: "unknown field",
-			`{} {}`:                    "trailing data",
+			`{"maxTrustWindowMs": -1}`:     "maxTrustWindowMs is -1",
+			`{"tokenLifetime": 60000}`:     "unknown field",
+			`{} {}`:                        "trailing data",
+			`{"maxStreamsPerAgent": -1}`:   "maxStreamsPerAgent -1",
+			`{"maxStreamsPerSession": -2}`: "maxStreamsPerSession is -2",
 		} {
 			writeCfg(t, "auth-config.json", body)
 			if _, err := scaffold.Load(home); err == nil || !strings.Contains(err.Error(), want) {

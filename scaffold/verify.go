@@ -37,11 +37,16 @@ const (
 // journal). Notify is the command run (argv, never a shell) with the
 // gateway's one-line notification appended as its last argument whenever a
 // decision is put up for the owner, such as ["notify-send", "Plexus"].
+// MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
+// at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
+// a problem.
 type AuthConfig struct {
-	TokenLifetimeMs  int64    `json:"tokenLifetimeMs"`
-	MaxTrustWindowMs int64    `json:"maxTrustWindowMs"`
-	StrictSameUser   bool     `json:"strictSameUser,omitempty"`
-	Notify           []string `json:"notify,omitempty"`
+	TokenLifetimeMs      int64    `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs     int64    `json:"maxTrustWindowMs"`
+	StrictSameUser       bool     `json:"strictSameUser,omitempty"`
+	Notify               []string `json:"notify,omitempty"`
+	MaxStreamsPerSession int      `json:"maxStreamsPerSession,omitempty"`
+	MaxStreamsPerAgent   int      `json:"maxStreamsPerAgent,omitempty"`
 }
 
 // DefaultAuthConfig is what Init writes.
@@ -285,6 +290,10 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 	case a.MaxTrustWindowMs < 0:
 		v.add(path, fmt.Sprintf("%s: maxTrustWindowMs is %d", FileAuthConfig, a.MaxTrustWindowMs),
 			fmt.Sprintf("set it to a positive number of milliseconds (default %d, 30 days)", int64(DefaultMaxTrustWindowMs)))
+	}
+	if a.MaxStreamsPerSession < 0 || a.MaxStreamsPerAgent < 0 {
+		v.add(path, fmt.Sprintf("%s: maxStreamsPerSession is %d and maxStreamsPerAgent %d", FileAuthConfig, a.MaxStreamsPerSession, a.MaxStreamsPerAgent),
+			"set each to a positive number of /events streams, or remove it for the default (8 per session, 32 per agent)")
 	}
 	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
 		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",
