@@ -454,7 +454,7 @@ func (g *Gateway) AddSource(ctx context.Context, c Credentials, cfg plexus.Sourc
 		return plexus.SourceConfig{}, plexus.WrapError(plexus.CodeInternalError, err, "source saved but could not be scanned: "+err.Error())
 	}
 	for _, col := range res.Skipped {
-		_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision", Target: cfg.ID,
+		g.recordAnyway(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision", Target: cfg.ID,
 			Payload: map[string]any{"capabilityId": col.ID, "reason": col.Reason}})
 	}
 	return cfg, nil
@@ -585,7 +585,7 @@ func (g *Gateway) Status(ctx context.Context, c Credentials) (plexus.StatusRespo
 		counts[e.Source]++
 	}
 	out := plexus.StatusResponse{Gateway: g.gatewayInfo(), Home: g.cfg.Home, Revision: g.d.Registry.Revision(),
-		Entries: len(entries), Started: g.started, Sources: []plexus.SourceStatus{}}
+		Entries: len(entries), Started: g.started, Sources: []plexus.SourceStatus{}, Journal: g.journalHealth()}
 	g.mu.RLock()
 	for id := range g.sameUserSeen {
 		out.SameUserAgents = append(out.SameUserAgents, id)

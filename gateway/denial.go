@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -100,8 +101,9 @@ func (g *Gateway) flushDenials(ctx context.Context, final bool) {
 // summarize writes run's summary row, when it absorbed any denial. The row
 // repeats the first row's actor, agent, action and target, and carries the
 // count of denials after the first. It is written even when the caller that
-// closed the window has gone away; a failure is logged with the count it
-// loses, since the denials it sums were answered already.
+// closed the window has gone away; a failure is logged and counted
+// ([Gateway.JournalFailed]) with the count it loses, since the denials it
+// sums were answered already.
 func (g *Gateway) summarize(ctx context.Context, run *denialRun) {
 	if run.count == 0 {
 		return
@@ -117,6 +119,6 @@ func (g *Gateway) summarize(ctx context.Context, run *denialRun) {
 	a := &plexus.Activity{TraceID: f.TraceID, Actor: f.Actor, AgentID: f.AgentID, ActionType: f.ActionType,
 		Target: f.Target, Payload: payload}
 	if err := g.record(context.WithoutCancel(ctx), false, a); err != nil {
-		g.log.Error("record coalesced denials", "action", f.ActionType, "agent", f.AgentID, "count", run.count, "err", err)
+		g.JournalFailed(fmt.Sprintf("%s %s (%d coalesced)", f.ActionType, f.Target, run.count), err)
 	}
 }

@@ -124,6 +124,7 @@ type Gateway struct {
 	cache *authCache
 	// denials coalesces the rows of repeated denials; Run flushes it.
 	denials *denials
+	jfail   journalFailures
 
 	started time.Time
 
@@ -222,7 +223,7 @@ func (g *Gateway) LoadSources(ctx context.Context) error {
 	for _, cfg := range cfgs {
 		if err := g.bringOnline(ctx, cfg); err != nil {
 			g.log.Warn("source not loaded", "source", cfg.ID, "err", err)
-			_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.failed",
+			g.recordAnyway(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.failed",
 				Target: cfg.ID, Payload: map[string]any{"error": err.Error()}})
 		}
 	}
@@ -245,7 +246,7 @@ func (g *Gateway) bringOnlineSource(ctx context.Context, src plexus.Source) erro
 		return err
 	}
 	for _, c := range res.Skipped {
-		_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision",
+		g.recordAnyway(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision",
 			Target: src.ID(), Payload: map[string]any{"capabilityId": c.ID, "reason": c.Reason}})
 	}
 	return nil
@@ -274,7 +275,7 @@ func (g *Gateway) OnRegistryChange(rev int64, added, removed, updated []string) 
 		return tx.Publish(ev)
 	})
 	if err != nil {
-		g.log.Error("record manifest change", "err", err)
+		g.JournalFailed("manifest.changed "+strconv.FormatInt(rev, 10), err)
 		return
 	}
 	g.bus.publish(*ev)
@@ -293,7 +294,7 @@ func (g *Gateway) OnSourceStatus(source string, h plexus.Health) {
 		return tx.Publish(ev)
 	})
 	if err != nil {
-		g.log.Error("record source status", "err", err)
+		g.JournalFailed("source.status "+source, err)
 		return
 	}
 	g.bus.publish(*ev)
@@ -355,7 +356,7 @@ func (g *Gateway) credentialFailed(ctx context.Context, bucket, remote, kind, re
 	a := &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.failed",
 		Target: kind, Payload: map[string]any{"remote": remote, "reason": reason}}
 	if _, err := g.journalDenial(ctx, denialKey{action: a.ActionType, subject: kind, code: reason}, a); err != nil {
-		g.log.Error("record failed credential", "err", err)
+		g.JournalFailed(a.ActionType+" "+kind, err)
 	}
 }
 
@@ -409,7 +410,7 @@ func (g *Gateway) refuseSameUser(ctx context.Context, c Credentials, step string
 	a := &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.same_user_refused",
 		Target: step, Payload: map[string]any{"remote": c.Remote}}
 	if _, err := g.journalDenial(ctx, denialKey{action: a.ActionType, subject: step}, a); err != nil {
-		g.log.Error("record same-user refusal", "err", err)
+		g.JournalFailed(a.ActionType+" "+step, err)
 	}
 	return plexus.Errorf(plexus.CodeUnauthorized,
 		"strict mode: this agent runs as the owner's own OS user, which can read PLEXUS_HOME; run it as another user (auth-config.json strictSameUser)")
@@ -418,7 +419,8 @@ func (g *Gateway) refuseSameUser(ctx context.Context, c Credentials, step string
 // Note journals something a transport or the daemon observed (an ipc peer
 // refused, a provider restarted, a duplicate result ignored) as a system
 // activity. The payload must already be free of secrets and raw call
-// content: the journal keeps it verbatim.
-func (g *Gateway) Note(ctx context.Context, action, target, traceID string, payload map[string]any) error {
-	return g.record(ctx, false, &plexus.Activity{TraceID: traceID, Actor: plexus.ActorSystem, ActionType: action, Target: target, Payload: payload})
+// content: the journal keeps it verbatim. What was observed has happened:
+// a row that cannot be written is logged and counted ([Gateway.JournalFailed]).
+func (g *Gateway) Note(ctx context.Context, action, target, traceID string, payload map[string]any) {
+	g.recordAnyway(ctx, &plexus.Activity{TraceID: traceID, Actor: plexus.ActorSystem, ActionType: action, Target: target, Payload: payload})
 }

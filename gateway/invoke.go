@@ -13,9 +13,10 @@ import (
 
 // Invoke runs the pipeline in the spec's order: token → jti and session →
 // rate limit → scope (and constraint) → lightweight input validation →
-// Transport.dispatch → audit → InvokeResponse. (The Host/Origin guard ran at
-// the edge.) It always answers an InvokeResponse: a denial is OK false with
-// an error code, never a Go error.
+// the invoke.started row (started.go) → Transport.dispatch → audit →
+// InvokeResponse. (The Host/Origin guard ran at the edge.) It always answers
+// an InvokeResponse: a denial is OK false with an error code, never a Go
+// error.
 //
 // The rate limit is applied as soon as the token's signature names its
 // agent, before the token_expired and session-mismatch denials: every
@@ -135,17 +136,20 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	for _, v := range entry.Grants {
 		mutating = mutating || v.Mutating()
 	}
-	idemKey := ""
-	if req.IdempotencyKey != "" && mutating {
-		idemKey = ic.JTI + "\x00" + req.ID + "\x00" + req.IdempotencyKey
-	}
+	idemKey, idemHash := g.idempotencyScope(req, ic, mutating)
 	if usedOnce {
 		// The once grant served its call. A retry of that very call with
 		// its idempotencyKey (the client lost the answer) gets the answer
-		// again; anything else is a second use.
+		// again, or what the journal knows of it; anything else is a second
+		// use.
 		if idemKey != "" {
 			if prev, ok := g.idem.get(idemKey, now); ok {
 				return prev
+			}
+			if refusal, err := g.priorCall(ctx, idemHash, now); err != nil {
+				return g.auditUnavailable(req.ID, err)
+			} else if refusal != nil {
+				return g.denyAudited(ctx, req, ic, refusal)
 			}
 		}
 		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeGrantRequired,
@@ -161,56 +165,25 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 		}
 	}
 
-	// A once grant is consumed before dispatch, in its own durable
-	// transaction, so two concurrent calls cannot both use it.
-	if !backing.Standing && scope.SynthesizedFor == "" {
-		var used bool
-		var usedDecision string
-		err := g.update(ctx, true, func(tx plexus.StateTx) error {
-			cur, err := tx.Grant(backing.AgentID, backing.CapabilityID)
-			if err != nil {
-				return err
-			}
-			if cur.ID != backing.ID || cur.UsedAt != nil || cur.RevokedAt != nil {
-				used = true
-				return nil
-			}
-			if err := tx.MarkGrantUsed(cur.ID, now); err != nil {
-				return err
-			}
-			usedDecision = cur.PendingID
-			return tx.Record(&plexus.Activity{TraceID: ic.TraceID, Actor: plexus.ActorSystem, AgentID: ic.AgentID,
-				ActionType: "grant.used", Target: cur.CapabilityID, Payload: map[string]any{"grantId": cur.ID, "jti": ic.JTI}})
-		})
+	// Nothing that can change anything is dispatched without its
+	// invoke.started row committed (with the once grant's consumption, for
+	// a once grant): a journal that cannot take the row refuses the call
+	// before it has any effect (started.go).
+	payload := g.invokePayload(entry, req, ic, idemHash, member)
+	once := !backing.Standing && scope.SynthesizedFor == ""
+	var st started
+	if mutating || once {
+		st, err = g.begin(ctx, req.ID, ic, backing, once, payload, idemHash, now)
 		if err != nil {
-			return deny(req.ID, plexus.WrapError(plexus.CodeInternalError, err, "audit unavailable: the call was not made"), "")
+			return g.auditUnavailable(req.ID, err)
 		}
-		if used {
-			return g.denyAudited(ctx, req, ic, &plexus.Error{Code: plexus.CodeGrantRequired, CapabilityID: req.ID,
-				Message: "the once grant for " + req.ID + " was already used; request it again"})
+		if st.refusal != nil {
+			return g.denyAudited(ctx, req, ic, st.refusal)
 		}
-		g.touch(usedDecision)
+		g.touch(st.decision)
 	}
 
-	tr, ok := g.d.Registry.Transport(entry.Transport)
-	var res plexus.TransportResult
-	if !ok {
-		res = plexus.TransportResult{Error: plexus.Errorf(plexus.CodeSourceUnavailable, "no transport %q is installed", entry.Transport)}
-	} else {
-		input := req.Input
-		if input == nil {
-			input = map[string]any{}
-		}
-		rl := g.newRelay(ctx, req.ID, ic)
-		dic := ic
-		dic.IdempotencyKey = req.IdempotencyKey
-		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
-		rl.end()
-	}
-	if !res.OK && res.Error == nil {
-		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")
-	}
-
+	res := g.dispatch(ctx, entry, req, ic)
 	resp := plexus.InvokeResponse{ID: req.ID, OK: res.OK, MCPResult: res.MCPResult}
 	if res.OK {
 		resp.Output = res.Data
@@ -221,29 +194,49 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			resp.Output = nil
 		}
 	}
-	payload := g.invokePayload(entry, req, ic, time.Since(start))
-	action := "invoke.ok"
-	if !res.OK {
-		action = "invoke.failed"
-		payload["errorCode"] = string(res.Error.Code)
+	payload["durationMs"] = time.Since(start).Milliseconds()
+	if st.row != nil {
+		payload["startedId"] = st.row.AuditID()
 	}
-	if member {
-		payload["member"] = true
+	action := plexus.ActionInvokeOK
+	if !res.OK {
+		action = plexus.ActionInvokeFailed
+		payload["errorCode"] = string(res.Error.Code)
 	}
 	a := &plexus.Activity{TraceID: ic.TraceID, Actor: ic.AgentID, AgentID: ic.AgentID, ActionType: action, Target: req.ID, Payload: payload}
 	// The call was dispatched: its row is written even when the caller has
 	// gone away meanwhile (a streamed /invoke closed mid-call), since what
 	// the call did, or was stopped from doing, happened all the same.
 	if err := g.record(context.WithoutCancel(ctx), false, a); err != nil {
-		// Fail closed: without its audit row the result is not released.
-		g.log.Error("audit write failed; withholding result", "capability", req.ID, "err", err)
-		return deny(req.ID, plexus.Errorf(plexus.CodeInternalError, "audit unavailable: the result was withheld"), "")
+		return g.outcomeUnrecorded(req.ID, st.row, action, err)
 	}
 	resp.AuditID = a.AuditID()
 	if idemKey != "" {
 		g.idem.put(idemKey, resp, now)
 	}
 	return resp
+}
+
+// dispatch hands the call to its transport; a failure always carries an
+// error.
+func (g *Gateway) dispatch(ctx context.Context, entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext) plexus.TransportResult {
+	tr, ok := g.d.Registry.Transport(entry.Transport)
+	if !ok {
+		return plexus.TransportResult{Error: plexus.Errorf(plexus.CodeSourceUnavailable, "no transport %q is installed", entry.Transport)}
+	}
+	input := req.Input
+	if input == nil {
+		input = map[string]any{}
+	}
+	rl := g.newRelay(ctx, req.ID, ic)
+	dic := ic
+	dic.IdempotencyKey = req.IdempotencyKey
+	res := tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
+	rl.end()
+	if !res.OK && res.Error == nil {
+		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")
+	}
+	return res
 }
 
 // pathResolver is what a transport offers when the paths its calls name
@@ -288,11 +281,12 @@ func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]a
 	return s
 }
 
-// invokePayload is the redaction-safe audit detail of a call: ids, verbs,
-// timing and a keyed hash of the input (so two identical calls can be
-// matched without the input ever being stored).
-func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, d time.Duration) map[string]any {
-	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants, "durationMs": d.Milliseconds()}
+// invokePayload is the redaction-safe audit detail of a call, shared by its
+// started and its outcome rows: ids, verbs, a keyed hash of the input (so two
+// identical calls can be matched without the input ever being stored) and
+// of its idempotency scope.
+func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, idemHash string, member bool) map[string]any {
+	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants}
 	if len(req.Input) > 0 {
 		b, _ := json.Marshal(req.Input) // map keys marshal sorted: a stable form
 		sum := g.d.Hasher.Hash(string(b))
@@ -300,6 +294,12 @@ func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic
 	}
 	if req.IdempotencyKey != "" {
 		p["idempotent"] = true
+	}
+	if idemHash != "" {
+		p["idemHash"] = idemHash
+	}
+	if member {
+		p["member"] = true
 	}
 	return p
 }
@@ -320,7 +320,7 @@ func (g *Gateway) denyAudited(ctx context.Context, req plexus.InvokeRequest, ic 
 		auditID = a.AuditID()
 	}
 	if err != nil {
-		g.log.Error("audit write failed", "err", err)
+		g.JournalFailed(a.ActionType+" "+req.ID, err)
 		return deny(req.ID, e, "")
 	}
 	return deny(req.ID, e, auditID)

@@ -105,7 +105,7 @@ func (r *Reconciler) ignore(id, folder, kind string) {
 		Payload: map[string]any{"folder": folder, "name": FileName(id), "kind": kind, "problem": problem}}
 	r.log.Warn("inbox: not a regular file under a decision's name; ignored", "id", id, "folder", folder, "kind", kind)
 	if err := r.journal(context.Background(), a); err != nil {
-		r.log.Error("inbox: journal a file ignored", "id", id, "err", err)
+		r.journalFailed(a.ActionType+" "+id, err)
 	}
 }
 
@@ -251,6 +251,16 @@ func (r *Reconciler) journal(ctx context.Context, a *plexus.Activity) error {
 	return r.store.Update(ctx, false, func(tx plexus.StateTx) error { return tx.Record(a) })
 }
 
+// journalFailed hands a row the reconciler went on without to
+// Config.JournalFailed, or logs it.
+func (r *Reconciler) journalFailed(what string, err error) {
+	if r.cfg.JournalFailed != nil {
+		r.cfg.JournalFailed(what, err)
+		return
+	}
+	r.log.Error("inbox: journal write failed", "what", what, "err", err)
+}
+
 // report journals a problem the owner must fix by hand, once for as long
 // as it stays the same problem.
 func (r *Reconciler) report(id, key, action string, a plexus.Activity) {
@@ -261,6 +271,6 @@ func (r *Reconciler) report(id, key, action string, a plexus.Activity) {
 	a.ActionType = action
 	r.log.Warn("inbox: "+action, "id", id, "detail", a.Payload)
 	if err := r.journal(context.Background(), &a); err != nil {
-		r.log.Error("inbox: journal a problem", "id", id, "err", err)
+		r.journalFailed(action+" "+id, err)
 	}
 }

@@ -56,6 +56,11 @@ type Config struct {
 	// Interval is the period of the full reconcile that runs without any
 	// hint (a standing grant's window ends with no file event). Default 30s.
 	Interval time.Duration
+	// JournalFailed, when set, is told of a journal row the reconciler
+	// could not write where it went on without it (a problem reported to
+	// the owner); it logs and counts the failure for `plexus status`. Nil
+	// means the failure is only logged.
+	JournalFailed func(what string, err error)
 	// Installed reports whether a source is registered: an approved
 	// extension's file stands in active/ while its source is. Nil means
 	// none is.

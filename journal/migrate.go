@@ -10,7 +10,7 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
 }
 
 // schemaKeyed is the version whose step keys the activity chain.
@@ -209,6 +209,17 @@ CREATE TABLE pins (
 // keeps older builds, which would append unkeyed rows, from opening the
 // journal.
 const schemaV4 = ``
+
+// schemaV5 indexes the rows of calls made with an idempotencyKey by the
+// keyed hash their payload carries (idemHash), so that a retry finds the
+// earlier call's invoke.started row, before dispatch and across restarts.
+// The index is partial: rows without an idemHash cost it nothing but the
+// WHERE test.
+const schemaV5 = `
+CREATE INDEX activity_idem ON activity(json_extract(payload, '$.idemHash'))
+	WHERE action_type IN ('invoke.started', 'invoke.ok', 'invoke.failed')
+	  AND json_extract(payload, '$.idemHash') IS NOT NULL;
+`
 
 // migrate applies the steps db has not run yet, each in its own write
 // transaction together with the user_version bump, so a crash mid-way leaves

@@ -17,9 +17,7 @@ func (d *daemon) reapChildren(ctx context.Context) {
 	}
 	for _, r := range reaped {
 		payload := map[string]any{"pid": r.PID, "pgid": r.PGID, "members": r.Members, "killed": r.Killed}
-		if err := d.gw.Note(ctx, "child.reaped", "pgid:"+strconv.Itoa(r.PGID), "", payload); err != nil {
-			d.log.Warn("journal a reaped child", "pgid", r.PGID, "err", err)
-		}
+		d.gw.Note(ctx, "child.reaped", "pgid:"+strconv.Itoa(r.PGID), "", payload)
 		d.log.Info("stopped a process group a previous run left running", "pgid", r.PGID, "members", len(r.Members), "killed", r.Killed)
 	}
 }

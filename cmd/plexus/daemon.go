@@ -239,7 +239,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	}
 	d.notify = newNotifier(home.Auth.Notify, d.plat, log)
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
-		Notify: d.notify.send, Interval: o.InboxInterval,
+		Notify: d.notify.send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
 		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, db, d.gw)
 	if err != nil {
 		d.ln.Close()

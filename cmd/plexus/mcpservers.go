@@ -166,9 +166,7 @@ func (m *mcpManager) problem(ctx context.Context, name, problem string) {
 }
 
 func (m *mcpManager) note(ctx context.Context, action, target string, payload map[string]any) {
-	if err := m.gw.Note(ctx, action, target, "", payload); err != nil {
-		m.log.Warn("journal an MCP server event", "action", action, "err", err)
-	}
+	m.gw.Note(ctx, action, target, "", payload)
 }
 
 // start launches server s. Its secrets are read now, so a secret set or
@@ -270,7 +268,9 @@ func (m *mcpManager) stop(ctx context.Context, name, why string, forget bool) {
 	m.note(ctx, "mcp.server_stopped", id, map[string]any{"server": name, "why": why})
 	if forget {
 		if err := m.gw.ForgetPins(ctx, id); err != nil {
-			m.log.Warn("forget pins", "server", name, "err", err)
+			// The server is gone all the same; its pins stay until the
+			// next removal, and the status shows the failed write.
+			m.gw.JournalFailed("forget pins "+id, err)
 		}
 	}
 }
