@@ -509,3 +509,41 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 	g.mu.Unlock()
 	return nil
 }
+
+// AdminPending lists the decisions waiting for the owner, oldest first.
+func (g *Gateway) AdminPending(ctx context.Context, c Credentials) (plexus.PendingListResponse, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.PendingListResponse{}, err
+	}
+	var list []plexus.Pending
+	if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		list, err = tx.PendingList(plexus.StatePending)
+		return err
+	}); err != nil {
+		return plexus.PendingListResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not list pending decisions")
+	}
+	if list == nil {
+		list = []plexus.Pending{}
+	}
+	return plexus.PendingListResponse{Pending: list}, nil
+}
+
+// AdminShowPending returns one decision, whatever its state.
+func (g *Gateway) AdminShowPending(ctx context.Context, c Credentials, id string) (plexus.Pending, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.Pending{}, err
+	}
+	var p *plexus.Pending
+	err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		p, err = tx.Pending(id)
+		return err
+	})
+	if errors.Is(err, plexus.ErrNotFound) {
+		return plexus.Pending{}, plexus.Errorf(plexus.CodeNotFound, "no decision %q", id)
+	} else if err != nil {
+		return plexus.Pending{}, plexus.WrapError(plexus.CodeInternalError, err, "could not read the decision")
+	}
+	return *p, nil
+}

@@ -370,3 +370,11 @@ func declinedText(ds []plexus.Declined) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// AdminGrants lists every agent's standing grants.
+func (g *Gateway) AdminGrants(ctx context.Context, c Credentials) (plexus.GrantsListResponse, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.GrantsListResponse{}, err
+	}
+	return g.grantsList(ctx, "")
+}
