@@ -1,13 +1,17 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/journal"
 )
 
 // TestCheckDecision: a decision that cannot apply to any request is refused
@@ -119,4 +123,76 @@ func TestDeciderActor(t *testing.T) {
 			t.Errorf("deciderActor(%q) = %q, want %q", via, got, want)
 		}
 	}
+}
+
+// TestCommitDecision, on a real journal: a refused request is stored with
+// its new state, its row and its grant_resolved event in one transaction,
+// and none of them when the transaction fails.
+func TestCommitDecision(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	pending := func() *plexus.Pending {
+		return &plexus.Pending{ID: "pend_1", Kind: plexus.PendingGrant, AgentID: "claude", SessionID: "sess_1", TraceID: "tr_1",
+			State: plexus.StatePending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Items: []plexus.PendingItem{{CapabilityID: "fs.write"}}}
+	}
+	setup := func(t *testing.T) *journal.DB {
+		db := mustJournal(t)
+		mustUpdate(t, db, func(tx plexus.StateTx) error {
+			if err := tx.PutAgent(&plexus.Agent{ID: "claude", CreatedAt: now}); err != nil {
+				return err
+			}
+			return tx.PutPending(pending())
+		})
+		return db
+	}
+	state := func(t *testing.T, db *journal.DB) string {
+		var p *plexus.Pending
+		if err := db.View(ctx, func(tx plexus.StateTx) error {
+			var err error
+			p, err = tx.Pending("pend_1")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return p.State
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		db := setup(t)
+		p := pending()
+		row, ev := refusal(p, plexus.Decision{PendingID: "pend_1", DecidedBy: "ann", Via: plexus.ViaCLI}, plexus.ActorHuman)
+		mustUpdate(t, db, func(tx plexus.StateTx) error { return commitDecision(tx, p, row, ev) })
+		if got := state(t, db); got != plexus.StateDenied {
+			t.Errorf("state = %q, want %q", got, plexus.StateDenied)
+		}
+		if got, want := actions(t, db), []string{"grant.denied"}; !slices.Equal(got, want) {
+			t.Errorf("rows = %v, want %v", got, want)
+		}
+		evs, err := db.EventsSince(ctx, 0, "claude", "sess_1", 0)
+		if err != nil || len(evs) != 1 || evs[0].Type != plexus.EventGrantResolved {
+			t.Errorf("events = %+v, %v; want one grant_resolved", evs, err)
+		}
+	})
+
+	t.Run("ErrRolledBack", func(t *testing.T) {
+		db := setup(t)
+		p := pending()
+		row, ev := refusal(p, plexus.Decision{PendingID: "pend_1", DecidedBy: "ann", Via: plexus.ViaCLI}, plexus.ActorHuman)
+		boom := errors.New("a later step failed")
+		err := db.Update(ctx, true, func(tx plexus.StateTx) error {
+			if err := commitDecision(tx, p, row, ev); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("update = %v, want %v", err, boom)
+		}
+		if got := state(t, db); got != plexus.StatePending {
+			t.Errorf("state = %q, want still %q", got, plexus.StatePending)
+		}
+		if got := actions(t, db); len(got) != 0 {
+			t.Errorf("rows = %v, want none", got)
+		}
+	})
 }

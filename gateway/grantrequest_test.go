@@ -75,7 +75,9 @@ func TestGrantAnswer(t *testing.T) {
 	tok := func() *plexus.ScopedToken { return &plexus.ScopedToken{JTI: "tok_1"} }
 
 	t.Run("Pending", func(t *testing.T) {
-		st, pr, err := grantAnswer(tok(), pend, declined, false, url)
+		// The declined travel once, in the notice, not again in its partial token.
+		partial := &plexus.ScopedToken{JTI: "tok_1", Declined: declined}
+		st, pr, err := grantAnswer(partial, pend, declined, false, url)
 		want := &plexus.GrantPendingResponse{Status: plexus.CodeGrantPendingUser, PendingID: "pend_1", Pending: []string{"fs.exec"},
 			StatusURL: "http://127.0.0.1:7077/grants/status?pendingId=pend_1", PartialToken: &plexus.ScopedToken{JTI: "tok_1"}, Declined: declined}
 		if st != nil || err != nil {
