@@ -456,6 +456,10 @@ func ParseManifest(b []byte) (plexus.ExtensionManifest, error) {
 			problem = fmt.Sprintf("want %s, not a JSON %s", te.Type, te.Value)
 		} else if k, ok := strings.CutPrefix(problem, "unknown field "); ok {
 			field, problem = strings.Trim(k, `"`), "not a manifest field"
+			if field == "" {
+				// An empty key would leave the problem nameless (found by FuzzManifest).
+				field, problem = "manifest", `the empty key "" is not a manifest field`
+			}
 		}
 		return m, &ManifestError{Problems: []ManifestProblem{{Field: field, Problem: problem,
 			Fix: "see the fields of plexus-extension/0.1 in docs/extensions.md"}}}
