@@ -1,0 +1,54 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/journal"
+)
+
+// tokenTwins returns the three other spellings of tok's signature that a
+// lenient base64url decoder reads as the same bytes: an HS256 signature is
+// 32 bytes in 43 characters, so the last character's two low bits are
+// unused.
+func tokenTwins(t *testing.T, tok string) []string {
+	t.Helper()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	if dot := strings.LastIndexByte(tok, '.'); len(tok)-dot-1 != 43 {
+		t.Fatalf("signature of %q is not 43 characters", tok)
+	}
+	v := strings.IndexByte(alphabet, tok[len(tok)-1])
+	var out []string
+	for _, low := range []int{1, 2, 3} {
+		out = append(out, tok[:len(tok)-1]+string(alphabet[v^low]))
+	}
+	return out
+}
+
+// TestAttackTokenTwins (issue 12 §7, found by auth.FuzzVerify): an agent
+// re-spells its token's last signature character. The twin used to verify
+// as the same token, a second spelling of one credential for anything
+// keyed by the token string; now each twin is token_revoked on /invoke and
+// /grants/refresh, nothing dispatches, and the minted token keeps working.
+func TestAttackTokenTwins(t *testing.T) {
+	td := startTestDaemon(t, daemonOptions{})
+	addEcho(t, td, "test", "")
+	_, sid := enrolledAgent(t, td, "alice")
+	tok := grantOK(t, td, sid, map[string]any{"test.echo.read": "allow"})
+	before := len(td.activity(t, journal.Filter{Type: "invoke.ok"}))
+
+	for _, twin := range tokenTwins(t, tok.Token) {
+		st, _, raw := td.invoke(t, twin, plexus.InvokeRequest{ID: "test.echo.read", Input: map[string]any{"msg": "x"}})
+		wantDenial(t, td, st, raw, http.StatusUnauthorized, "test.echo.read", plexus.CodeTokenRevoked, false)
+		st, raw = td.raw(t, http.MethodPost, "/grants/refresh", bearer(twin), mustJSON(t, plexus.RefreshRequest{SessionID: sid, JTI: tok.JTI}))
+		wantEnvelope(t, st, raw, http.StatusUnauthorized, plexus.CodeTokenRevoked)
+	}
+	if got := len(td.activity(t, journal.Filter{Type: "invoke.ok"})); got != before {
+		t.Errorf("a twin dispatched: %d invoke.ok rows, want %d", got, before)
+	}
+	if st, resp, _ := td.invoke(t, tok.Token, plexus.InvokeRequest{ID: "test.echo.read", Input: map[string]any{"msg": "ok"}}); !resp.OK {
+		t.Errorf("the minted token stopped working: status %d, %+v", st, resp.Error)
+	}
+}
