@@ -2,7 +2,12 @@ package auth
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -93,4 +98,87 @@ func FuzzVerify(f *testing.F) {
 		c, err = s.VerifyAllowExpired(token, time.Minute)
 		check("VerifyAllowExpired", c, err)
 	})
+}
+
+// FuzzVerifyClaims signs a fuzzed header and payload with the signer's own
+// key, as only the gateway can, and checks what Verify then enforces on its
+// own: HS256 only, the issuer, every claim a Plexus token carries, and
+// expiry (token_expired only for a token whose every other check passes,
+// and VerifyAllowExpired accepting it only within the grace).
+func FuzzVerifyClaims(f *testing.F) {
+	valid := payloadMap(testClaims(t0))
+	valid["iss"] = testIssuer
+	seed := func(header, payload map[string]any) {
+		h, _ := json.Marshal(header)
+		p, _ := json.Marshal(payload)
+		f.Add(h, p)
+	}
+	seed(map[string]any{"alg": "HS256", "typ": "JWT"}, valid)
+	for _, drop := range []string{"sub", "sessionId", "jti", "iat", "exp", "iss"} {
+		p := maps.Clone(valid)
+		delete(p, drop)
+		seed(map[string]any{"alg": "HS256"}, p)
+	}
+	for k, v := range map[string]any{"exp": fuzzNow.Add(-time.Second).Unix(), "nbf": fuzzNow.Add(time.Hour).Unix(),
+		"iss": "someone-else", "exp ": "soon", "sub": 7, "scopes": "all"} {
+		p := maps.Clone(valid)
+		p[k] = v
+		seed(map[string]any{"alg": "HS256"}, p)
+	}
+	seed(map[string]any{"alg": "none"}, valid)
+	seed(map[string]any{"alg": "HS512"}, valid)
+	s := mustSigner(f, fuzzKey, func() time.Time { return fuzzNow })
+	f.Fuzz(func(t *testing.T, header, payload []byte) {
+		enc := base64.RawURLEncoding
+		text := enc.EncodeToString(header) + "." + enc.EncodeToString(payload)
+		m := hmac.New(sha256.New, fuzzKey)
+		m.Write([]byte(text))
+		token := text + "." + enc.EncodeToString(m.Sum(nil))
+
+		c, err := s.Verify(token)
+		if err != nil {
+			var pe *plexus.Error
+			if !errors.As(err, &pe) || (pe.Code != plexus.CodeTokenRevoked && pe.Code != plexus.CodeTokenExpired) {
+				t.Fatalf("Verify = %v (%T), want a token code", err, err)
+			}
+			if pe.Code == plexus.CodeTokenExpired {
+				requireOnlyExpired(t, s, token)
+			}
+			return
+		}
+		var h struct{ Alg string }
+		if json.Unmarshal(header, &h) != nil || h.Alg != "HS256" {
+			t.Fatalf("accepted a token whose header says %s", header)
+		}
+		if !plexusClaims(c) || !c.ExpiresAt.After(fuzzNow) {
+			t.Fatalf("accepted claims a Plexus token never carries: %+v", c)
+		}
+		if c.NotBefore != nil && c.NotBefore.After(fuzzNow) {
+			t.Fatalf("accepted a token not valid until %v", c.NotBefore)
+		}
+	})
+}
+
+// plexusClaims reports whether c carries what every Plexus token does.
+func plexusClaims(c *Claims) bool {
+	return c.Issuer == testIssuer && c.Subject != "" && c.SessionID != "" && c.ID != "" && c.IssuedAt != nil && c.ExpiresAt != nil
+}
+
+// requireOnlyExpired checks a token Verify called expired: past its exp and
+// otherwise a Plexus token, which VerifyAllowExpired takes only within the
+// grace.
+func requireOnlyExpired(t *testing.T, s *Signer, token string) {
+	t.Helper()
+	c, err := s.VerifyAllowExpired(token, 2*plexus.UntilRevokedHorizon)
+	if err != nil {
+		t.Fatalf("token_expired, but not accepted with any grace: %v", err)
+	}
+	if !plexusClaims(c) || c.ExpiresAt.After(fuzzNow) {
+		t.Fatalf("token_expired for claims that are not only expired: %+v", c)
+	}
+	if ago := fuzzNow.Sub(c.ExpiresAt.Time); ago > time.Second {
+		if _, err := s.VerifyAllowExpired(token, ago-time.Second); err == nil {
+			t.Fatalf("VerifyAllowExpired accepted a token expired %v ago with a grace of %v", ago, ago-time.Second)
+		}
+	}
 }
