@@ -15,9 +15,9 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// fuzzKey is the signing key of FuzzVerify: fixed, so that the committed
-// corpus holds tokens this signer minted.
-var fuzzKey = bytes.Repeat([]byte("plexus-fuzz-key!"), 2)
+// fuzzKey is the signing key of the token fuzzers: fixed, so that the
+// committed corpus holds tokens this signer minted.
+const fuzzKey = "plexus-fuzz-key!plexus-fuzz-key!"
 
 // fuzzNow is the instant FuzzVerify verifies at.
 var fuzzNow = t0.Add(time.Minute)
@@ -27,7 +27,7 @@ var fuzzNow = t0.Add(time.Minute)
 // payload missing claims) that Verify must refuse.
 func fuzzTokens(tb testing.TB) []string {
 	tb.Helper()
-	s := mustSigner(tb, fuzzKey, func() time.Time { return fuzzNow })
+	s := mustSigner(tb, []byte(fuzzKey), func() time.Time { return fuzzNow })
 	other := mustSigner(tb, bytes.Repeat([]byte("another-key-0123"), 2), func() time.Time { return fuzzNow })
 	mint := func(s *Signer, iat time.Time, ttl time.Duration, edit func(*Claims)) string {
 		c := testClaims(iat)
@@ -54,8 +54,8 @@ func fuzzTokens(tb testing.TB) []string {
 		mint(s, t0.Add(-2*time.Hour), time.Hour, nil),                   // expired an hour ago
 		mint(other, t0, 15*time.Minute, nil),
 		signRaw(map[string]any{"alg": "none", "typ": "JWT"}, payloadMap(valid), nil),
-		signRaw(map[string]any{"alg": "HS512", "typ": "JWT"}, payloadMap(valid), fuzzKey),
-		signRaw(map[string]any{"alg": "HS256", "typ": "JWT"}, map[string]any{"iss": testIssuer, "exp": fuzzNow.Add(time.Hour).Unix()}, fuzzKey),
+		signRaw(map[string]any{"alg": "HS512", "typ": "JWT"}, payloadMap(valid), []byte(fuzzKey)),
+		signRaw(map[string]any{"alg": "HS256", "typ": "JWT"}, map[string]any{"iss": testIssuer, "exp": fuzzNow.Add(time.Hour).Unix()}, []byte(fuzzKey)),
 		"", ".", "..", "a.b.c", "eyJhbGciOiJIUzI1NiJ9..",
 	}
 }
@@ -72,7 +72,7 @@ func FuzzVerify(f *testing.F) {
 	for _, tok := range fuzzTokens(f) {
 		f.Add(tok)
 	}
-	s := mustSigner(f, fuzzKey, func() time.Time { return fuzzNow })
+	s := mustSigner(f, []byte(fuzzKey), func() time.Time { return fuzzNow })
 	f.Fuzz(func(t *testing.T, token string) {
 		check := func(name string, c *Claims, err error) {
 			if err != nil {
@@ -127,11 +127,11 @@ func FuzzVerifyClaims(f *testing.F) {
 	}
 	seed(map[string]any{"alg": "none"}, valid)
 	seed(map[string]any{"alg": "HS512"}, valid)
-	s := mustSigner(f, fuzzKey, func() time.Time { return fuzzNow })
+	s := mustSigner(f, []byte(fuzzKey), func() time.Time { return fuzzNow })
 	f.Fuzz(func(t *testing.T, header, payload []byte) {
 		enc := base64.RawURLEncoding
 		text := enc.EncodeToString(header) + "." + enc.EncodeToString(payload)
-		m := hmac.New(sha256.New, fuzzKey)
+		m := hmac.New(sha256.New, []byte(fuzzKey))
 		m.Write([]byte(text))
 		token := text + "." + enc.EncodeToString(m.Sum(nil))
 

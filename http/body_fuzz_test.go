@@ -25,8 +25,9 @@ const fuzzMaxBody = 4096
 // when the handler must refuse a body it reads).
 type bodyEndpoint struct {
 	method, path, call string
-	admin              bool
-	want               func(b []byte) (any, error)
+	// optional: an absent body (or null) is read as an empty request.
+	optional bool
+	want     func(b []byte) (any, error)
 }
 
 // decodeAs is the reference decoding of a body into a T.
@@ -59,39 +60,35 @@ func decideWant(pathAction string) func([]byte) (any, error) {
 
 // bodyEndpoints lists every endpoint with a JSON body; FuzzBodies picks one
 // by its first argument.
-var bodyEndpoints = []bodyEndpoint{
-	{"POST", "/agents/enroll", "Enroll", false, asIs[plexus.EnrollRequest]},
-	{"POST", "/link/handshake", "Handshake", false, asIs[plexus.HandshakeRequest]},
-	{"PUT", "/grants", "RequestGrants", false, asIs[plexus.GrantRequest]},
-	{"POST", "/grants/refresh", "Refresh", false, asIs[plexus.RefreshRequest]},
-	{"POST", "/grants/revoke", "Revoke", false, asIs[plexus.RevokeRequest]},
-	{"POST", "/invoke", "Invoke", false, func(b []byte) (any, error) {
-		req, err := decodeAs[plexus.InvokeRequest](b)
-		if err == nil && req.ID == "" {
-			return nil, plexus.Errorf(plexus.CodeSchemaValidationFailed, "no id")
-		}
-		return req, err
-	}},
-	{"POST", "/extensions", "RegisterExtension", false, asIs[plexus.ExtensionRegisterRequest]},
-	{"POST", "/admin/api/agents/connect", "ConnectAgent", true, asIs[plexus.ConnectRequest]},
-	{"POST", "/admin/api/agents/revoke", "RevokeAgent", true, asIs[plexus.AgentRevokeRequest]},
-	{"POST", "/admin/api/pending/pend_1/approve", "AdminDecide", true, decideWant("approve")},
-	{"POST", "/admin/api/pending/pend_1/deny", "AdminDecide", true, decideWant("deny")},
-	{"POST", "/admin/api/pending/pend_1", "AdminDecide", true, decideWant("")},
-	{"POST", "/admin/api/sources", "AddSource", true, func(b []byte) (any, error) {
-		v, err := decodeAs[SourceView](b)
-		return plexus.SourceConfig{ID: v.ID, Kind: v.Kind, Provenance: v.Provenance, Config: v.Config}, err
-	}},
-	{"POST", "/admin/api/extensions", "AddExtension", true, func(b []byte) (any, error) {
-		v, err := decodeAs[plexus.ExtensionRegisterRequest](b)
-		return v.Manifest, err
-	}},
-}
-
-// optionalBody reports whether the endpoint takes an absent body as an
-// empty request.
-func optionalBody(ep bodyEndpoint) bool {
-	return ep.path == "/link/handshake" || strings.HasSuffix(ep.path, "/approve") || strings.HasSuffix(ep.path, "/deny")
+func bodyEndpoints() []bodyEndpoint {
+	return []bodyEndpoint{
+		{"POST", "/agents/enroll", "Enroll", false, asIs[plexus.EnrollRequest]},
+		{"POST", "/link/handshake", "Handshake", true, asIs[plexus.HandshakeRequest]},
+		{"PUT", "/grants", "RequestGrants", false, asIs[plexus.GrantRequest]},
+		{"POST", "/grants/refresh", "Refresh", false, asIs[plexus.RefreshRequest]},
+		{"POST", "/grants/revoke", "Revoke", false, asIs[plexus.RevokeRequest]},
+		{"POST", "/invoke", "Invoke", false, func(b []byte) (any, error) {
+			req, err := decodeAs[plexus.InvokeRequest](b)
+			if err == nil && req.ID == "" {
+				return nil, plexus.Errorf(plexus.CodeSchemaValidationFailed, "no id")
+			}
+			return req, err
+		}},
+		{"POST", "/extensions", "RegisterExtension", false, asIs[plexus.ExtensionRegisterRequest]},
+		{"POST", "/admin/api/agents/connect", "ConnectAgent", false, asIs[plexus.ConnectRequest]},
+		{"POST", "/admin/api/agents/revoke", "RevokeAgent", false, asIs[plexus.AgentRevokeRequest]},
+		{"POST", "/admin/api/pending/pend_1/approve", "AdminDecide", true, decideWant("approve")},
+		{"POST", "/admin/api/pending/pend_1/deny", "AdminDecide", true, decideWant("deny")},
+		{"POST", "/admin/api/pending/pend_1", "AdminDecide", false, decideWant("")},
+		{"POST", "/admin/api/sources", "AddSource", false, func(b []byte) (any, error) {
+			v, err := decodeAs[SourceView](b)
+			return plexus.SourceConfig{ID: v.ID, Kind: v.Kind, Provenance: v.Provenance, Config: v.Config}, err
+		}},
+		{"POST", "/admin/api/extensions", "AddExtension", false, func(b []byte) (any, error) {
+			v, err := decodeAs[plexus.ExtensionRegisterRequest](b)
+			return v.Manifest, err
+		}},
+	}
 }
 
 // FuzzBodies sends a fuzzed body to one endpoint (picked by the first
@@ -117,14 +114,15 @@ func FuzzBodies(f *testing.F) {
 	} {
 		f.Add(uint8(i), seed)
 	}
-	for i := range bodyEndpoints {
+	endpoints := bodyEndpoints()
+	for i := range endpoints {
 		for _, s := range []string{``, `null`, ` null `, `{}`, `[]`, `"x"`, `{} {}`, `{"a":1}x`, `{"id":1}`, "\xff",
 			`{"sessionId":"other"}`, strings.Repeat(" ", fuzzMaxBody) + `{}`} {
 			f.Add(uint8(i), s)
 		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, body string) {
-		ep := bodyEndpoints[int(which)%len(bodyEndpoints)]
+		ep := endpoints[int(which)%len(endpoints)]
 		api := &stubAPI{InvokeResp: plexus.InvokeResponse{ID: "x", OK: true, AuditID: "evt_1"},
 			Token: &plexus.ScopedToken{Token: "t"}}
 		srv := New(api, Options{Addr: "127.0.0.1:7077", MaxBodyBytes: fuzzMaxBody})
@@ -173,7 +171,7 @@ func FuzzBodies(f *testing.F) {
 func referenceBody(ep bodyEndpoint, body string) (any, error) {
 	v := trimJSONSpace([]byte(body))
 	if len(v) == 0 || string(v) == "null" {
-		if !optionalBody(ep) {
+		if !ep.optional {
 			return nil, errEmptyBody
 		}
 		v = []byte("{}")

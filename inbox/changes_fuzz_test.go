@@ -12,7 +12,9 @@ import (
 
 // changesOriginals are the decisions FuzzChanges compares edited files
 // with; the fuzzer picks one by its first argument.
-var changesOriginals = []func() plexus.Pending{grantFixture, bundleFixture, executeFixture}
+func changesOriginals() []func() plexus.Pending {
+	return []func() plexus.Pending{grantFixture, bundleFixture, executeFixture}
+}
 
 // FuzzChanges edits a decision as an owner edits its file and compares the
 // result with the decision as the journal holds it. The fuzzer picks the
@@ -34,8 +36,9 @@ func FuzzChanges(f *testing.F) {
 	f.Add(uint8(1), uint8(0x24), uint8(1), "1d", "{match: [{field: n, op: eq, value: 1}]}", `{"n":1.0}`)
 	f.Add(uint8(2), uint8(0x01), uint8(4), "once", "", `{}`)
 	f.Add(uint8(2), uint8(0x81), uint8(4), "1h", "{}", `{}`)
+	originals := changesOriginals()
 	f.Fuzz(func(t *testing.T, which, keep, verbs uint8, window, constraint, input string) {
-		orig := changesOriginals[int(which)%len(changesOriginals)]()
+		orig := originals[int(which)%len(originals)]()
 		file := editedFile(t, orig, keep, verbs, window, constraint)
 		if file == nil {
 			return // the edit is not a file Parse reads: FuzzParse owns that

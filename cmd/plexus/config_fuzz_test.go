@@ -67,18 +67,6 @@ func writeFuzzFile(t *testing.T, dir, name string, b []byte) string {
 	return path
 }
 
-// mcpSeeds are mcp.json documents in the shapes other hosts write.
-var mcpSeeds = []string{
-	``, `{}`, `null`, `[]`, `{"mcpServers":null}`, `{"mcpServers":[]}`, `{"mcpServers":{"a":null}}`,
-	`{"mcpServers":{"everything":{"command":"npx","args":["-y","@modelcontextprotocol/server-everything"],"env":{"A":"1"}}},"other":{"k":true}}`,
-	`{"mcpServers":{"remote":{"url":"http://127.0.0.1:9/mcp","headers":{"Authorization":"Bearer ${secret:api-key}","X-Key":"sk-live-1234"}}}}`,
-	`{"mcpServers":{"gh":{"command":"gh-mcp","timeout":30,"autoApprove":["x"],"type":"stdio","env":{"GITHUB_TOKEN":"ghp_private"}}}}`,
-	`{"mcpServers":{"off":{"command":"x","disabled":true},"GitHub":{"command":"x"}}}`,
-	`{"mcpServers":{"a":{"command":"x","env":{"PLEXUS_HOME":"/","T":"${secret:../../etc/passwd}"}}}}`,
-	`{"mcpServers":{"a":{"url":"https://user:pw@example.com/mcp","headers":{"Mcp-Session-Id":"s"}}}}`,
-	`{"mcpServers":{"a":{"url":"http://example.com/sse","type":"sse"}}}`,
-}
-
 // FuzzMCPConfig reads a fuzzed mcp.json as the daemon and the CLI do.
 // Properties: refusals are *MCPConfigError naming the file (and the server
 // when one is at fault); an accepted server satisfies the MCP client's own
@@ -86,7 +74,17 @@ var mcpSeeds = []string{
 // it again gives the same servers and keeps every other top-level key; and
 // no error quotes an env or header value (a planted canary never appears).
 func FuzzMCPConfig(f *testing.F) {
-	for _, s := range mcpSeeds {
+	// mcp.json documents in the shapes other hosts write, and broken ones.
+	for _, s := range []string{
+		``, `{}`, `null`, `[]`, `{"mcpServers":null}`, `{"mcpServers":[]}`, `{"mcpServers":{"a":null}}`,
+		`{"mcpServers":{"everything":{"command":"npx","args":["-y","@modelcontextprotocol/server-everything"],"env":{"A":"1"}}},"other":{"k":true}}`,
+		`{"mcpServers":{"remote":{"url":"http://127.0.0.1:9/mcp","headers":{"Authorization":"Bearer ${secret:api-key}","X-Key":"sk-live-1234"}}}}`,
+		`{"mcpServers":{"gh":{"command":"gh-mcp","timeout":30,"autoApprove":["x"],"type":"stdio","env":{"GITHUB_TOKEN":"ghp_private"}}}}`,
+		`{"mcpServers":{"off":{"command":"x","disabled":true},"GitHub":{"command":"x"}}}`,
+		`{"mcpServers":{"a":{"command":"x","env":{"PLEXUS_HOME":"/","T":"${secret:../../etc/passwd}"}}}}`,
+		`{"mcpServers":{"a":{"url":"https://user:pw@example.com/mcp","headers":{"Mcp-Session-Id":"s"}}}}`,
+		`{"mcpServers":{"a":{"url":"http://example.com/sse","type":"sse"}}}`,
+	} {
 		f.Add([]byte(s))
 	}
 	dir := f.TempDir()
