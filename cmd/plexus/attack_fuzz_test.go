@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/journal"
@@ -50,5 +54,34 @@ func TestAttackTokenTwins(t *testing.T) {
 	}
 	if st, resp, _ := td.invoke(t, tok.Token, plexus.InvokeRequest{ID: "test.echo.read", Input: map[string]any{"msg": "ok"}}); !resp.OK {
 		t.Errorf("the minted token stopped working: status %d, %+v", st, resp.Error)
+	}
+}
+
+// TestAttackMCPProblemRepeated (issue 12 §7, found by FuzzMCPConfig): a
+// server entry with several faults was reported with whichever fault map
+// order met first, so every reload of mcp.json (any edit, to any server)
+// journaled and logged the same broken server again as a "new" problem.
+// Now the same entry names the same fault: across eight reloads, each
+// proven by a fresh probe server's own row, the broken server has one row.
+func TestAttackMCPProblemRepeated(t *testing.T) {
+	td := startTestDaemon(t, daemonOptions{})
+	path := filepath.Join(td.home.Dir, "mcp.json")
+	for i := range 8 {
+		cfg := fmt.Sprintf(`{"mcpServers": {
+			"bad": {"command": "x", "env": {"1a": "v", "2b": "v", "3c": "v", "4d": "v", "5e": "v"}},
+			"probe%d": {"command": "./relative"}}}`, i)
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		probe := fmt.Sprintf("mcp:probe%d", i)
+		waitFor(t, 10*time.Second, "the reload that reports "+probe, holds(func() bool {
+			return len(rowsOf(t, td, "mcp.server_failed", probe)) == 1
+		}))
+	}
+	if rows := rowsOf(t, td, "mcp.server_failed", "mcp:bad"); len(rows) != 1 {
+		for _, r := range rows {
+			t.Logf("row: %+v", r)
+		}
+		t.Errorf("the unchanged broken server was reported %d times over 8 reloads, want once", len(rows))
 	}
 }
