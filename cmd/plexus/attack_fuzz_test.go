@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -83,5 +84,42 @@ func TestAttackMCPProblemRepeated(t *testing.T) {
 			t.Logf("row: %+v", r)
 		}
 		t.Errorf("the unchanged broken server was reported %d times over 8 reloads, want once", len(rows))
+	}
+}
+
+// TestAttackManifestRefusalStable (issue 12 §7, found by FuzzManifest): a
+// manifest whose input schema breaks several metaschema rules was refused
+// in words that changed from one try to the next (the schema library's map
+// order). The owner's POST /admin/api/extensions now gets the same refusal
+// every time, and nothing is registered.
+func TestAttackManifestRefusalStable(t *testing.T) {
+	td := startTestDaemon(t, daemonOptions{})
+	manifest := json.RawMessage(`{"manifest": "plexus-extension/0.1", "source": "wobble", "label": "Wobble", "transport": "cli",
+		"capabilities": [{"name": "wobble.run", "kind": "capability", "label": "Run", "describe": "Runs.", "grants": ["read"],
+		"route": {"bin": "true"},
+		"io": {"input": {"type": "", "required": ["a", "a"], "properties": {"x": {"type": 1}, "y": {"minimum": "z"}}}}}]}`)
+	var first string
+	for i := range 10 {
+		st, raw := td.raw(t, http.MethodPost, "/admin/api/extensions", td.admin(), mustJSON(t, map[string]any{"manifest": manifest}))
+		var env plexus.ErrorResponse
+		if err := json.Unmarshal(raw, &env); err != nil || env.Error == nil || st != http.StatusBadRequest {
+			t.Fatalf("try %d: status %d, %s", i, st, raw)
+		}
+		if i == 0 {
+			first = env.Error.Message
+		} else if env.Error.Message != first {
+			t.Fatalf("try %d was refused in other words:\n%s\n%s", i, first, env.Error.Message)
+		}
+	}
+	var list struct {
+		Sources []struct{ ID string } `json:"sources"`
+	}
+	if st := td.call(t, http.MethodGet, "/admin/api/sources", td.admin(), nil, &list); st != http.StatusOK {
+		t.Fatalf("GET /admin/api/sources: %d", st)
+	}
+	for _, s := range list.Sources {
+		if s.ID == "wobble" {
+			t.Errorf("the refused manifest was registered")
+		}
 	}
 }
