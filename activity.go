@@ -8,6 +8,18 @@ const (
 	ActorSystem = "system"
 )
 
+// Action types of the rows that tell one call's story. invoke.started is
+// committed before the transport is called; invoke.ok or invoke.failed
+// follows when it returns. Their payload's idemHash (a keyed hash of the
+// caller's idempotency scope, never the key itself) links the rows of calls
+// made with an idempotencyKey.
+const (
+	ActionInvokeStarted = "invoke.started"
+	ActionInvokeOK      = "invoke.ok"
+	ActionInvokeFailed  = "invoke.failed"
+	ActionInvokeDenied  = "invoke.denied"
+)
+
 // Channels a decision can arrive through (recorded as payload.via).
 const (
 	ViaAdminAPI = "admin-api"

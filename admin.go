@@ -119,6 +119,19 @@ type StatusResponse struct {
 	// SameUserAgents are the agents seen, since the gateway started, handshaking
 	// from the owner's own OS user: they can read PLEXUS_HOME and move files.
 	SameUserAgents []string `json:"sameUserAgents,omitempty"`
+	// Journal is set once a journal write has failed since the gateway
+	// started: rows that are missing, or calls refused for want of them.
+	Journal *JournalHealth `json:"journal,omitempty"`
+}
+
+// JournalHealth counts the journal writes that failed since the gateway
+// started, and names the latest.
+type JournalHealth struct {
+	WriteFailures int64      `json:"writeFailures"`
+	LastFailure   *time.Time `json:"lastFailure,omitempty"`
+	// LastWhat is the row or operation that failed last (an action type
+	// and its target, never content).
+	LastWhat string `json:"lastWhat,omitempty"`
 }
 
 // SourceStatus is one source's line in StatusResponse.

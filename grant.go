@@ -142,6 +142,9 @@ type PendingNarration struct {
 	DefaultTrustWindow TrustWindow `json:"defaultTrustWindow"`
 	Summary            string      `json:"summary"`
 	NotificationLine   string      `json:"notificationLine,omitempty"`
+	// Reach is what the entry touches, for an extension's entry (nil for
+	// the others, and for decisions put up before Plexus recorded it).
+	Reach *Reach `json:"reach,omitempty"`
 }
 
 // Authorizer outcomes.

@@ -247,6 +247,7 @@ type StateTx interface {
 	DecisionFileState
 	MetaState
 	PinState
+	InvocationState
 }
 
 // ActivityRecorder appends to the activity journal and the event log.
@@ -330,6 +331,28 @@ type PinState interface {
 	PutPin(p *Pin) error
 	// DeletePins forgets every pin of source (the server was removed).
 	DeletePins(source string) error
+}
+
+// Invocation is what the journal knows of one call made with an
+// idempotencyKey: the invoke.started row committed before it was dispatched
+// and, once written, the row of its outcome.
+type Invocation struct {
+	StartedID int64
+	// OutcomeID is 0 while no outcome row exists: the call is still running,
+	// or the daemon stopped (or could not write to the journal) before its
+	// outcome was recorded. Nobody knows then whether its effect happened.
+	OutcomeID int64
+	OK        bool
+	ErrorCode ErrorCode // of a failed outcome
+}
+
+// InvocationState finds idempotent calls in the activity journal, which is
+// their durable record: it survives a restart, unlike the responses the
+// gateway remembers in memory.
+type InvocationState interface {
+	// Invocation returns the latest call started with keyHash (the
+	// payload's idemHash) at or after since.
+	Invocation(keyHash string, since time.Time) (*Invocation, error)
 }
 
 // MetaState holds small gateway-wide values (the key epoch, the revision)

@@ -118,6 +118,22 @@ func validMatch(m plexus.ScopeMatch) error {
 // turn an admitted path into an escaping one. The transport still confines
 // the path itself (os.Root in portal); this check only narrows.
 func Satisfied(c *plexus.ScopeConstraint, input map[string]any) bool {
+	return SatisfiedResolved(c, input, nil)
+}
+
+// ResolvePath maps a clean relative path a call names ("/"-separated, "."
+// for the root) to the one it reaches: the same path with every symbolic
+// link on the way followed inside the folder the transport confines the
+// call to. An error means the path cannot be resolved there (a link out of
+// the folder, a loop), and a constraint on it is not satisfied.
+type ResolvePath func(p string) (string, error)
+
+// SatisfiedResolved is [Satisfied], with each pathPrefix checked twice: on
+// the path as the call names it, and, when resolve is not nil, on the path
+// resolve says it reaches. A symlink inside an allowed prefix that leads
+// elsewhere in the same folder ("public/link" → "private/secret.txt")
+// then admits nothing, and a path that cannot be resolved fails closed.
+func SatisfiedResolved(c *plexus.ScopeConstraint, input map[string]any, resolve ResolvePath) bool {
 	if c == nil {
 		return true
 	}
@@ -127,7 +143,7 @@ func Satisfied(c *plexus.ScopeConstraint, input map[string]any) bool {
 	if pp := c.PathPrefix; pp != nil {
 		v, ok := lookup(input, pp.Field)
 		s, isStr := v.(string)
-		if !ok || !isStr || !underAny(s, pp.Allow) {
+		if !ok || !isStr || !underAny(s, pp.Allow) || !resolvedUnderAny(s, pp.Allow, resolve) {
 			return false
 		}
 	}
@@ -269,6 +285,21 @@ func underAny(p string, allow []string) bool {
 		}
 	}
 	return false
+}
+
+// resolvedUnderAny reports whether the path p reaches, by resolve, equals
+// or lies beneath one of allow; true when there is no resolve. p has passed
+// [underAny], so it is a clean relative path.
+func resolvedUnderAny(p string, allow []string, resolve ResolvePath) bool {
+	if resolve == nil {
+		return true
+	}
+	cp, ok := cleanRelPath(p)
+	if !ok {
+		return false
+	}
+	r, err := resolve(cp)
+	return err == nil && underAny(r, allow)
 }
 
 // Narrows reports whether approved is a narrowing of requested, so that

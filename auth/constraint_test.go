@@ -2,6 +2,8 @@ package auth
 
 import (
 	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/plexus-gw/plexus"
@@ -233,6 +235,70 @@ func FuzzSatisfied(f *testing.F) {
 		}
 		if !Narrows(&c, &c) && ValidateConstraint(&c) == nil {
 			t.Fatalf("a valid constraint does not narrow itself: %s", constraint)
+		}
+	})
+}
+
+// TestSatisfiedResolved: a pathPrefix admits a call only when both the path
+// it names and the path that reaches (the transport's resolution) are under
+// the prefix; a resolution that fails admits nothing.
+func TestSatisfiedResolved(t *testing.T) {
+	links := map[string]string{
+		"public/link":           "private/secret.txt",
+		"public/linkdir/x.txt":  "private/x.txt",
+		"public/same":           "public/readme.txt",
+		"public/readme.txt":     "public/readme.txt",
+		"public/new/a.txt":      "public/new/a.txt",
+		"private/secret.txt":    "private/secret.txt",
+		"public/to-public-only": "public",
+	}
+	resolve := func(p string) (string, error) {
+		if r, ok := links[p]; ok {
+			return r, nil
+		}
+		return "", errors.New("leads outside the folder")
+	}
+	var asked []string
+	recording := func(p string) (string, error) {
+		asked = append(asked, p)
+		return resolve(p)
+	}
+	tests := []struct {
+		name  string
+		c     *plexus.ScopeConstraint
+		input string
+		want  bool
+	}{
+		{"PlainFile", pathC("public"), `{"path":"public/readme.txt"}`, true},
+		{"NewFile", pathC("public"), `{"path":"public/new/a.txt"}`, true},
+		{"LinkInsidePrefix", pathC("public"), `{"path":"public/same"}`, true},
+		{"LinkToPrefixItself", pathC("public"), `{"path":"public/to-public-only"}`, true},
+		{"LinkElsewhere", pathC("public"), `{"path":"public/link"}`, false},
+		{"ThroughLinkedFolder", pathC("public"), `{"path":"public/linkdir/x.txt"}`, false},
+		{"ResolutionFails", pathC("public"), `{"path":"public/unresolvable"}`, false},
+		{"NamedOutsideEvenIfReachingInside", pathC("private"), `{"path":"public/link"}`, false},
+		{"TwoPrefixes", pathC("public", "private"), `{"path":"public/link"}`, true},
+		{"NoPathPrefix", matchC(plexus.ScopeMatch{Field: "path", Op: OpPrefix, Value: "public/"}), `{"path":"public/link"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SatisfiedResolved(tt.c, decode(t, tt.input), resolve); got != tt.want {
+				t.Errorf("SatisfiedResolved(%s) = %v, want %v", tt.input, got, tt.want)
+			}
+		})
+	}
+	t.Run("NilResolveIsSatisfied", func(t *testing.T) {
+		if !SatisfiedResolved(pathC("public"), decode(t, `{"path":"public/link"}`), nil) || !Satisfied(pathC("public"), decode(t, `{"path":"public/link"}`)) {
+			t.Error("without a resolver the path as named decides")
+		}
+	})
+	t.Run("ResolvesOnlyAdmittedCleanPaths", func(t *testing.T) {
+		asked = nil
+		SatisfiedResolved(pathC("public"), decode(t, `{"path":"other/x"}`), recording)
+		SatisfiedResolved(pathC("public"), decode(t, `{"path":"public/./a/../readme.txt"}`), recording)
+		SatisfiedResolved(pathC("public"), decode(t, `{"path":"public//readme.txt"}`), recording)
+		if want := []string{"public/readme.txt"}; !slices.Equal(asked, want) {
+			t.Errorf("resolver asked %q, want %q (a path the prefix refuses as named is never resolved)", asked, want)
 		}
 	})
 }

@@ -15,8 +15,11 @@ const (
 	DefaultMaxKeys       = 4096
 )
 
-// Throttle slows guessing of credentials (PATs, enrollment codes, the
-// connection-key) per source key, such as the caller's remote IP. Failures
+// Throttle slows repeated failures of credentials (PATs, enrollment codes,
+// the connection-key) per key. Callers key it by the credential presented
+// (a keyed hash of it), never by the caller's address: every local process
+// is 127.0.0.1, so an address key lets one process's failures lock every
+// other caller out, the owner included. Failures
 // accumulate while they come less than FailureWindow apart; from the
 // MaxFailures-th on, each failure blocks the key for a backoff that doubles
 // from BaseBackoff up to MaxBackoff. A success clears the key.
@@ -24,9 +27,9 @@ const (
 // The exported fields are settings; zero means the default, and they must
 // not change once the Throttle is in use. Methods are safe for concurrent
 // use. Memory is bounded by MaxKeys: when full, idle keys are dropped first,
-// then the least recently failed one, even if blocked. So a caller able to
-// fail from more than MaxKeys distinct keys at once can shorten a block;
-// callers should key by IP, not by IP and port.
+// then unblocked ones, and only when every key is blocked the least recently
+// failed one. So only a caller holding more than MaxKeys blocked keys at
+// once can shorten a block, which costs nothing a valid key holds.
 type Throttle struct {
 	MaxFailures   int
 	FailureWindow time.Duration
@@ -106,23 +109,38 @@ func (t *Throttle) backoff(n int) time.Duration {
 	return min(d, ceiling)
 }
 
-// evict makes room for one key; the caller holds t.mu.
+// evict makes room for new keys; the caller holds t.mu. It drops idle keys,
+// then unblocked ones until the map is three quarters full, and only when
+// every key is blocked the least recently failed. Freeing a quarter at a
+// time keeps a flood of distinct keys (a guesser sending a fresh value each
+// time) at amortized O(1) per key, and such a flood cannot push a blocked
+// key out while unblocked ones remain.
 func (t *Throttle) evict(now time.Time) {
-	var (
-		oldest   string
-		oldestAt time.Time
-		found    bool
-	)
 	for k, st := range t.keys {
 		if now.Sub(st.lastFailure) >= t.window() && !now.Before(st.blockedUntil) {
 			delete(t.keys, k)
-			continue
-		}
-		if !found || st.lastFailure.Before(oldestAt) {
-			oldest, oldestAt, found = k, st.lastFailure, true
 		}
 	}
-	if found && len(t.keys) >= t.maxKeys() {
+	target := t.maxKeys() * 3 / 4
+	for k, st := range t.keys {
+		if len(t.keys) <= target {
+			return
+		}
+		if !now.Before(st.blockedUntil) {
+			delete(t.keys, k)
+		}
+	}
+	for len(t.keys) >= t.maxKeys() {
+		var (
+			oldest   string
+			oldestAt time.Time
+			found    bool
+		)
+		for k, st := range t.keys {
+			if !found || st.lastFailure.Before(oldestAt) {
+				oldest, oldestAt, found = k, st.lastFailure, true
+			}
+		}
 		delete(t.keys, oldest)
 	}
 }

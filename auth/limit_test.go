@@ -101,6 +101,40 @@ func TestThrottleBoundedMemory(t *testing.T) {
 	}
 }
 
+// TestThrottleDistinctFlood: a flood of distinct failing keys (a guesser
+// presenting a fresh value each time) stays within MaxKeys and cannot push
+// out a blocked key to unblock it.
+func TestThrottleDistinctFlood(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	th := NewThrottle(clk.Now)
+	th.MaxKeys = 100
+	for range DefaultMaxFailures {
+		th.Fail("stale")
+	}
+	for i := range 10_000 {
+		th.Fail(fmt.Sprint("guess", i))
+		if len(th.keys) > th.MaxKeys {
+			t.Fatalf("%d keys, want <= %d", len(th.keys), th.MaxKeys)
+		}
+	}
+	if ok, _ := th.Allow("stale"); ok {
+		t.Error("the flood unblocked a blocked key")
+	}
+	// Only when every key is blocked does the oldest go.
+	for i := range 200 {
+		for range DefaultMaxFailures {
+			th.Fail(fmt.Sprint("blocked", i))
+		}
+		clk.Advance(time.Millisecond)
+	}
+	if len(th.keys) > th.MaxKeys {
+		t.Fatalf("%d keys, want <= %d", len(th.keys), th.MaxKeys)
+	}
+	if ok, _ := th.Allow("blocked199"); ok {
+		t.Error("the newest blocked key was dropped")
+	}
+}
+
 func TestRateLimiter(t *testing.T) {
 	if _, err := NewRateLimiter(0, 1, nil); err == nil {
 		t.Error("NewRateLimiter(rate 0) succeeded")

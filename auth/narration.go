@@ -51,6 +51,11 @@ func Narrate(entry plexus.Entry, verbs []plexus.Verb, agentLabel, purpose string
 	}
 	id := cleanText(entry.ID)
 	label := capRunes(cleanText(entry.Label), maxEntryLabel)
+	if entry.Provenance == plexus.ProvenanceExtension {
+		// An agent registered it: its label is the agent's words, which the
+		// owner reads apart from the gateway's, never as the gateway's.
+		label = ""
+	}
 	verbWords := verbPhrase(vs)
 
 	subject := id

@@ -13,6 +13,14 @@ import (
 // so a call it does not cover is denied grant_required unless another scope
 // covers it. The returned scope is a copy.
 func Covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any) (*plexus.TokenScope, bool) {
+	return CoveringResolved(scopes, entry, input, nil)
+}
+
+// CoveringResolved is [Covering] for an entry whose transport resolves the
+// paths calls name ([ResolvePath]; nil: none does): a pathPrefix constraint
+// must admit both the path named and the path reached
+// ([SatisfiedResolved]).
+func CoveringResolved(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, resolve ResolvePath) (*plexus.TokenScope, bool) {
 	need := entry.Grants
 	if len(need) == 0 {
 		need = []plexus.Verb{plexus.VerbRead}
@@ -21,7 +29,7 @@ func Covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]a
 		if s.ID != entry.ID || !plexus.CoversVerbs(s.Verbs, need) {
 			continue
 		}
-		if s.Constraint != nil && !Satisfied(s.Constraint, input) {
+		if s.Constraint != nil && !SatisfiedResolved(s.Constraint, input, resolve) {
 			continue
 		}
 		return &s, true

@@ -15,11 +15,9 @@ import (
 )
 
 // AdminCheck verifies the connection-key, presented as Authorization: Bearer
-// plx_live_… or X-Plexus-Connection-Key. Failures are throttled and journaled.
+// plx_live_… or X-Plexus-Connection-Key. Failures are throttled, by the key
+// presented, and journaled.
 func (g *Gateway) AdminCheck(ctx context.Context, c Credentials) error {
-	if err := g.throttled(c.Remote); err != nil {
-		return err
-	}
 	key := c.ConnectionKey
 	if key == "" && strings.HasPrefix(c.Bearer, plexus.PrefixConnectionKey) {
 		key = c.Bearer
@@ -27,11 +25,15 @@ func (g *Gateway) AdminCheck(ctx context.Context, c Credentials) error {
 	if key == "" {
 		return plexus.Errorf(plexus.CodeUnauthorized, "the admin API needs the connection-key: Authorization: Bearer plx_live_…")
 	}
+	bucket := g.credentialBucket("key", plexus.PrefixConnectionKey, key)
+	if err := g.throttled(bucket); err != nil {
+		return err
+	}
 	if !g.checkKey(key) {
-		g.credentialFailed(ctx, c.Remote, "admin", "wrong connection-key")
+		g.credentialFailed(ctx, bucket, c.Remote, "admin", "wrong connection-key")
 		return plexus.Errorf(plexus.CodeUnauthorized, "wrong connection-key")
 	}
-	g.credentialOK(c.Remote)
+	g.credentialOK(bucket)
 	return nil
 }
 
@@ -452,7 +454,7 @@ func (g *Gateway) AddSource(ctx context.Context, c Credentials, cfg plexus.Sourc
 		return plexus.SourceConfig{}, plexus.WrapError(plexus.CodeInternalError, err, "source saved but could not be scanned: "+err.Error())
 	}
 	for _, col := range res.Skipped {
-		_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision", Target: cfg.ID,
+		g.recordAnyway(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision", Target: cfg.ID,
 			Payload: map[string]any{"capabilityId": col.ID, "reason": col.Reason}})
 	}
 	return cfg, nil
@@ -583,7 +585,7 @@ func (g *Gateway) Status(ctx context.Context, c Credentials) (plexus.StatusRespo
 		counts[e.Source]++
 	}
 	out := plexus.StatusResponse{Gateway: g.gatewayInfo(), Home: g.cfg.Home, Revision: g.d.Registry.Revision(),
-		Entries: len(entries), Started: g.started, Sources: []plexus.SourceStatus{}}
+		Entries: len(entries), Started: g.started, Sources: []plexus.SourceStatus{}, Journal: g.journalHealth()}
 	g.mu.RLock()
 	for id := range g.sameUserSeen {
 		out.SameUserAgents = append(out.SameUserAgents, id)

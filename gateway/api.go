@@ -19,7 +19,8 @@ type Credentials struct {
 	ConnectionKey string
 	// SessionID is the X-Plexus-Session header value.
 	SessionID string
-	// Remote identifies the caller for throttling (the remote address).
+	// Remote is the caller's address, for the journal only: every local
+	// process shares 127.0.0.1, so nothing is throttled or decided by it.
 	Remote string
 	// PeerUID looks up the local user owning the client's end of the
 	// connection (Linux: /proc/net/tcp); ok is false when unknown. It is a

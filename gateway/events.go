@@ -25,7 +25,9 @@ func newEvent(typ, agentID, sessionID string, data any, secret any) *plexus.Even
 // live events follow. The returned channel is closed when ctx ends, the
 // subscriber falls too far behind, or the session ends (revoked with its
 // agent or key, or expired): a dead session is told nothing more. The
-// forwarding goroutine is owned by ctx.
+// forwarding goroutine is owned by ctx, and holds one of the session's and
+// its agent's stream slots (StreamLimits) until it returns: a caller over a
+// cap is refused with rate_limited, and one whose ctx ends frees its slot.
 func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int64) (<-chan plexus.Event, error) {
 	sess, err := g.session(ctx, c.SessionID)
 	if err != nil {
@@ -33,7 +35,10 @@ func (g *Gateway) Subscribe(ctx context.Context, c Credentials, lastEventID int6
 	}
 	// Subscribe before reading the replay so nothing falls in between; the
 	// forwarder drops live events the replay already delivered.
-	sub := g.bus.subscribe(sess.AgentID, sess.ID)
+	sub, err := g.bus.subscribe(sess)
+	if err != nil {
+		return nil, err
+	}
 	// A revocation that committed between the check above and subscribe
 	// ended its sessions' subscribers before this one existed: look again.
 	if _, err := g.session(ctx, sess.ID); err != nil {

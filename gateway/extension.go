@@ -51,7 +51,7 @@ func (g *Gateway) RegisterExtension(ctx context.Context, c Credentials, req plex
 	now := g.now()
 	p := &plexus.Pending{ID: auth.NewID("pend_"), Kind: plexus.PendingExtension, AgentID: sess.AgentID, SessionID: sess.ID,
 		State: plexus.StatePending, CreatedAt: now, ExpiresAt: now.Add(g.cfg.PendingTTL), TraceID: auth.NewTraceID(),
-		SameUser: g.sameUser(c), Extension: &m, Narration: extensionNarration(sess.AgentID, m)}
+		SameUser: g.sameUser(c), Extension: &m, Narration: extensionNarration(sess.AgentID, m, g.d.Registry.Entry, g.d.Binaries)}
 	ids := make([]string, len(m.Capabilities))
 	for i, d := range m.Capabilities {
 		ids[i] = registry.EntryID(m.Source, d.Name)
@@ -73,21 +73,21 @@ func (g *Gateway) RegisterExtension(ctx context.Context, c Credentials, req plex
 }
 
 // extensionNarration is the gateway's words for each entry a registration
-// would add: what it is, what it requires, over which wire.
-func extensionNarration(agent string, m plexus.ExtensionManifest) []plexus.PendingNarration {
+// would add: what it reaches and what it requires (the verbs the gateway
+// derives, not the author's), over which wire. The author's label is not
+// part of it: the owner reads it apart, as the agent's words.
+func extensionNarration(agent string, m plexus.ExtensionManifest, present func(string) (plexus.Entry, bool), resolve registry.Resolver) []plexus.PendingNarration {
 	var out []plexus.PendingNarration
-	for _, d := range m.Capabilities {
+	verbs, why := registry.DeclVerbs(m, present)
+	for i, d := range m.Capabilities {
 		id := registry.EntryID(m.Source, d.Name)
-		t := d.Transport
-		if t == "" {
-			t = m.Transport
-		}
-		what := fmt.Sprintf("Approving registers %s (%s, a %s over %s)", id, clip(d.Label, 80), d.Kind, t)
-		if len(d.Grants) > 0 {
-			what += fmt.Sprintf(" that requires %s", verbList(d.Grants))
+		reach := registry.DeclReach(m, i, verbs[i], why[i], resolve)
+		what := fmt.Sprintf("Approving registers %s, a %s over %s", id, d.Kind, reach.Transport)
+		if len(verbs[i]) > 0 {
+			what += fmt.Sprintf(" that requires %s", verbList(verbs[i]))
 		}
 		what += "; every grant of it still asks you."
-		out = append(out, plexus.PendingNarration{ID: id, Verbs: d.Grants, Provenance: plexus.ProvenanceExtension,
+		out = append(out, plexus.PendingNarration{ID: id, Verbs: verbs[i], Provenance: plexus.ProvenanceExtension, Reach: &reach,
 			Summary: what, NotificationLine: fmt.Sprintf("%s wants to register the extension %s (%d entries)", agent, m.Source, len(m.Capabilities))})
 	}
 	return out

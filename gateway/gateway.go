@@ -11,11 +11,12 @@ package gateway
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,13 @@ type Config struct {
 	// SameUser says how to treat agents running as the owner's own OS
 	// user, who can read PLEXUS_HOME and so step around the gateway.
 	SameUser SameUserPolicy
+	// DenialWindow is how long repeated denials of one kind (an agent's
+	// rate-limited calls, failed credentials of one kind) coalesce into one
+	// journal row with a count; zero means DefaultDenialWindow.
+	DenialWindow time.Duration
+	// Streams caps the /events streams open at once; zero fields take
+	// the defaults.
+	Streams StreamLimits
 }
 
 // SameUserPolicy configures same-user agent detection.
@@ -74,7 +82,7 @@ type SameUserPolicy struct {
 }
 
 // Deps are the gateway's collaborators. All are required except Logger,
-// Clock, Throttle, Limiter, SaveConnectionKey and OnDecision.
+// Clock, Throttle, Limiter, SaveConnectionKey, OnDecision and Binaries.
 type Deps struct {
 	Store      plexus.Store
 	Events     EventLog
@@ -98,6 +106,10 @@ type Deps struct {
 	// change committed. It must not block: files as API uses it as a hint
 	// to look at that decision's file again.
 	OnDecision func(pendingID string)
+	// Binaries finds where an extension's program is installed, as its
+	// transport would run it, so that a decision shows the path that runs.
+	// Nil: decisions say the path could not be looked up.
+	Binaries registry.Resolver
 }
 
 // Gateway implements [API].
@@ -110,6 +122,9 @@ type Gateway struct {
 	idem  *idempotency
 	val   *validator
 	cache *authCache
+	// denials coalesces the rows of repeated denials; Run flushes it.
+	denials *denials
+	jfail   journalFailures
 
 	started time.Time
 
@@ -157,14 +172,16 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, d: d, log: d.Logger, now: func() time.Time { return d.Clock().UTC() },
-		bus: newBus(), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
+		bus: newBus(cfg.Streams), denials: newDenials(cfg.DenialWindow), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
 		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken), sameUserSeen: make(map[string]bool),
 	}
 	g.started = g.now()
 	return g, nil
 }
 
-// Run sweeps expired pending decisions until ctx ends.
+// Run sweeps expired pending decisions and writes the summaries of ended
+// denial windows until ctx ends, then writes every open window's summary:
+// the journal must still be open when ctx ends.
 func (g *Gateway) Run(ctx context.Context) error {
 	t := time.NewTicker(sweepInterval)
 	defer t.Stop()
@@ -172,8 +189,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 		if err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
 			g.log.Error("sweep", "err", err)
 		}
+		g.flushDenials(ctx, false)
 		select {
 		case <-ctx.Done():
+			g.flushDenials(context.WithoutCancel(ctx), true)
 			return nil
 		case <-t.C:
 		}
@@ -204,7 +223,7 @@ func (g *Gateway) LoadSources(ctx context.Context) error {
 	for _, cfg := range cfgs {
 		if err := g.bringOnline(ctx, cfg); err != nil {
 			g.log.Warn("source not loaded", "source", cfg.ID, "err", err)
-			_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.failed",
+			g.recordAnyway(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.failed",
 				Target: cfg.ID, Payload: map[string]any{"error": err.Error()}})
 		}
 	}
@@ -227,7 +246,7 @@ func (g *Gateway) bringOnlineSource(ctx context.Context, src plexus.Source) erro
 		return err
 	}
 	for _, c := range res.Skipped {
-		_ = g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision",
+		g.recordAnyway(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "source.collision",
 			Target: src.ID(), Payload: map[string]any{"capabilityId": c.ID, "reason": c.Reason}})
 	}
 	return nil
@@ -256,7 +275,7 @@ func (g *Gateway) OnRegistryChange(rev int64, added, removed, updated []string) 
 		return tx.Publish(ev)
 	})
 	if err != nil {
-		g.log.Error("record manifest change", "err", err)
+		g.JournalFailed("manifest.changed "+strconv.FormatInt(rev, 10), err)
 		return
 	}
 	g.bus.publish(*ev)
@@ -275,7 +294,7 @@ func (g *Gateway) OnSourceStatus(source string, h plexus.Health) {
 		return tx.Publish(ev)
 	})
 	if err != nil {
-		g.log.Error("record source status", "err", err)
+		g.JournalFailed("source.status "+source, err)
 		return
 	}
 	g.bus.publish(*ev)
@@ -311,35 +330,61 @@ func (g *Gateway) checkKey(key string) bool {
 	return subtle.ConstantTimeCompare(g.d.Hasher.Hash(key), want) == 1
 }
 
-// throttled refuses a caller that failed too many credential checks.
-func (g *Gateway) throttled(remote string) error {
+// throttled refuses a credential that failed too many checks. bucket names
+// the credential presented (see [Gateway.credentialBucket]), never the
+// caller's address: every local process is 127.0.0.1, so an address bucket
+// let one process's failures lock out every agent and the owner.
+func (g *Gateway) throttled(bucket string) error {
 	if g.d.Throttle == nil {
 		return nil
 	}
-	if ok, retry := g.d.Throttle.Allow(remoteKey(remote)); !ok {
-		e := plexus.Errorf(plexus.CodeRateLimited, "too many failed credential attempts; retry in %s", retry.Round(time.Second))
+	if ok, retry := g.d.Throttle.Allow(bucket); !ok {
+		e := plexus.Errorf(plexus.CodeRateLimited, "too many failed attempts with this credential; retry in %s", retry.Round(time.Second))
 		e.Detail = map[string]any{"retryAfterSeconds": int64(retry.Seconds() + 0.999)}
 		return e
 	}
 	return nil
 }
 
-// credentialFailed throttles and journals a failed credential attempt. The
-// presented credential itself is never recorded.
-func (g *Gateway) credentialFailed(ctx context.Context, remote, kind, reason string) {
+// credentialFailed throttles bucket and journals a failed credential attempt.
+// The presented credential itself is never recorded, and a flood of failures
+// of one kind and reason coalesces into one row per window.
+func (g *Gateway) credentialFailed(ctx context.Context, bucket, remote, kind, reason string) {
 	if g.d.Throttle != nil {
-		g.d.Throttle.Fail(remoteKey(remote))
+		g.d.Throttle.Fail(bucket)
 	}
-	if err := g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.failed",
-		Target: kind, Payload: map[string]any{"remote": remote, "reason": reason}}); err != nil {
-		g.log.Error("record failed credential", "err", err)
+	a := &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.failed",
+		Target: kind, Payload: map[string]any{"remote": remote, "reason": reason}}
+	if _, err := g.journalDenial(ctx, denialKey{action: a.ActionType, subject: kind, code: reason}, a); err != nil {
+		g.JournalFailed(a.ActionType+" "+kind, err)
 	}
 }
 
-func (g *Gateway) credentialOK(remote string) {
+func (g *Gateway) credentialOK(bucket string) {
 	if g.d.Throttle != nil {
-		g.d.Throttle.Succeed(remoteKey(remote))
+		g.d.Throttle.Succeed(bucket)
 	}
+}
+
+// credentialBucket names the throttle bucket of a presented credential of
+// kind ("pat", "key", "enroll"): the kind and a prefix of the credential's
+// keyed hash, so the secret itself is never held. A credential shaped wrong
+// for its kind (wrong prefix, too short) could never be valid: all such
+// garbage of one kind shares one bucket of its own.
+//
+// No credential Plexus issues carries a public id (a PAT is plx_agent_ and
+// 32 random bytes), so a failure can only be charged to the exact value that
+// failed. That is what makes the guarantee hold: a valid credential's bucket
+// holds only its own failures, so a flood of other values never makes it
+// fail. It also means the throttle stops a client retrying one stale or
+// wrong credential, not a guesser presenting a fresh value each time: that
+// one is stopped by the 192 to 256 bits of each secret, and its journal rows
+// coalesce (see journalDenial).
+func (g *Gateway) credentialBucket(kind, prefix, secret string) string {
+	if !strings.HasPrefix(secret, prefix) || len(secret) < len(prefix)+16 {
+		return kind + ":malformed"
+	}
+	return kind + ":" + hex.EncodeToString(g.d.Hasher.Hash(secret)[:16])
 }
 
 func (g *Gateway) url(path string) string { return g.cfg.BaseURL + path }
@@ -361,27 +406,21 @@ func (g *Gateway) refuseSameUser(ctx context.Context, c Credentials, step string
 	if !g.cfg.SameUser.Refuse || !g.sameUser(c) {
 		return nil
 	}
-	if err := g.record(ctx, false, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.same_user_refused",
-		Target: step, Payload: map[string]any{"remote": c.Remote}}); err != nil {
-		g.log.Error("record same-user refusal", "err", err)
+	// A refused process may retry as fast as it likes: its rows coalesce.
+	a := &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "auth.same_user_refused",
+		Target: step, Payload: map[string]any{"remote": c.Remote}}
+	if _, err := g.journalDenial(ctx, denialKey{action: a.ActionType, subject: step}, a); err != nil {
+		g.JournalFailed(a.ActionType+" "+step, err)
 	}
 	return plexus.Errorf(plexus.CodeUnauthorized,
 		"strict mode: this agent runs as the owner's own OS user, which can read PLEXUS_HOME; run it as another user (auth-config.json strictSameUser)")
 }
 
-// remoteKey throttles by host, not host:port: a client opening a new
-// connection per attempt must not get a fresh budget each time.
-func remoteKey(remote string) string {
-	if host, _, err := net.SplitHostPort(remote); err == nil {
-		return host
-	}
-	return remote
-}
-
 // Note journals something a transport or the daemon observed (an ipc peer
 // refused, a provider restarted, a duplicate result ignored) as a system
 // activity. The payload must already be free of secrets and raw call
-// content: the journal keeps it verbatim.
-func (g *Gateway) Note(ctx context.Context, action, target, traceID string, payload map[string]any) error {
-	return g.record(ctx, false, &plexus.Activity{TraceID: traceID, Actor: plexus.ActorSystem, ActionType: action, Target: target, Payload: payload})
+// content: the journal keeps it verbatim. What was observed has happened:
+// a row that cannot be written is logged and counted ([Gateway.JournalFailed]).
+func (g *Gateway) Note(ctx context.Context, action, target, traceID string, payload map[string]any) {
+	g.recordAnyway(ctx, &plexus.Activity{TraceID: traceID, Actor: plexus.ActorSystem, ActionType: action, Target: target, Payload: payload})
 }

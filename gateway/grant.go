@@ -13,6 +13,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/registry"
 )
 
 // grantAsk is one requested grant after validation.
@@ -22,6 +23,9 @@ type grantAsk struct {
 	window     *plexus.TrustWindow
 	constraint *plexus.ScopeConstraint
 	purpose    string
+	// reach is what the entry touches, looked up before the transaction
+	// (resolving a program reads the file system); nil when not an extension's.
+	reach *plexus.Reach
 }
 
 // RequestGrants runs each requested grant through the Authorizer. Allowed
@@ -69,6 +73,7 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 			declined = append(declined, plexus.Declined{ID: id, Reason: reason})
 			continue
 		}
+		a.reach = registry.EntryReach(a.entry, g.d.Binaries)
 		asks = append(asks, a)
 	}
 
@@ -127,7 +132,9 @@ func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.G
 				item := plexus.PendingItem{CapabilityID: a.entry.ID, Verbs: a.verbs, TrustWindow: w, Constraint: a.constraint,
 					Provenance: a.entry.Provenance, Sensitivity: a.entry.Sensitivity, Members: auth.SynthesizeMembers(a.entry)}
 				pendingItems = append(pendingItems, item)
-				narration = append(narration, auth.Narrate(a.entry, a.verbs, sess.AgentID, a.purpose, w))
+				n := auth.Narrate(a.entry, a.verbs, sess.AgentID, a.purpose, w)
+				n.Reach = a.reach
+				narration = append(narration, n)
 			default:
 				reason := dec.Reason
 				if reason == "" {

@@ -8,8 +8,8 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// IdempotencyWindow is how long an (jti, id, idempotencyKey) tuple suppresses
-// a re-dispatch.
+// IdempotencyWindow is how long an (agent, id, idempotencyKey) tuple
+// suppresses a re-dispatch.
 const IdempotencyWindow = 24 * time.Hour
 
 // idempotencyCapacity bounds memory: the oldest keys are forgotten first.
@@ -17,8 +17,9 @@ const idempotencyCapacity = 10000
 
 // idempotency remembers the first response of side-effecting calls made with
 // an idempotencyKey. It is in memory on purpose: responses hold call output,
-// which must never reach the journal, so a restart forgets the keys (written
-// down in docs/choices.md).
+// which must never reach the journal, so a restart forgets the responses
+// (written down in docs/choices.md). It does not forget the calls: their
+// invoke.started rows keep a retry from running again (started.go).
 type idempotency struct {
 	mu    sync.Mutex // guards all fields
 	order *list.List // of *idemEntry, oldest first

@@ -13,37 +13,46 @@ import (
 
 // Invoke runs the pipeline in the spec's order: token → jti and session →
 // rate limit → scope (and constraint) → lightweight input validation →
-// Transport.dispatch → audit → InvokeResponse. (The Host/Origin guard ran at
-// the edge.) It always answers an InvokeResponse: a denial is OK false with
-// an error code, never a Go error.
+// the invoke.started row (started.go) → Transport.dispatch → audit →
+// InvokeResponse. (The Host/Origin guard ran at the edge.) It always answers
+// an InvokeResponse: a denial is OK false with an error code, never a Go
+// error.
+//
+// The rate limit is applied as soon as the token's signature names its
+// agent, before the token_expired and session-mismatch denials: every
+// audited denial writes a journal row, and the limit is what bounds their
+// number (its own denials coalesce), so an agent looping on an expired token
+// cannot write a row per call.
 func (g *Gateway) Invoke(ctx context.Context, c Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
 	if c.Bearer == "" {
 		return deny(req.ID, plexus.Errorf(plexus.CodeGrantRequired,
 			"no token: request a grant with PUT /grants, then send Authorization: Bearer <token>"), "")
 	}
 	claims, err := g.verify(c.Bearer)
+	var expired *plexus.Error
 	if err != nil {
-		pe := plexus.AsError(err)
-		if pe.Code != plexus.CodeTokenExpired {
-			return deny(req.ID, pe, "") // a malformed or forged token is an edge denial: nothing to attribute
+		expired = plexus.AsError(err)
+		if expired.Code != plexus.CodeTokenExpired {
+			return deny(req.ID, expired, "") // a malformed or forged token is an edge denial: nothing to attribute
 		}
-		claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour)
-		if err != nil {
-			return deny(req.ID, pe, "")
+		if claims, err = g.d.Signer.VerifyAllowExpired(c.Bearer, 365*24*time.Hour); err != nil {
+			return deny(req.ID, expired, "")
 		}
-		ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
-		return g.denyAudited(ctx, req, ic, pe)
 	}
-	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject, Scopes: claims.Scopes}
+	ic := plexus.InvokeContext{JTI: claims.ID, SessionID: claims.SessionID, AgentID: claims.Subject}
+	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
+		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
+	}
+	if expired != nil {
+		return g.denyAudited(ctx, req, ic, expired)
+	}
+	ic.Scopes = claims.Scopes
 	if c.SessionID != "" && c.SessionID != claims.SessionID {
 		// Credentials that disagree are refused rather than guessed at, as
 		// refresh and PUT /grants do: a token presented beside another
 		// session's header (another agent's, say) acts for nobody.
 		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeSessionExpired,
 			"the token belongs to another session than the %s header names", plexus.SessionHeader))
-	}
-	if g.d.Limiter != nil && !g.d.Limiter.Allow(claims.Subject) {
-		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeRateLimited, "too many calls from %s; back off", claims.Subject))
 	}
 	return g.pipeline(ctx, req, ic, false)
 }
@@ -88,7 +97,7 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			denial = plexus.Errorf(plexus.CodeUnknownCapability, "no capability %q (re-fetch GET /manifest)", req.ID)
 			return nil
 		}
-		scope = covering(ic.Scopes, entry, req.Input, member)
+		scope = covering(ic.Scopes, entry, req.Input, member, g.resolver(entry))
 		if scope == nil {
 			denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant covers %s (%s) for this input", entry.ID, verbList(entry.Grants))
 			return nil
@@ -127,17 +136,20 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	for _, v := range entry.Grants {
 		mutating = mutating || v.Mutating()
 	}
-	idemKey := ""
-	if req.IdempotencyKey != "" && mutating {
-		idemKey = ic.JTI + "\x00" + req.ID + "\x00" + req.IdempotencyKey
-	}
+	idemKey, idemHash := g.idempotencyScope(req, ic, mutating)
 	if usedOnce {
 		// The once grant served its call. A retry of that very call with
 		// its idempotencyKey (the client lost the answer) gets the answer
-		// again; anything else is a second use.
+		// again, or what the journal knows of it; anything else is a second
+		// use.
 		if idemKey != "" {
 			if prev, ok := g.idem.get(idemKey, now); ok {
 				return prev
+			}
+			if refusal, err := g.priorCall(ctx, idemHash, now); err != nil {
+				return g.auditUnavailable(req.ID, err)
+			} else if refusal != nil {
+				return g.denyAudited(ctx, req, ic, refusal)
 			}
 		}
 		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeGrantRequired,
@@ -153,56 +165,25 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 		}
 	}
 
-	// A once grant is consumed before dispatch, in its own durable
-	// transaction, so two concurrent calls cannot both use it.
-	if !backing.Standing && scope.SynthesizedFor == "" {
-		var used bool
-		var usedDecision string
-		err := g.update(ctx, true, func(tx plexus.StateTx) error {
-			cur, err := tx.Grant(backing.AgentID, backing.CapabilityID)
-			if err != nil {
-				return err
-			}
-			if cur.ID != backing.ID || cur.UsedAt != nil || cur.RevokedAt != nil {
-				used = true
-				return nil
-			}
-			if err := tx.MarkGrantUsed(cur.ID, now); err != nil {
-				return err
-			}
-			usedDecision = cur.PendingID
-			return tx.Record(&plexus.Activity{TraceID: ic.TraceID, Actor: plexus.ActorSystem, AgentID: ic.AgentID,
-				ActionType: "grant.used", Target: cur.CapabilityID, Payload: map[string]any{"grantId": cur.ID, "jti": ic.JTI}})
-		})
+	// Nothing that can change anything is dispatched without its
+	// invoke.started row committed (with the once grant's consumption, for
+	// a once grant): a journal that cannot take the row refuses the call
+	// before it has any effect (started.go).
+	payload := g.invokePayload(entry, req, ic, idemHash, member)
+	once := !backing.Standing && scope.SynthesizedFor == ""
+	var st started
+	if mutating || once {
+		st, err = g.begin(ctx, req.ID, ic, backing, once, payload, idemHash, now)
 		if err != nil {
-			return deny(req.ID, plexus.WrapError(plexus.CodeInternalError, err, "audit unavailable: the call was not made"), "")
+			return g.auditUnavailable(req.ID, err)
 		}
-		if used {
-			return g.denyAudited(ctx, req, ic, &plexus.Error{Code: plexus.CodeGrantRequired, CapabilityID: req.ID,
-				Message: "the once grant for " + req.ID + " was already used; request it again"})
+		if st.refusal != nil {
+			return g.denyAudited(ctx, req, ic, st.refusal)
 		}
-		g.touch(usedDecision)
+		g.touch(st.decision)
 	}
 
-	tr, ok := g.d.Registry.Transport(entry.Transport)
-	var res plexus.TransportResult
-	if !ok {
-		res = plexus.TransportResult{Error: plexus.Errorf(plexus.CodeSourceUnavailable, "no transport %q is installed", entry.Transport)}
-	} else {
-		input := req.Input
-		if input == nil {
-			input = map[string]any{}
-		}
-		rl := g.newRelay(ctx, req.ID, ic)
-		dic := ic
-		dic.IdempotencyKey = req.IdempotencyKey
-		res = tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
-		rl.end()
-	}
-	if !res.OK && res.Error == nil {
-		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")
-	}
-
+	res := g.dispatch(ctx, entry, req, ic)
 	resp := plexus.InvokeResponse{ID: req.ID, OK: res.OK, MCPResult: res.MCPResult}
 	if res.OK {
 		resp.Output = res.Data
@@ -213,23 +194,21 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			resp.Output = nil
 		}
 	}
-	payload := g.invokePayload(entry, req, ic, time.Since(start))
-	action := "invoke.ok"
-	if !res.OK {
-		action = "invoke.failed"
-		payload["errorCode"] = string(res.Error.Code)
+	payload["durationMs"] = time.Since(start).Milliseconds()
+	if st.row != nil {
+		payload["startedId"] = st.row.AuditID()
 	}
-	if member {
-		payload["member"] = true
+	action := plexus.ActionInvokeOK
+	if !res.OK {
+		action = plexus.ActionInvokeFailed
+		payload["errorCode"] = string(res.Error.Code)
 	}
 	a := &plexus.Activity{TraceID: ic.TraceID, Actor: ic.AgentID, AgentID: ic.AgentID, ActionType: action, Target: req.ID, Payload: payload}
 	// The call was dispatched: its row is written even when the caller has
 	// gone away meanwhile (a streamed /invoke closed mid-call), since what
 	// the call did, or was stopped from doing, happened all the same.
 	if err := g.record(context.WithoutCancel(ctx), false, a); err != nil {
-		// Fail closed: without its audit row the result is not released.
-		g.log.Error("audit write failed; withholding result", "capability", req.ID, "err", err)
-		return deny(req.ID, plexus.Errorf(plexus.CodeInternalError, "audit unavailable: the result was withheld"), "")
+		return g.outcomeUnrecorded(req.ID, st.row, action, err)
 	}
 	resp.AuditID = a.AuditID()
 	if idemKey != "" {
@@ -238,28 +217,76 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	return resp
 }
 
+// dispatch hands the call to its transport; a failure always carries an
+// error.
+func (g *Gateway) dispatch(ctx context.Context, entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext) plexus.TransportResult {
+	tr, ok := g.d.Registry.Transport(entry.Transport)
+	if !ok {
+		return plexus.TransportResult{Error: plexus.Errorf(plexus.CodeSourceUnavailable, "no transport %q is installed", entry.Transport)}
+	}
+	input := req.Input
+	if input == nil {
+		input = map[string]any{}
+	}
+	rl := g.newRelay(ctx, req.ID, ic)
+	dic := ic
+	dic.IdempotencyKey = req.IdempotencyKey
+	res := tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
+	rl.end()
+	if !res.OK && res.Error == nil {
+		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")
+	}
+	return res
+}
+
+// pathResolver is what a transport offers when the paths its calls name
+// are files in a folder it confines them to (the portal): the path p
+// reaches inside entry's folder, symbolic links followed within it. A
+// path-prefix constraint is checked on that path too, so that a link inside
+// an allowed prefix cannot reach the rest of the folder. It is called only
+// for a scope that has such a constraint, may touch the file system, and
+// must be safe for concurrent use; an error fails the constraint closed.
+type pathResolver interface {
+	ResolvePath(entry plexus.Entry, p string) (string, error)
+}
+
+// resolver returns how entry's transport resolves paths, or nil when it
+// does not.
+func (g *Gateway) resolver(entry plexus.Entry) auth.ResolvePath {
+	tr, ok := g.d.Registry.Transport(entry.Transport)
+	if !ok {
+		return nil
+	}
+	pr, ok := tr.(pathResolver)
+	if !ok {
+		return nil
+	}
+	return func(p string) (string, error) { return pr.ResolvePath(entry, p) }
+}
+
 // covering finds the scope covering a call. Synthesized member scopes count
 // only on re-entrant dispatch from their workflow: an agent cannot call a
 // workflow's member directly on the strength of the workflow grant.
-func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool) *plexus.TokenScope {
+func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool, resolve auth.ResolvePath) *plexus.TokenScope {
 	var usable []plexus.TokenScope
 	for _, s := range scopes {
 		if s.SynthesizedFor == "" || member {
 			usable = append(usable, s)
 		}
 	}
-	s, ok := auth.Covering(usable, entry, input)
+	s, ok := auth.CoveringResolved(usable, entry, input, resolve)
 	if !ok {
 		return nil
 	}
 	return s
 }
 
-// invokePayload is the redaction-safe audit detail of a call: ids, verbs,
-// timing and a keyed hash of the input (so two identical calls can be
-// matched without the input ever being stored).
-func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, d time.Duration) map[string]any {
-	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants, "durationMs": d.Milliseconds()}
+// invokePayload is the redaction-safe audit detail of a call, shared by its
+// started and its outcome rows: ids, verbs, a keyed hash of the input (so two
+// identical calls can be matched without the input ever being stored) and
+// of its idempotency scope.
+func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, idemHash string, member bool) map[string]any {
+	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants}
 	if len(req.Input) > 0 {
 		b, _ := json.Marshal(req.Input) // map keys marshal sorted: a stable form
 		sum := g.d.Hasher.Hash(string(b))
@@ -268,19 +295,35 @@ func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic
 	if req.IdempotencyKey != "" {
 		p["idempotent"] = true
 	}
+	if idemHash != "" {
+		p["idemHash"] = idemHash
+	}
+	if member {
+		p["member"] = true
+	}
 	return p
 }
 
 // denyAudited journals a pipeline denial and returns it with its audit id.
+// An agent over its rate can repeat rate_limited as fast as it can send, so
+// those denials coalesce per agent and window: the answer carries the id of
+// the row that opened the window, and a summary row counts the rest.
 func (g *Gateway) denyAudited(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, e *plexus.Error) plexus.InvokeResponse {
 	e.CapabilityID = req.ID
 	a := &plexus.Activity{TraceID: ic.TraceID, Actor: actorOr(ic.AgentID), AgentID: ic.AgentID, ActionType: "invoke.denied",
 		Target: req.ID, Payload: map[string]any{"errorCode": string(e.Code), "reason": e.Message, "jti": ic.JTI, "sessionId": ic.SessionID}}
-	if err := g.record(ctx, false, a); err != nil {
-		g.log.Error("audit write failed", "err", err)
+	var auditID string
+	var err error
+	if e.Code == plexus.CodeRateLimited {
+		auditID, err = g.journalDenial(ctx, denialKey{action: a.ActionType, subject: ic.AgentID, code: string(e.Code)}, a)
+	} else if err = g.record(ctx, false, a); err == nil {
+		auditID = a.AuditID()
+	}
+	if err != nil {
+		g.JournalFailed(a.ActionType+" "+req.ID, err)
 		return deny(req.ID, e, "")
 	}
-	return deny(req.ID, e, a.AuditID())
+	return deny(req.ID, e, auditID)
 }
 
 func deny(id string, e *plexus.Error, auditID string) plexus.InvokeResponse {

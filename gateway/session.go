@@ -60,12 +60,13 @@ func (g *Gateway) gatewayInfo() plexus.GatewayInfo {
 // write leaves it unconsumed (persist_failed, safe to retry) and concurrent
 // redemptions of one code yield exactly one PAT.
 func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRequest) (plexus.EnrollResponse, error) {
-	if err := g.throttled(remote); err != nil {
+	code := strings.TrimSpace(req.Code)
+	bucket := g.credentialBucket("enroll", plexus.PrefixEnrollCode, code)
+	if err := g.throttled(bucket); err != nil {
 		return plexus.EnrollResponse{}, err
 	}
-	code := strings.TrimSpace(req.Code)
 	if !strings.HasPrefix(code, plexus.PrefixEnrollCode) || len(code) < len(plexus.PrefixEnrollCode)+16 {
-		g.credentialFailed(ctx, remote, "enroll", "malformed code")
+		g.credentialFailed(ctx, bucket, remote, "enroll", "malformed code")
 		return plexus.EnrollResponse{}, plexus.Errorf(plexus.CodeMalformed, "code must be a plx_enroll_… enrollment code")
 	}
 	pat, err := auth.NewPAT()
@@ -126,13 +127,13 @@ func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRe
 			ActionType: "agent.enrolled", Target: agent.ID, Payload: map[string]any{"remote": remote}})
 	})
 	if fail != nil {
-		g.credentialFailed(ctx, remote, "enroll", string(fail.Code))
+		g.credentialFailed(ctx, bucket, remote, "enroll", string(fail.Code))
 		return plexus.EnrollResponse{}, fail
 	}
 	if err != nil {
 		return plexus.EnrollResponse{}, plexus.WrapError(plexus.CodePersistFailed, err, "could not record the enrollment; the code is still valid, retry")
 	}
-	g.credentialOK(remote)
+	g.credentialOK(bucket)
 	return plexus.EnrollResponse{PAT: pat, AgentID: agentID}, nil
 }
 
@@ -141,9 +142,6 @@ func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRe
 // admin path (connectionKey in the body) may name an agent; without one the
 // session is anonymous. The two paths never fall through to each other.
 func (g *Gateway) Handshake(ctx context.Context, c Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error) {
-	if err := g.throttled(c.Remote); err != nil {
-		return plexus.HandshakeResponse{}, err
-	}
 	var client plexus.ClientInfo
 	if req.Client != nil {
 		client = *req.Client
@@ -162,12 +160,16 @@ func (g *Gateway) Handshake(ctx context.Context, c Credentials, req plexus.Hands
 }
 
 func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plexus.ClientInfo) (plexus.HandshakeResponse, error) {
+	bucket := g.credentialBucket("pat", plexus.PrefixPAT, c.Bearer)
+	if err := g.throttled(bucket); err != nil {
+		return plexus.HandshakeResponse{}, err
+	}
 	if err := g.refuseSameUser(ctx, c, "handshake"); err != nil {
 		return plexus.HandshakeResponse{}, err
 	}
 	sameUser := g.sameUser(c)
 	if !strings.HasPrefix(c.Bearer, plexus.PrefixPAT) {
-		g.credentialFailed(ctx, c.Remote, "handshake", "bearer is not a PAT")
+		g.credentialFailed(ctx, bucket, c.Remote, "handshake", "bearer is not a PAT")
 		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized, "the bearer credential is not an agent PAT (plx_agent_…)")
 	}
 	hash := g.d.Hasher.Hash(c.Bearer)
@@ -203,13 +205,13 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 			Target: sess.ID, Payload: payload})
 	})
 	if fail != nil {
-		g.credentialFailed(ctx, c.Remote, "handshake", fail.Message)
+		g.credentialFailed(ctx, bucket, c.Remote, "handshake", fail.Message)
 		return plexus.HandshakeResponse{}, fail
 	}
 	if err != nil {
 		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
 	}
-	g.credentialOK(c.Remote)
+	g.credentialOK(bucket)
 	if sameUser {
 		g.mu.Lock()
 		g.sameUserSeen[sess.AgentID] = true
@@ -223,8 +225,12 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string, client plexus.ClientInfo) (plexus.HandshakeResponse, error) {
+	bucket := g.credentialBucket("key", plexus.PrefixConnectionKey, key)
+	if err := g.throttled(bucket); err != nil {
+		return plexus.HandshakeResponse{}, err
+	}
 	if !g.checkKey(key) {
-		g.credentialFailed(ctx, c.Remote, "handshake-admin", "wrong connection-key")
+		g.credentialFailed(ctx, bucket, c.Remote, "handshake-admin", "wrong connection-key")
 		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized, "wrong connection-key")
 	}
 	now := g.now()
@@ -261,13 +267,13 @@ func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string,
 			Target: sess.ID, Payload: map[string]any{"client": sess.ClientName, "path": "connection-key", "kind": string(sess.Kind)}})
 	})
 	if fail != nil {
-		g.credentialFailed(ctx, c.Remote, "handshake-admin", "wrong connection-key")
+		g.credentialFailed(ctx, bucket, c.Remote, "handshake-admin", "wrong connection-key")
 		return plexus.HandshakeResponse{}, fail
 	}
 	if err != nil {
 		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
 	}
-	g.credentialOK(c.Remote)
+	g.credentialOK(bucket)
 	return g.handshakeResponse(ctx, sess)
 }
 

@@ -117,10 +117,10 @@ func TestNarrowItems(t *testing.T) {
 }
 
 func TestBusAudience(t *testing.T) {
-	b := newBus()
-	alice1 := b.subscribe("alice", "s1")
-	alice2 := b.subscribe("alice", "s2")
-	bob := b.subscribe("bob", "s3")
+	b := newBus(StreamLimits{})
+	alice1 := mustSubscribe(t, b, "alice", "s1")
+	alice2 := mustSubscribe(t, b, "alice", "s2")
+	bob := mustSubscribe(t, b, "bob", "s3")
 	b.publish(plexus.Event{ID: 1, Type: "broadcast"})
 	b.publish(plexus.Event{ID: 2, Type: "agent", AgentID: "alice"})
 	b.publish(plexus.Event{ID: 3, Type: "session", AgentID: "alice", SessionID: "s1", Secret: []byte(`"tok"`)})
@@ -149,8 +149,8 @@ func TestBusAudience(t *testing.T) {
 }
 
 func TestBusDropsSlowSubscriber(t *testing.T) {
-	b := newBus()
-	s := b.subscribe("a", "s")
+	b := newBus(StreamLimits{})
+	s := mustSubscribe(t, b, "a", "s")
 	for i := range subscriberBuffer + 1 {
 		b.publish(plexus.Event{ID: int64(i + 1)})
 	}

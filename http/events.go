@@ -21,7 +21,11 @@ import (
 //
 // The stream ends when the gateway closes the channel (it drops a
 // subscriber that falls behind), when the client goes away, or when the
-// server shuts down.
+// server shuts down. A client over its stream caps is refused with
+// rate_limited (429) by Subscribe. A peer that is gone without closing, or
+// that stopped reading, is found by the heartbeat: each frame must be taken
+// within two heartbeats, else the write fails and the stream ends, giving
+// its slot back.
 func (s *Server) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request) {
 	last, err := lastEventID(r)
 	if err != nil {
@@ -42,9 +46,11 @@ func (s *Server) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 
 	// A stream outlives any per-request deadline; a read deadline passing
-	// would even cancel the request context, so clear both.
+	// would even cancel the request context, so clear it. The write
+	// deadline moves with each frame instead.
 	rc := nethttp.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
+	frameTimeout := 2 * s.opts.Heartbeat
+	_ = rc.SetWriteDeadline(time.Now().Add(frameTimeout))
 	_ = rc.SetReadDeadline(time.Time{})
 
 	setSSEHeaders(w.Header())
@@ -69,6 +75,7 @@ func (s *Server) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request) {
 			}
 			frameEvent(&buf, ev)
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(frameTimeout))
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return
 		}

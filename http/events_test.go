@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	nethttp "net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +183,34 @@ func TestEvents(t *testing.T) {
 			t.Fatal("subscription context not cancelled after the client left")
 		}
 		waitGoroutines(t, baseline)
+	})
+
+	t.Run("PeerStopsReading", func(t *testing.T) {
+		// A client that keeps its connection open but reads nothing would
+		// hold its stream (and its slot) forever once the socket buffers
+		// fill: the frame deadline ends it.
+		api := &stubAPI{Events: make(chan plexus.Event), SubCtx: make(chan context.Context, 1)}
+		ts := mustServe(t, api, Options{Heartbeat: 20 * time.Millisecond})
+		conn, err := net.Dial("tcp", ts.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := fmt.Fprintf(conn, "GET /events HTTP/1.1\r\nHost: %s\r\n\r\n", ts.Addr); err != nil {
+			t.Fatal(err)
+		}
+		subCtx := <-api.SubCtx
+		big := plexus.Event{Type: "x", Data: []byte(strconv.Quote(strings.Repeat("a", 1<<20)))}
+		limit := time.After(30 * time.Second)
+		for {
+			select {
+			case api.Events <- big:
+			case <-subCtx.Done():
+				return
+			case <-limit:
+				t.Fatal("a stream whose peer reads nothing was not ended")
+			}
+		}
 	})
 
 	t.Run("ShutdownEndsStreams", func(t *testing.T) {

@@ -31,6 +31,23 @@ func ValidHost(host string, port int) bool {
 	return false
 }
 
+// originForm reports whether a request-target is origin-form ("/path") or
+// the asterisk-form of OPTIONS, given the target as sent (RequestURI) and
+// as parsed. Only then does the Host header name the authority asked for.
+//
+// For an absolute-form target ("GET http://127.0.0.1:7077/x HTTP/1.1")
+// net/http takes the target's authority as r.Host and discards the Host
+// header, as RFC 9112 §3.2.2 tells a server to: the guard cannot hold both
+// to the loopback rule, and a foreign Host then went unseen. So absolute-
+// and authority-form are refused whatever their authority: no client of a
+// loopback gateway needs them (a proxy speaks origin-form to the origin).
+func originForm(requestURI string, u *url.URL) bool {
+	if u == nil || u.Host != "" || u.Scheme != "" {
+		return false
+	}
+	return strings.HasPrefix(requestURI, "/") || requestURI == "*"
+}
+
 // canonicalOrigin returns o as scheme://host[:port] with scheme and host
 // lower-cased, or false when o is not a serialized origin (a path, query,
 // fragment or userinfo, or "null").
@@ -59,8 +76,9 @@ func (s *Server) allowedOrigins(list []string) map[string]bool {
 }
 
 // guard is the outermost gate of every route, including unknown ones: the
-// Host must be the bound loopback authority and a present Origin must be
-// allowed, else host_forbidden before any credential is looked at.
+// request-target must be origin-form (see [originForm]), the Host must be
+// the bound loopback authority and a present Origin must be allowed, else
+// host_forbidden before any credential is looked at.
 //
 // net/http's CrossOriginProtection is deliberately not layered here: it
 // cannot stop rebinding (the attacker's Origin equals its own Host), and
@@ -68,6 +86,10 @@ func (s *Server) allowedOrigins(list []string) map[string]bool {
 // refuses unless the owner allowed it.
 func (s *Server) guard(next nethttp.Handler) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if !originForm(r.RequestURI, r.URL) {
+			s.forbid(w, r, "the request-target must be a path on the gateway (origin-form), not an absolute URL")
+			return
+		}
 		if !ValidHost(r.Host, s.Port()) {
 			s.forbid(w, r, "the Host header must be the gateway's loopback authority")
 			return

@@ -2,6 +2,7 @@ package http
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -163,6 +164,77 @@ func TestGuard(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestOriginForm(t *testing.T) {
+	tests := []struct {
+		target string
+		want   bool
+	}{
+		{"/", true},
+		{"/invoke", true},
+		{"/events?lastEventId=3", true},
+		{"//evil.com/invoke", true}, // a path, not an authority: the Host header still decides
+		{"*", true},
+
+		{"http://127.0.0.1:7077/invoke", false},
+		{"http://evil.com/invoke", false},
+		{"HTTP://localhost:7077/", false},
+		{"https://127.0.0.1:7077/", false},
+		{"127.0.0.1:7077", false},
+		{"evil.com:443", false},
+		{"invoke", false},
+	}
+	for _, tt := range tests {
+		u, err := url.ParseRequestURI(tt.target)
+		if err != nil {
+			u = nil // an unparseable target is refused too
+		}
+		if got := originForm(tt.target, u); got != tt.want {
+			t.Errorf("originForm(%q) = %v, want %v", tt.target, got, tt.want)
+		}
+	}
+}
+
+// TestGuardAbsoluteForm sends absolute-form request lines on the wire: a
+// foreign Host header, or a foreign authority in the request line, or both
+// good, all answer host_forbidden before the gateway is reached, since
+// net/http hides the Host header of such a request from the guard.
+func TestGuardAbsoluteForm(t *testing.T) {
+	api := &stubAPI{InvokeResp: plexus.InvokeResponse{ID: "x", OK: true, AuditID: "evt_1"}}
+	ts := mustServe(t, api, Options{})
+	good := fmt.Sprintf("127.0.0.1:%d", ts.Port)
+	tests := []struct {
+		name, method, target, host, body string
+	}{
+		{"foreign Host", "GET", "http://" + good + "/.well-known/plexus", "evil.com", ""},
+		{"foreign authority", "GET", "http://evil.com/.well-known/plexus", good, ""},
+		{"both good", "GET", "http://" + good + "/.well-known/plexus", good, ""},
+		{"invoke foreign Host", "POST", "http://" + good + "/invoke", "evil.com:80", `{"id":"x"}`},
+		{"authority-form", "CONNECT", good, good, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(api.Calls())
+			resp := rawDo(t, ts.Addr, tt.method, tt.target, tt.host, nil, tt.body)
+			if resp.Status != 403 {
+				t.Fatalf("status = %d, want 403 (body %s)", resp.Status, resp.Body)
+			}
+			if calls := api.Calls(); len(calls) > before {
+				t.Errorf("gateway called %v", calls[before:])
+			}
+			code := errorOf(t, resp).Code
+			if tt.method == "POST" {
+				code = invokeOf(t, resp).Error.Code
+			}
+			if code != plexus.CodeHostForbidden {
+				t.Errorf("code = %q, want host_forbidden", code)
+			}
+		})
+	}
+	if r := rawDo(t, ts.Addr, "GET", "/.well-known/plexus", good, nil, ""); r.Status != 200 {
+		t.Errorf("origin-form with the bound Host: status %d, want 200", r.Status)
 	}
 }
 

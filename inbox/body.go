@@ -43,9 +43,10 @@ func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions
 			"> can move this file into `../active/` and so approve its own request. Approve only a request",
 			"> you expected; docs/threat-model.md says how to run agents as another user or in a sandbox.")
 	}
+	w.reaches(p)
 	w.narration(p)
 	if p.Definition == nil {
-		w.agentSays(fm)
+		w.agentSays(p, fm)
 	}
 	switch p.State {
 	case plexus.StatePending:
@@ -97,7 +98,20 @@ func title(p plexus.Pending) string {
 		}
 		return fmt.Sprintf("%s asks for %d capabilities", agent, len(p.Items))
 	case plexus.PendingExtension:
-		return agent + " asks to register an extension"
+		if p.Extension == nil {
+			return agent + " asks to register an extension"
+		}
+		t := agent + " asks to register the extension " + code(p.Extension.Source)
+		var all []plexus.Verb
+		for _, n := range p.Narration {
+			if n.Reach != nil {
+				all = append(all, n.Reach.Verbs...)
+			}
+		}
+		if len(all) > 0 {
+			t += ", which requires " + verbList(all)
+		}
+		return t
 	case plexus.PendingInstall:
 		return agent + " asks to install a source"
 	case plexus.PendingDefinition:
@@ -132,8 +146,15 @@ func (w body) narration(p plexus.Pending) {
 	}
 	if p.Extension != nil || p.Definition != nil {
 		// A registration or a changed definition has no capability items: the gateway's words,
-		// one per entry it would add, are the narration.
-		for _, n := range p.Narration {
+		// one per entry it would add, are the narration, in the manifest's order.
+		ns := slices.Clone(p.Narration)
+		if m := p.Extension; m != nil {
+			pos := func(n plexus.PendingNarration) int {
+				return slices.IndexFunc(m.Capabilities, func(d plexus.ExtensionCapabilityDecl) bool { return extEntryID(m.Source, d.Name) == n.ID })
+			}
+			slices.SortStableFunc(ns, func(a, b plexus.PendingNarration) int { return pos(a) - pos(b) })
+		}
+		for _, n := range ns {
 			if l := oneLine(n.Summary); l != "" {
 				lines = append(lines, "- "+md(l))
 			}
@@ -162,7 +183,7 @@ func (w body) narration(p plexus.Pending) {
 	w.para(lines...)
 }
 
-func (w body) agentSays(fm *header) {
+func (w body) agentSays(p plexus.Pending, fm *header) {
 	lines := []string{"## The agent says", "", "The agent's own words, which Plexus has not checked:", ""}
 	switch {
 	case fm.Bundle == "" && fm.Purpose == "":
@@ -174,7 +195,123 @@ func (w body) agentSays(fm *header) {
 	default:
 		lines = append(lines, "> Task: "+md(fm.Bundle), ">", "> "+md(fm.Purpose))
 	}
+	if m := p.Extension; m != nil {
+		// The manifest's prose is the agent's too: the label and
+		// description say what the author wants the owner to believe.
+		lines = append(lines, ">", "> Extension "+code(m.Source)+": "+md(capRunes(oneLine(m.Label), 120)))
+		for _, d := range m.Capabilities {
+			lines = append(lines, ">", "> "+code(extEntryID(m.Source, d.Name))+": "+md(capRunes(oneLine(d.Label), 120))+
+				" — "+md(capRunes(oneLine(d.Describe), 400)))
+		}
+	}
 	w.para(lines...)
+}
+
+// reaches writes, first, what each entry of the decision really touches and
+// the verbs the gateway requires of it, from the gateway's reading of its
+// route: the program and argv template, the URL, the provider, the members,
+// the secrets. Only an extension's entries (and workflows) have one; a
+// registration whose reach was not recorded says so.
+func (w body) reaches(p plexus.Pending) {
+	var ids []string
+	switch {
+	case p.Extension != nil:
+		for _, d := range p.Extension.Capabilities {
+			if d.Kind != plexus.KindSkill {
+				ids = append(ids, extEntryID(p.Extension.Source, d.Name))
+			}
+		}
+	case p.Definition == nil:
+		for _, it := range p.Items {
+			if reachOf(p.Narration, it.CapabilityID) != nil {
+				ids = append(ids, it.CapabilityID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	lines := []string{"## What it reaches", "", "Read from each entry's route by Plexus (not from the agent's words): this is what runs.", ""}
+	for _, id := range ids {
+		r := reachOf(p.Narration, id)
+		if r == nil {
+			lines = append(lines, "- "+code(id)+": Plexus did not record what it reaches (the request predates this check); deny it and ask again.")
+			continue
+		}
+		lines = append(lines, reachLines(id, *r)...)
+	}
+	w.para(lines...)
+}
+
+// reachLines is one entry's reach: a head line with the verbs it requires
+// (and why, when more than declared), then what it touches.
+func reachLines(id string, r plexus.Reach) []string {
+	head := "- " + code(id) + " requires **" + verbList(r.Verbs) + "**"
+	if len(r.Declared) > 0 && !slices.Equal(plexus.NormalizeVerbs(r.Declared), plexus.NormalizeVerbs(r.Verbs)) {
+		head += " (its author declared " + verbList(r.Declared) + ")"
+	}
+	if r.Why != "" {
+		head += ": " + md(oneLine(r.Why))
+	}
+	head += "."
+	lines := []string{head}
+	if slices.Contains(r.Verbs, plexus.VerbExecute) {
+		lines = append(lines, "  - Execute is never standing: each call asks you again.")
+	}
+	for _, l := range touches(r) {
+		lines = append(lines, "  - "+l)
+	}
+	return lines
+}
+
+// touches says what r reaches, a line each.
+func touches(r plexus.Reach) []string {
+	var out []string
+	switch r.Transport {
+	case plexus.TransportCLI, plexus.TransportStdio:
+		what := "runs " + codeExact(r.Bin)
+		if r.Path != "" {
+			what = "runs " + codeExact(r.Path)
+			if r.Path != r.Bin {
+				what += " (" + codeExact(r.Bin) + " on the daemon's PATH)"
+			}
+		}
+		if len(r.Args) == 0 {
+			what += " with no arguments"
+		} else {
+			args := make([]string, len(r.Args))
+			for i, a := range r.Args {
+				args[i] = codeExact(a)
+			}
+			what += " with the arguments " + strings.Join(args, " ")
+			if r.Transport == plexus.TransportCLI {
+				what += " ({…} is filled from the call's input, one argument each)"
+			}
+		}
+		if r.Transport == plexus.TransportStdio {
+			what += ", kept running, and calls its method " + codeExact(r.Method)
+		}
+		out = append(out, what)
+	case plexus.TransportLocalREST:
+		if r.URL != "" {
+			out = append(out, "sends "+codeExact(r.Method)+" "+codeExact(r.URL))
+		}
+	case plexus.TransportIPC:
+		out = append(out, "asks the ipc provider "+codeExact(r.Provider)+" to run its command "+codeExact(r.Tool))
+	case plexus.TransportWorkflow:
+		ms := make([]string, len(r.Members))
+		for i, m := range r.Members {
+			ms[i] = code(m.ID) + " (" + verbList(m.Verbs) + ")"
+		}
+		out = append(out, "runs, in order, "+strings.Join(ms, ", "))
+	}
+	if r.Unknown != "" {
+		out = append(out, "**Cannot be known:** "+md(oneLine(r.Unknown))+".")
+	}
+	if len(r.Secrets) > 0 {
+		out = append(out, "is handed the secrets "+codes(r.Secrets))
+	}
+	return out
 }
 
 // meaning writes, per capability, what an approval really grants: the
@@ -182,7 +319,7 @@ func (w body) agentSays(fm *header) {
 // constraint and a workflow's members.
 func (w body) meaning(p plexus.Pending) {
 	if m := p.Extension; m != nil {
-		w.extension(*m)
+		w.extension(*m, p.Narration)
 		return
 	}
 	if c := p.Definition; c != nil {
@@ -305,22 +442,28 @@ func (w body) decision(p plexus.Pending, fm *header) {
 	w.para(lines...)
 }
 
-// extension lists what registering an agent's manifest adds. Everything
-// here is the agent's text, shown as code or escaped.
-func (w body) extension(m plexus.ExtensionManifest) {
-	lines := []string{fmt.Sprintf("Plexus registers the source %s (%s) with these entries, as an extension: calling any of them "+
-		"still needs a grant, and every grant of an extension asks you first.", code(m.Source), md(oneLine(m.Label))), ""}
+// extension lists what registering an agent's manifest adds, in the
+// gateway's words; what each entry reaches is under "What it reaches" and
+// the author's prose under "The agent says".
+func (w body) extension(m plexus.ExtensionManifest, narration []plexus.PendingNarration) {
+	lines := []string{fmt.Sprintf("Plexus registers the source %s with these entries, as an extension: calling any of them "+
+		"still needs a grant, and every grant of an extension asks you first.", code(m.Source)), ""}
 	for _, d := range m.Capabilities {
 		t := d.Transport
 		if t == "" {
 			t = m.Transport
 		}
-		verbs := "no verbs"
-		if len(d.Grants) > 0 {
-			verbs = "requires " + verbList(d.Grants)
+		id := extEntryID(m.Source, d.Name)
+		vs := d.Grants
+		if r := reachOf(narration, id); r != nil && len(r.Verbs) > 0 {
+			vs = r.Verbs
 		}
-		lines = append(lines, fmt.Sprintf("- %s: a %s over %s, %s: %s", code(extEntryID(m.Source, d.Name)), md(oneLine(string(d.Kind))),
-			md(oneLine(string(t))), verbs, md(capRunes(oneLine(d.Label), 120))))
+		verbs := "no verbs"
+		if len(vs) > 0 {
+			verbs = "requires " + verbList(vs)
+		}
+		lines = append(lines, fmt.Sprintf("- %s: a %s over %s, %s.", code(id), md(oneLine(string(d.Kind))),
+			md(oneLine(string(t))), verbs))
 	}
 	if len(m.Secrets) > 0 {
 		names := make([]string, len(m.Secrets))

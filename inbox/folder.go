@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // seenFile is what a path held when a pass last looked at it, so that a
@@ -37,6 +37,13 @@ type copyOf struct {
 
 // locate reads every file named after id in the four folders. blind is true
 // when a folder could not be read: absence then proves nothing.
+//
+// Only regular files count. Anything else under a decision's name (a
+// symlink, a FIFO, a socket, a device, a folder) is never opened or
+// followed, is journaled once ([Reconciler.ignore]) and left where it is,
+// and counts as no file: the decision is the journal's, so its file
+// replaced by a link is its file gone (a withdrawal from inbox/, a
+// revocation from active/), and a link the owner moves decides nothing.
 func (r *Reconciler) locate(id string) (here []*copyOf, blind bool) {
 	name := FileName(id)
 	for _, f := range folders {
@@ -44,26 +51,32 @@ func (r *Reconciler) locate(id string) (here []*copyOf, blind bool) {
 		fi, err := os.Lstat(path)
 		if errors.Is(err, os.ErrNotExist) {
 			delete(r.seen, path)
+			delete(r.odd, path)
 			continue
 		}
 		if err != nil {
 			blind = true
 			continue
 		}
-		if !fi.Mode().IsRegular() {
-			// A symlink or a folder under a decision's name: never followed.
-			r.report(id, "not-regular:"+path, "inbox.ignored", plexus.Activity{Target: id,
-				Payload: map[string]any{"folder": f, "problem": "not a regular file (a symlink or a folder); it is ignored"}})
+		var b []byte
+		if fi.Mode().IsRegular() {
+			b, err = ReadFile(path)
+		} else {
+			err = &platform.NotRegularError{Path: path, Kind: platform.KindOf(fi.Mode())}
+		}
+		var nr *platform.NotRegularError
+		switch {
+		case errors.As(err, &nr):
+			delete(r.seen, path)
+			r.ignore(id, f, nr.Kind)
+			continue
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
 			blind = true
 			continue
 		}
-		b, err := readLimited(path)
-		if err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				blind = true
-			}
-			continue
-		}
+		delete(r.odd, path)
 		r.seen[path] = seenFile{info: fi}
 		here = append(here, &copyOf{folder: f, path: path, b: b, sum: Sum(b)})
 	}
@@ -75,17 +88,44 @@ func (r *Reconciler) locate(id string) (here []*copyOf, blind bool) {
 	return here, blind
 }
 
-// readLimited reads at most MaxFileSize+1 bytes: Parse refuses anything
-// longer, and a huge file must not be read whole.
-func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// ignore journals, once for as long as it stays there, that something other
+// than a regular file sits under decision id's name in folder. It is left
+// as it is: Plexus did not write it, so it neither moves nor deletes it, and
+// writes nothing in its place until the owner removes it.
+func (r *Reconciler) ignore(id, folder, kind string) {
+	path := filepath.Join(r.dir(folder), FileName(id))
+	if r.odd[path] == kind {
+		return
 	}
-	defer f.Close()
-	var b bytes.Buffer
-	_, err = b.ReadFrom(io.LimitReader(f, MaxFileSize+1))
-	return b.Bytes(), err
+	r.odd[path] = kind
+	problem := "a " + kind + " is not a decision file: it is never opened or followed, and counts as no file " +
+		"(nothing is decided from it, and a decision whose file it replaced is withdrawn or revoked as for a deleted file); " +
+		"Plexus writes nothing in its place until it is removed"
+	a := &plexus.Activity{ActionType: "inbox.ignored", Target: id,
+		Payload: map[string]any{"folder": folder, "name": FileName(id), "kind": kind, "problem": problem}}
+	r.log.Warn("inbox: not a regular file under a decision's name; ignored", "id", id, "folder", folder, "kind", kind)
+	if err := r.journal(context.Background(), a); err != nil {
+		r.journalFailed(a.ActionType+" "+id, err)
+	}
+}
+
+// absence says how decision id's file left folder, for the reason of the
+// withdrawal or revocation it makes.
+func (r *Reconciler) absence(id, folder string) string {
+	if kind, ok := r.odd[filepath.Join(r.dir(folder), FileName(id))]; ok {
+		return "its file in " + folder + "/ was replaced by a " + kind
+	}
+	return "its file was deleted from " + folder + "/"
+}
+
+// ReadFile reads the decision file at path: at most [MaxFileSize]+1 bytes
+// (Parse refuses anything longer, and a huge file must not be read whole),
+// and only from a regular file ([platform.OpenRegular]): a symlink is never
+// followed and a FIFO never waited on, but is an error wrapping
+// *[platform.NotRegularError]. `plexus approve` and `plexus reject` read
+// through it too.
+func ReadFile(path string) ([]byte, error) {
+	return platform.ReadRegular(path, MaxFileSize+1)
 }
 
 // freeName is id's file name in folder, or, when that is taken, a name
@@ -106,11 +146,18 @@ func (r *Reconciler) freeName(folder, id string) (string, error) {
 // put writes b as folder/<id>.md (unless it holds b already), records it
 // together with rows, then removes the copies in drop that still hold what
 // they held when looked at. The order (write, record, remove) means a crash
-// at any point leaves a file the next pass recognizes.
+// at any point leaves a file the next pass recognizes. Where something other
+// than a regular file holds the name, nothing is written, recorded or
+// removed: the error wraps *[platform.NotRegularError].
 func (r *Reconciler) put(ctx context.Context, id, folder string, b []byte, drop []*copyOf, rows ...*plexus.Activity) error {
 	dir, name := r.dir(folder), FileName(id)
 	path := filepath.Join(dir, name)
-	if cur, err := readLimited(path); err != nil || !bytes.Equal(cur, b) {
+	cur, err := ReadFile(path)
+	var nr *platform.NotRegularError
+	if errors.As(err, &nr) {
+		return fmt.Errorf("put %s in %s/: %w", id, folder, err)
+	}
+	if err != nil || !bytes.Equal(cur, b) {
 		if err := WriteAtomic(dir, name, b); err != nil {
 			return err
 		}
@@ -149,10 +196,12 @@ func (r *Reconciler) drop(stale []*copyOf) error {
 }
 
 // removeIf removes c's file if it still holds what it held when read: an
-// edit saved since is the owner's and stays.
+// edit saved since is the owner's and stays, and so does anything put in
+// its place that is not a regular file.
 func removeIf(c *copyOf) error {
-	b, err := readLimited(c.path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := ReadFile(c.path)
+	var nr *platform.NotRegularError
+	if errors.Is(err, os.ErrNotExist) || errors.As(err, &nr) {
 		return nil
 	} else if err != nil {
 		return err
@@ -202,6 +251,16 @@ func (r *Reconciler) journal(ctx context.Context, a *plexus.Activity) error {
 	return r.store.Update(ctx, false, func(tx plexus.StateTx) error { return tx.Record(a) })
 }
 
+// journalFailed hands a row the reconciler went on without to
+// Config.JournalFailed, or logs it.
+func (r *Reconciler) journalFailed(what string, err error) {
+	if r.cfg.JournalFailed != nil {
+		r.cfg.JournalFailed(what, err)
+		return
+	}
+	r.log.Error("inbox: journal write failed", "what", what, "err", err)
+}
+
 // report journals a problem the owner must fix by hand, once for as long
 // as it stays the same problem.
 func (r *Reconciler) report(id, key, action string, a plexus.Activity) {
@@ -212,6 +271,6 @@ func (r *Reconciler) report(id, key, action string, a plexus.Activity) {
 	a.ActionType = action
 	r.log.Warn("inbox: "+action, "id", id, "detail", a.Payload)
 	if err := r.journal(context.Background(), &a); err != nil {
-		r.log.Error("inbox: journal a problem", "id", id, "err", err)
+		r.journalFailed(action+" "+id, err)
 	}
 }

@@ -56,6 +56,11 @@ type Config struct {
 	// Interval is the period of the full reconcile that runs without any
 	// hint (a standing grant's window ends with no file event). Default 30s.
 	Interval time.Duration
+	// JournalFailed, when set, is told of a journal row the reconciler
+	// could not write where it went on without it (a problem reported to
+	// the owner); it logs and counts the failure for `plexus status`. Nil
+	// means the failure is only logged.
+	JournalFailed func(what string, err error)
 	// Installed reports whether a source is registered: an approved
 	// extension's file stands in active/ while its source is. Nil means
 	// none is.
@@ -100,6 +105,7 @@ type Reconciler struct {
 	missing  map[string]time.Time           // decision id → when its file was first seen gone
 	recheck  map[string]time.Time           // decision id → when to look at its broken, still-changing file again
 	reported map[string]string              // decision id → the problem last journaled for it
+	odd      map[string]string              // path → the kind of the non-regular file journaled there
 }
 
 // New returns a Reconciler over cfg.Home that reads and records through
@@ -130,7 +136,7 @@ func New(cfg Config, store plexus.Store, dec Decider) (*Reconciler, error) {
 		wake: make(chan struct{}, 1), touched: map[string]bool{}, dirs: map[string]bool{},
 		records: map[string]plexus.DecisionFile{}, seen: map[string]seenFile{}, missing: map[string]time.Time{},
 		recheck:  map[string]time.Time{},
-		reported: map[string]string{}}, nil
+		reported: map[string]string{}, odd: map[string]string{}}, nil
 }
 
 // Touch asks for decision id's file to be looked at: it was put up,
@@ -247,7 +253,8 @@ func (r *Reconciler) load(ctx context.Context) error {
 
 // cleanScratch removes the temporary files a WriteAtomic interrupted by a
 // crash left behind (".<id>.md.tmp…"). Only old ones: `plexus approve` may
-// be writing one right now.
+// be writing one right now. Only regular files: anything else under such a
+// name is not a file the daemon wrote.
 func (r *Reconciler) cleanScratch() {
 	for _, f := range folders {
 		dir := r.dir(f)
@@ -257,11 +264,15 @@ func (r *Reconciler) cleanScratch() {
 		}
 		for _, e := range entries {
 			n := e.Name()
-			if !strings.HasPrefix(n, "."+IDPrefix) || !strings.Contains(n, Ext+".tmp") {
+			if !e.Type().IsRegular() || !strings.HasPrefix(n, "."+IDPrefix) || !strings.Contains(n, Ext+".tmp") {
 				continue
 			}
-			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
-				_ = os.Remove(filepath.Join(dir, n))
+			fi, err := e.Info()
+			if err != nil || time.Since(fi.ModTime()) <= time.Minute {
+				continue
+			}
+			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				r.log.Warn("inbox: remove a left-over temporary file", "folder", f, "name", n, "err", err)
 			}
 		}
 	}

@@ -76,21 +76,42 @@ type fmDefinition struct {
 }
 
 // fmExtension is an extension registration's manifest, as the owner reads
-// it: the source and each entry with what it requires and its wire. It is
-// Plexus's own: edits to it change nothing (the journal's copy is approved).
+// it: the source and each entry with what it requires and what it reaches.
+// It is Plexus's own: edits to it change nothing (the journal's copy is
+// approved). The label is the agent's words, and named so.
 type fmExtension struct {
-	Source    string    `yaml:"source"`
-	Label     string    `yaml:"label"`
-	Transport string    `yaml:"transport"`
-	Entries   []fmEntry `yaml:"entries"`
-	Secrets   []string  `yaml:"secrets,omitempty,flow"`
+	Source     string    `yaml:"source"`
+	AgentLabel string    `yaml:"agent_label"`
+	Transport  string    `yaml:"transport"`
+	Entries    []fmEntry `yaml:"entries"`
+	Secrets    []string  `yaml:"secrets,omitempty,flow"`
 }
 
+// fmEntry is one entry a registration adds: the verbs the gateway requires
+// of it (declared: what its author wrote, when that is less; why: the
+// reason) and what it reaches.
 type fmEntry struct {
 	ID        string   `yaml:"id"`
 	Kind      string   `yaml:"kind"`
 	Verbs     []string `yaml:"verbs,flow"`
+	Declared  []string `yaml:"declared,omitempty,flow"`
+	Why       string   `yaml:"why,omitempty"`
 	Transport string   `yaml:"transport"`
+	Reaches   *fmReach `yaml:"reaches,omitempty"`
+}
+
+// fmReach is a [plexus.Reach] in the file: every field one line.
+type fmReach struct {
+	Bin      string   `yaml:"bin,omitempty"`
+	Path     string   `yaml:"path,omitempty"`
+	Args     []string `yaml:"args,omitempty,flow"`
+	Method   string   `yaml:"method,omitempty"`
+	URL      string   `yaml:"url,omitempty"`
+	Provider string   `yaml:"provider,omitempty"`
+	Tool     string   `yaml:"tool,omitempty"`
+	Members  []string `yaml:"members,omitempty,flow"`
+	Secrets  []string `yaml:"secrets,omitempty,flow"`
+	Unknown  string   `yaml:"unknown,omitempty"`
 }
 
 type fmCapability struct {
@@ -194,24 +215,7 @@ func headerOf(p plexus.Pending, opts RenderOptions) (*header, error) {
 		fm.Bundle = capRunes(oneLine(p.Bundle.Name), maxBundleName)
 	}
 	if m := p.Extension; m != nil {
-		x := &fmExtension{Source: oneLine(m.Source), Label: capRunes(oneLine(m.Label), 120), Transport: oneLine(string(m.Transport)),
-			Entries: []fmEntry{}}
-		for _, d := range m.Capabilities {
-			t := d.Transport
-			if t == "" {
-				t = m.Transport
-			}
-			verbs := make([]string, 0, len(d.Grants))
-			for _, v := range plexus.NormalizeVerbs(d.Grants) {
-				verbs = append(verbs, string(v))
-			}
-			x.Entries = append(x.Entries, fmEntry{ID: oneLine(extEntryID(m.Source, d.Name)), Kind: oneLine(string(d.Kind)),
-				Verbs: verbs, Transport: oneLine(string(t))})
-		}
-		for _, sr := range m.Secrets {
-			x.Secrets = append(x.Secrets, oneLine(sr.Name))
-		}
-		fm.Extension = x
+		fm.Extension = extensionOf(*m, p.Narration)
 	}
 	if c := p.Definition; c != nil {
 		fm.Definition = &fmDefinition{Source: oneLine(c.Source), Entry: oneLine(c.EntryID), Primitive: oneLine(c.Primitive),
@@ -231,6 +235,90 @@ func headerOf(p plexus.Pending, opts RenderOptions) (*header, error) {
 		fm.Capabilities = append(fm.Capabilities, c)
 	}
 	return fm, nil
+}
+
+// extensionOf is a registration's frontmatter: each entry with the verbs
+// and reach the gateway recorded in its narration.
+func extensionOf(m plexus.ExtensionManifest, narration []plexus.PendingNarration) *fmExtension {
+	x := &fmExtension{Source: oneLine(m.Source), AgentLabel: capRunes(oneLine(m.Label), 120), Transport: oneLine(string(m.Transport)),
+		Entries: []fmEntry{}}
+	for _, d := range m.Capabilities {
+		t := d.Transport
+		if t == "" {
+			t = m.Transport
+		}
+		id := extEntryID(m.Source, d.Name)
+		e := fmEntry{ID: oneLine(id), Kind: oneLine(string(d.Kind)), Verbs: words(d.Grants), Transport: oneLine(string(t))}
+		if r := reachOf(narration, id); r != nil {
+			if !slices.Equal(plexus.NormalizeVerbs(r.Verbs), plexus.NormalizeVerbs(d.Grants)) && len(r.Verbs) > 0 {
+				e.Verbs, e.Declared = words(r.Verbs), words(d.Grants)
+			}
+			e.Why = oneLine(r.Why)
+			e.Reaches = fmReachOf(*r)
+		}
+		x.Entries = append(x.Entries, e)
+	}
+	for _, sr := range m.Secrets {
+		x.Secrets = append(x.Secrets, oneLine(sr.Name))
+	}
+	return x
+}
+
+// reachOf finds the reach the gateway recorded for entry id, or nil.
+func reachOf(narration []plexus.PendingNarration, id string) *plexus.Reach {
+	i := slices.IndexFunc(narration, func(n plexus.PendingNarration) bool { return n.ID == id && n.Reach != nil })
+	if i < 0 {
+		return nil
+	}
+	return narration[i].Reach
+}
+
+func fmReachOf(r plexus.Reach) *fmReach {
+	f := &fmReach{Bin: exact(r.Bin), Path: exact(r.Path), Args: exacts(r.Args), Method: exact(r.Method), URL: exact(r.URL),
+		Provider: exact(r.Provider), Tool: exact(r.Tool), Secrets: exacts(r.Secrets), Unknown: oneLine(r.Unknown)}
+	for _, m := range r.Members {
+		f.Members = append(f.Members, oneLine(m.ID)+" ("+verbList(m.Verbs)+")")
+	}
+	return f
+}
+
+// words is vs in canonical order, as strings.
+func words(vs []plexus.Verb) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range plexus.NormalizeVerbs(vs) {
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// exacts is each of ss through [exact].
+func exacts(ss []string) []string {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = exact(s)
+	}
+	return out
+}
+
+// exact keeps s byte for byte where it can be read as it is (what runs must
+// be shown as it runs: two spaces stay two) and writes every character that
+// would hide, break or reorder the text (controls, line breaks, bidi and
+// other format characters) as a visible \u{…} escape. Invalid UTF-8
+// becomes U+FFFD.
+func exact(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			fmt.Fprintf(&b, "\\u{%04x}", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func capabilityOf(it plexus.PendingItem) (fmCapability, error) {
@@ -363,6 +451,23 @@ func md(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// codeExact writes s through [exact] as an inline code span; an empty
+// argument shows as `""`.
+func codeExact(s string) string {
+	s = exact(s)
+	if s == "" {
+		return "`\"\"`"
+	}
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }
 
 // code writes s as an inline code span, whose content markdown never

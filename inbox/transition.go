@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // state is what the journal holds for one decision.
@@ -146,6 +147,15 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 	} else {
 		err = r.decided(ctx, s, c, stale)
 	}
+	var nr *platform.NotRegularError
+	if errors.As(err, &nr) {
+		// The file belongs where something not a regular file holds its
+		// name (journaled by locate, or by the next look if it was put
+		// there since). The journal's decision stands; its file waits
+		// where it is until the owner removes what is in the way.
+		r.log.Debug("inbox: a decision's file cannot be placed", "id", id, "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -187,7 +197,7 @@ func (r *Reconciler) pending(ctx context.Context, s state, c *copyOf, stale []*c
 			return nil
 		}
 		return r.settle(ctx, s, nil, stale, plexus.Decision{PendingID: p.ID, Withdraw: true, DecidedBy: r.cfg.Owner(), Via: plexus.ViaFile,
-			Reason: "its file was deleted from inbox/"})
+			Reason: r.absence(p.ID, plexus.FolderInbox)})
 	}
 	switch c.folder {
 	case plexus.FolderInbox:
@@ -244,7 +254,7 @@ func (r *Reconciler) annotateBroken(p *plexus.Pending, c *copyOf) error {
 	if bytes.Equal(b, c.b) {
 		return nil
 	}
-	if cur, rerr := readLimited(c.path); rerr != nil || Sum(cur) != c.sum {
+	if cur, rerr := ReadFile(c.path); rerr != nil || Sum(cur) != c.sum {
 		return nil // changed again meanwhile: the next look sees the new text
 	}
 	if err := WriteAtomic(filepath.Dir(c.path), filepath.Base(c.path), b); err != nil {
@@ -395,7 +405,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		if !r.gone(p.ID) {
 			return nil
 		}
-		return r.revoke(ctx, s, nil, stale, "its file was deleted from active/")
+		return r.revoke(ctx, s, nil, stale, r.absence(p.ID, plexus.FolderActive))
 	}
 	delete(r.missing, p.ID) // whatever was missing is settled below
 	if c == nil {

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
+
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // Sum is the hex sha256 of b. The daemon keeps the Sum of every file it
@@ -23,13 +26,20 @@ func Sum(b []byte) string {
 // recognizes), syncs it, renames it over name and syncs dir. The file is
 // 0600. name must be a plain file name.
 //
-// WriteAtomic replaces whatever dir/name holds. Comparing the file's [Sum]
-// with the one last written is the caller's job, and a rename cannot be
-// conditional: an edit saved between that check and the rename is lost, so
-// callers keep the window short and check again afterwards.
+// WriteAtomic replaces the regular file dir/name holds, if any. Anything
+// else under the name (a symlink, a FIFO, a socket, a device, a folder) is
+// left as it is and the error wraps *[platform.NotRegularError]: the rename
+// would neither follow nor open it, but it is not the daemon's to remove.
+// Comparing the file's [Sum] with the one last written is the caller's job,
+// and a rename cannot be conditional: an edit saved between that check and
+// the rename is lost, so callers keep the window short and check again
+// afterwards.
 func WriteAtomic(dir, name string, b []byte) (err error) {
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
 		return fmt.Errorf("write %q: not a plain file name", name)
+	}
+	if err := platform.CheckReplaceable(filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	f, err := os.CreateTemp(dir, "."+name+".tmp*")
 	if err != nil {
@@ -62,9 +72,10 @@ func WriteAtomic(dir, name string, b []byte) (err error) {
 	return syncDir(dir)
 }
 
-// syncDir makes a rename in dir durable.
+// syncDir makes a rename in dir durable. O_DIRECTORY: a FIFO put in the
+// folder's place is refused, never waited on.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}

@@ -2,9 +2,7 @@ package journal
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,8 @@ import (
 )
 
 // Record is the single write path of the activity journal. It redacts the
-// payload, chains the row to the one before it and inserts it in the
+// payload, chains the row to the one before it (keyed: [chainer.rowHash])
+// and inserts it in the
 // caller's transaction; any failure is returned so the whole transaction
 // rolls back (nothing happens without its audit row). On success a.TS is
 // the stored time (UTC) and a.Payload the redacted payload actually stored.
@@ -51,7 +50,7 @@ func (t *tx) Record(a *plexus.Activity) error {
 		PrevHash:   prev,
 	}
 	row.canonical = appendCanonicalRow(make([]byte, 0, len(payloadText)+256), &row)
-	row.Hash = chainHash(prev, row.canonical)
+	row.Hash = t.db.chain.rowHash(prev, row.canonical)
 	res, err := t.exec(`INSERT INTO activity
 		(ts, trace_id, actor, agent_id, action_type, target, payload, prev_hash, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -108,26 +107,14 @@ type canonicalRow struct {
 	Payload    json.RawMessage `json:"payload"`
 }
 
-// rowHash computes hex(sha256(prev_hash || canonical JSON)) for r, from the
-// stored texts alone (verify's view of a row).
-func rowHash(r mirrorRow) (string, error) {
-	c, err := encodeCanonical(canonicalRow{
+// canonicalOf is the hashed content of r from its stored texts alone
+// (verify's view of a row): encodeCanonical compacts a payload column that
+// something other than Record wrote.
+func canonicalOf(r *mirrorRow) ([]byte, error) {
+	return encodeCanonical(canonicalRow{
 		TS: r.TS, TraceID: r.TraceID, Actor: r.Actor, AgentID: r.AgentID,
 		ActionType: r.ActionType, Target: r.Target, Payload: r.Payload,
 	})
-	if err != nil {
-		return "", err
-	}
-	return chainHash(r.PrevHash, c), nil
-}
-
-// chainHash is hex(sha256(prev || canonical)).
-func chainHash(prev string, canonical []byte) string {
-	h := sha256.New()
-	h.Write([]byte(prev))
-	h.Write(canonical)
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // encodeCanonical is compact JSON with HTML escaping off (so a script in any

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -50,7 +51,7 @@ func TestRecord(t *testing.T) {
 			}
 			prev = a.Hash
 		}
-		rep, err := td.Verify(context.Background())
+		rep, err := td.Verify(context.Background(), td.vopts())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,8 +60,8 @@ func TestRecord(t *testing.T) {
 		}
 	})
 
-	// The hash is documented so that scripts can check it: recompute it
-	// here from the raw columns exactly as docs say.
+	// The hash is documented so that scripts holding the key can check
+	// it: recompute it here from the raw columns exactly as docs say.
 	t.Run("HashIsDocumented", func(t *testing.T) {
 		td := mustOpen(t)
 		recordN(t, td, 2)
@@ -73,8 +74,9 @@ func TestRecord(t *testing.T) {
 		}
 		canonical := fmt.Sprintf(`{"ts":%q,"trace_id":%q,"actor":%q,"agent_id":%q,"action_type":%q,"target":%q,"payload":%s}`,
 			ts, trace, actor, agent, typ, target, payload)
-		sum := sha256.Sum256([]byte(prev + canonical))
-		if got := hex.EncodeToString(sum[:]); got != hash {
+		mac := hmac.New(sha256.New, testKey)
+		mac.Write([]byte(prev + canonical))
+		if got := hex.EncodeToString(mac.Sum(nil)); got != hash {
 			t.Errorf("documented hash = %s, stored %s (canonical %s)", got, hash, canonical)
 		}
 		if want := "2025-03-14T15:09:27.535897932Z"; ts != want {
@@ -115,7 +117,7 @@ func TestRecord(t *testing.T) {
 			}
 			return nil
 		})
-		if rep, err := td.Verify(context.Background()); err != nil || !rep.OK || rep.Rows != 3 {
+		if rep, err := td.Verify(context.Background(), td.vopts()); err != nil || !rep.OK || rep.Rows != 3 {
 			t.Errorf("Verify = %+v, %v; want 3 rows OK", rep, err)
 		}
 	})
@@ -130,28 +132,30 @@ func TestVerify(t *testing.T) {
 		{
 			name:   "Edited",
 			tamper: `UPDATE activity SET payload = '{"n":99}' WHERE id = 3`,
-			want:   []Problem{{ID: 3, Kind: ProblemEdited}},
+			// The mirror, written at commit, still has the row as it was.
+			want: []Problem{{ID: 3, Kind: ProblemEdited}, {ID: 3, Kind: ProblemMirror}},
 		},
 		{
 			name:   "EditedWithHash",
 			tamper: `UPDATE activity SET target = 'x', hash = 'f00d' WHERE id = 3`,
 			// Row 4's broken link to row 3 is the same problem, not a second.
-			want: []Problem{{ID: 3, Kind: ProblemEdited}},
+			want: []Problem{{ID: 3, Kind: ProblemEdited}, {ID: 3, Kind: ProblemMirror}},
 		},
 		{
 			name:   "Deleted",
 			tamper: `DELETE FROM activity WHERE id = 3`,
-			want:   []Problem{{ID: 3, Kind: ProblemDeleted}},
+			want:   []Problem{{ID: 3, Kind: ProblemDeleted}, {ID: 3, Kind: ProblemMirror}},
 		},
 		{
 			name:   "DeletedFirst",
 			tamper: `DELETE FROM activity WHERE id = 1`,
-			want:   []Problem{{ID: 1, Kind: ProblemDeleted}},
+			want:   []Problem{{ID: 1, Kind: ProblemDeleted}, {ID: 1, Kind: ProblemMirror}},
 		},
 		{
 			name:   "DeletedLast",
 			tamper: `DELETE FROM activity WHERE id = 5`,
-			want:   []Problem{{ID: 5, Kind: ProblemDeleted}},
+			// sqlite_sequence, the anchor and the mirror each notice.
+			want: []Problem{{ID: 5, Kind: ProblemDeleted}, {ID: 5, Kind: ProblemTruncated}, {ID: 5, Kind: ProblemMirror}},
 		},
 		{
 			name: "Reordered",
@@ -159,7 +163,7 @@ func TestVerify(t *testing.T) {
 				UPDATE activity SET id = 3 WHERE id = 4;
 				UPDATE activity SET id = 4 WHERE id = 100;`,
 			// Row 5 is intact, but what now precedes it is not what it followed.
-			want: []Problem{{ID: 3, Kind: ProblemReordered}, {ID: 4, Kind: ProblemReordered}, {ID: 5, Kind: ProblemReordered}},
+			want: []Problem{{ID: 3, Kind: ProblemReordered}, {ID: 3, Kind: ProblemMirror}, {ID: 4, Kind: ProblemReordered}, {ID: 5, Kind: ProblemReordered}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +173,7 @@ func TestVerify(t *testing.T) {
 			if _, err := raw.Exec(tc.tamper); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := td.Verify(context.Background())
+			rep, err := td.Verify(context.Background(), td.vopts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +195,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("Empty", func(t *testing.T) {
 		td := mustOpen(t)
-		rep, err := td.Verify(context.Background())
+		rep, err := td.Verify(context.Background(), td.vopts())
 		if err != nil || !rep.OK || rep.Rows != 0 {
 			t.Errorf("Verify on an empty journal = %+v, %v", rep, err)
 		}
@@ -205,7 +209,7 @@ func TestVerify(t *testing.T) {
 			return errBoom
 		})
 		recordN(t, td, 1)
-		if rep, err := td.Verify(context.Background()); err != nil || !rep.OK {
+		if rep, err := td.Verify(context.Background(), td.vopts()); err != nil || !rep.OK {
 			t.Errorf("Verify after a rolled-back Record = %+v, %v; want OK", rep, err)
 		}
 	})

@@ -83,8 +83,8 @@ func TestCanonicalMatchesEncodingJSON(t *testing.T) {
 			if err != nil || !bytes.Equal(line, wantLine) {
 				t.Errorf("appendMirrorLine = %s, %v\nwant              %s", line, err, wantLine)
 			}
-			if h, err := rowHash(r); err != nil || h != chainHash(r.PrevHash, r.canonical) {
-				t.Errorf("rowHash = %s, %v; Record's hash %s", h, err, chainHash(r.PrevHash, r.canonical))
+			if c, err := canonicalOf(&r); err != nil || !bytes.Equal(c, r.canonical) {
+				t.Errorf("canonicalOf = %s, %v; Record's %s", c, err, r.canonical)
 			}
 		}
 	})

@@ -35,6 +35,14 @@ type Options struct {
 	// RetentionDays is how many days of mirror files are kept; 0 means
 	// [DefaultRetentionDays].
 	RetentionDays int
+	// ChainKey keys the activity chain (HMAC-SHA256) and MACs the anchor.
+	// It is required, at least [MinChainKeyBytes] long, and must be kept
+	// outside journal.db (cmd reads PLEXUS_HOME/chain-key): whoever holds
+	// the database but not the key cannot rewrite the chain unnoticed.
+	ChainKey []byte
+	// AnchorPath is the file the chain's head is anchored in after every
+	// commit (see anchor.go); "" turns the anchor off.
+	AnchorPath string
 }
 
 // DB is an open journal.db. It is safe for concurrent use.
@@ -52,8 +60,10 @@ type DB struct {
 	r      *sql.DB
 	clock  func() time.Time
 	log    *slog.Logger
-	mirror *mirror // nil when Options.AuditDir is ""
-	group  group   // non-durable Updates waiting to be group-committed
+	mirror *mirror     // nil when Options.AuditDir is ""
+	anchor *anchorFile // nil when Options.AnchorPath is ""
+	chain  *chainer    // nil for OpenReader, which never writes a row
+	group  group       // non-durable Updates waiting to be group-committed
 }
 
 var _ plexus.Store = (*DB)(nil)
@@ -72,10 +82,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.RetentionDays <= 0 {
 		opts.RetentionDays = DefaultRetentionDays
 	}
+	chain, err := newChainer(opts.ChainKey)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
 	if err := prepareFiles(path); err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	db := &DB{clock: opts.Clock, log: opts.Logger}
+	db := &DB{clock: opts.Clock, log: opts.Logger, chain: chain}
 
 	w, err := sql.Open("sqlite3", dsn(path, url.Values{
 		"_journal_mode":    {"WAL"},
@@ -97,16 +111,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	if err := migrate(ctx, w); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open journal: %w", err)
-	}
-
-	if db.r, err = openReaders(ctx, path); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open journal: %w", err)
-	}
-
+	// The mirror is open before the migration, which may record a row.
 	if opts.AuditDir != "" {
 		m, err := openMirror(opts.AuditDir, opts.RetentionDays, opts.Clock, opts.Logger)
 		if err != nil {
@@ -114,6 +119,20 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
 		db.mirror = m
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if db.r, err = openReaders(ctx, path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if opts.AnchorPath != "" {
+		if err := db.openAnchor(ctx, opts.AnchorPath); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
 	}
 	return db, nil
 }
@@ -217,7 +236,7 @@ func (db *DB) checkWAL(ctx context.Context) error {
 }
 
 // Close closes the readers, then the writer (the last connection to close
-// checkpoints the WAL), then the mirror file.
+// checkpoints the WAL), then the mirror and anchor files.
 func (db *DB) Close() error {
 	var errs []error
 	if db.r != nil {
@@ -228,6 +247,9 @@ func (db *DB) Close() error {
 	}
 	if db.mirror != nil {
 		errs = append(errs, db.mirror.close())
+	}
+	if db.anchor != nil {
+		errs = append(errs, db.anchor.close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close journal: %w", err)
@@ -311,11 +333,36 @@ func (db *DB) Update(ctx context.Context, durable bool, fn func(tx plexus.StateT
 		return fmt.Errorf("journal update: commit: %w", err)
 	}
 	committed = true
-	// Still holding the writer: mirror lines are appended in commit order.
-	if db.mirror != nil && len(t.recorded) > 0 {
-		db.mirror.append(t.recorded, true)
-	}
+	db.committed(t.recorded, true)
 	return nil
+}
+
+// committed hands the rows of a commit to the audit mirror and advances the
+// anchor to the last of them. The caller still holds the writer connection,
+// so both see commits in commit order; neither can fail the commit, which
+// has happened: a failure is logged and counted ([DB.MirrorErrors],
+// [DB.AnchorErrors]) and verify reports what it left behind.
+func (db *DB) committed(rows []mirrorRow, durable bool) {
+	if len(rows) == 0 {
+		return
+	}
+	if db.mirror != nil {
+		db.mirror.append(rows, durable)
+	}
+	if db.anchor != nil {
+		last := rows[len(rows)-1]
+		if err := db.anchor.advance(last.ID, last.Hash, durable); err != nil {
+			db.log.Error("journal anchor", "path", db.anchor.path, "row", last.ID, "err", err)
+		}
+	}
+}
+
+// AnchorErrors reports how many anchor writes have failed since Open.
+func (db *DB) AnchorErrors() int {
+	if db.anchor == nil {
+		return 0
+	}
+	return int(db.anchor.errs.Load())
 }
 
 // restoreSync puts the writer back to synchronous=NORMAL. If that fails the

@@ -40,7 +40,7 @@ func TestOpen(t *testing.T) {
 
 	t.Run("Reopen", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "journal.db")
-		db, err := Open(context.Background(), path, Options{})
+		db, err := Open(context.Background(), path, Options{ChainKey: testKey})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw.Close()
-		db, err := Open(context.Background(), path, Options{})
+		db, err := Open(context.Background(), path, Options{ChainKey: testKey})
 		if err == nil {
 			db.Close()
 			t.Fatal("Open succeeded on a schema newer than the build")
@@ -319,7 +319,7 @@ func TestOpenReader(t *testing.T) {
 		if err != nil || len(rows) != 3 {
 			t.Errorf("Activity through OpenReader = %d rows, %v; want 3", len(rows), err)
 		}
-		if rep, err := r.Verify(context.Background()); err != nil || !rep.OK {
+		if rep, err := r.Verify(context.Background(), td.vopts()); err != nil || !rep.OK {
 			t.Errorf("Verify through OpenReader = %+v, %v", rep, err)
 		}
 		err = r.Update(context.Background(), false, func(tx plexus.StateTx) error { return tx.SetMeta("k", "v") })

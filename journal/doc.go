@@ -17,7 +17,7 @@
 // a careless payload carries. It must never open or close the database files
 // with os calls while SQLite has them open (closing any descriptor of a file
 // drops that process's POSIX locks on it), and it never writes outside the
-// database and the audit directory it is given.
+// database, the audit directory and the anchor file it is given.
 //
 // # Storage conventions
 //
@@ -31,8 +31,11 @@
 // The activity chain: each row stores the hash of the row before it
 // (prev_hash, "" for the first row) and its own hash,
 //
-//	hash = hex(sha256(prev_hash || canonical))
+//	hash = hex(HMAC-SHA256(chain key, prev_hash || canonical))
 //
+// (rows written before the key, up to the boundary in meta
+// chain.keyed_after, keep hex(sha256(prev_hash || canonical)); see
+// chain.go), and the head is anchored outside the database (anchor.go).
 // where prev_hash is the previous row's hex text and canonical is the compact
 // JSON object {"ts","trace_id","actor","agent_id","action_type","target",
 // "payload"} in that key order, with the column values as stored (payload is

@@ -310,9 +310,7 @@ func (b *batch) run(conn *sql.Conn) {
 			w.err, w.settled = nil, true
 		}
 	}
-	if b.db.mirror != nil && len(rows) > 0 {
-		b.db.mirror.append(rows, false)
-	}
+	b.db.committed(rows, false)
 }
 
 // call runs w's fn, turning a panic into errPanicked (the panic is kept for

@@ -69,7 +69,7 @@ func enqueue(t *testing.T, db *DB, ctx context.Context, fn func(plexus.StateTx) 
 func checkJournal(t *testing.T, td *testDB, want int) []plexus.Activity {
 	t.Helper()
 	ctx := context.Background()
-	rep, err := td.Verify(ctx)
+	rep, err := td.Verify(ctx, td.vopts())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"path/filepath"
@@ -35,12 +36,21 @@ func (c *clock) Set(t time.Time) {
 // exercised by every test.
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
 
+// testKey is the chain key of the test journals.
+var testKey = bytes.Repeat([]byte{0x5a}, MinChainKeyBytes)
+
 // testDB is an open journal in a temp dir with its paths and clock.
 type testDB struct {
 	*DB
-	path  string
-	audit string
-	clock *clock
+	path   string
+	audit  string
+	anchor string
+	clock  *clock
+}
+
+// vopts are the verify options matching how td was opened.
+func (td *testDB) vopts() VerifyOptions {
+	return VerifyOptions{Key: testKey, AnchorPath: td.anchor, AuditDir: td.audit}
 }
 
 // mustOpen opens a fresh journal in t.TempDir() with an audit mirror and a
@@ -49,16 +59,20 @@ func mustOpen(tb testing.TB) *testDB {
 	tb.Helper()
 	dir := tb.TempDir()
 	td := &testDB{
-		path:  filepath.Join(dir, "journal.db"),
-		audit: filepath.Join(dir, "audit"),
-		clock: newClock(t0),
+		path:   filepath.Join(dir, "journal.db"),
+		audit:  filepath.Join(dir, "audit"),
+		anchor: filepath.Join(dir, "journal.anchor"),
+		clock:  newClock(t0),
 	}
-	td.DB = mustOpenAt(tb, td.path, Options{AuditDir: td.audit, Clock: td.clock.Now})
+	td.DB = mustOpenAt(tb, td.path, Options{AuditDir: td.audit, AnchorPath: td.anchor, Clock: td.clock.Now})
 	return td
 }
 
 func mustOpenAt(tb testing.TB, path string, opts Options) *DB {
 	tb.Helper()
+	if opts.ChainKey == nil {
+		opts.ChainKey = testKey
+	}
 	db, err := Open(context.Background(), path, opts)
 	if err != nil {
 		tb.Fatalf("Open(%q): %v", path, err)

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
@@ -11,8 +10,11 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
 }
+
+// schemaKeyed is the version whose step keys the activity chain.
+const schemaKeyed = 4
 
 // schemaV1 creates everything. Times are fixed-width RFC 3339 UTC text (see
 // the package doc), credential hashes BLOBs, structured fields JSON text.
@@ -200,14 +202,33 @@ CREATE TABLE pins (
 );
 `
 
+// schemaV4 keys the activity chain. It changes no table: its work is Go
+// ([tx.keyChain], run in the same transaction), which checks the existing
+// plain SHA-256 chain, records where the keyed chain starts (meta
+// chain.keyed_after) and records the first keyed row. The version bump also
+// keeps older builds, which would append unkeyed rows, from opening the
+// journal.
+const schemaV4 = ``
+
+// schemaV5 indexes the rows of calls made with an idempotencyKey by the
+// keyed hash their payload carries (idemHash), so that a retry finds the
+// earlier call's invoke.started row, before dispatch and across restarts.
+// The index is partial: rows without an idemHash cost it nothing but the
+// WHERE test.
+const schemaV5 = `
+CREATE INDEX activity_idem ON activity(json_extract(payload, '$.idemHash'))
+	WHERE action_type IN ('invoke.started', 'invoke.ok', 'invoke.failed')
+	  AND json_extract(payload, '$.idemHash') IS NOT NULL;
+`
+
 // migrate applies the steps db has not run yet, each in its own write
 // transaction together with the user_version bump, so a crash mid-way leaves
 // the database at a clean version.
-func migrate(ctx context.Context, db *sql.DB) error {
+func (db *DB) migrate(ctx context.Context) error {
 	steps := migrations()
 	for {
 		var v int
-		if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		switch {
@@ -216,32 +237,46 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		case v == len(steps):
 			return nil
 		}
-		if err := applyStep(ctx, db, v, steps[v]); err != nil {
+		if err := db.applyStep(ctx, v, steps[v]); err != nil {
 			return fmt.Errorf("migrate to version %d: %w", v+1, err)
 		}
 	}
 }
 
-func applyStep(ctx context.Context, db *sql.DB, from int, step string) error {
-	tx, err := db.BeginTx(ctx, nil)
+func (db *DB) applyStep(ctx context.Context, from int, step string) error {
+	sqltx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer sqltx.Rollback()
 	// Re-read under the write lock: another process may have migrated
 	// between our read and BEGIN IMMEDIATE.
 	var v int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+	if err := sqltx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return err
 	}
 	if v != from {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, step); err != nil {
+	if step != "" {
+		if _, err := sqltx.ExecContext(ctx, step); err != nil {
+			return err
+		}
+	}
+	t := &tx{ctx: ctx, db: db, q: sqltx, head: new(chainHead)}
+	if from+1 == schemaKeyed {
+		if err := t.keyChain(); err != nil {
+			return err
+		}
+	}
+	if _, err := sqltx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", from+1)); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", from+1)); err != nil {
+	if err := sqltx.Commit(); err != nil {
 		return err
 	}
-	return tx.Commit()
+	// Open sets the anchor up after the migrations (openAnchor): this
+	// reaches the mirror only.
+	db.committed(t.recorded, true)
+	return nil
 }

@@ -130,26 +130,6 @@ func executable(p string) error {
 	return nil
 }
 
-// Env returns the environment a child process gets: the given one without
-// PATH and without any PLEXUS_* variable, plus the enriched PATH. PLEXUS_*
-// are dropped because they are the gateway's and its owner's (the home that
-// holds the keys and secrets, the agent home that holds a PAT, the admin
-// address): a tool an agent runs must not learn where Plexus keeps its
-// credentials or be able to act as the owner. The slice is the caller's.
-func (s *Services) Env() []string { return slices.Clone(s.env) }
-
-// childEnv is env without PATH and PLEXUS_* variables, then PATH=path.
-func childEnv(env []string, path string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "PLEXUS_") || strings.HasPrefix(kv, "PATH=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "PATH="+path)
-}
-
 // lookupEnv returns the value of key in env; the last entry wins, as it
 // does for os/exec.
 func lookupEnv(env []string, key string) string {

@@ -1,21 +1,27 @@
 // Package platform is Plexus's seam to the operating system for the
 // transports (the spec's PlatformServices): where a binary is (the enriched
 // PATH of [Services.Resolve]), the environment a child process gets
-// ([Services.Env]), how a child process is started and stopped
-// ([Services.Command]), where a local service listens ([Services.Locate]),
+// ([Services.Env]), how a child process is started, recorded and stopped
+// ([Services.Command], [Services.Start]) and what a crashed run left
+// behind is stopped ([Services.ReapChildren]), where a local service listens ([Services.Locate]),
 // and the value of a named secret ([Services.Secret]) with the store the
-// owner's `plexus secrets` commands write ([Services.SetSecret]).
+// owner's `plexus secrets` commands write ([Services.SetSecret]), and one
+// way to read a file that must be a regular one ([OpenRegular]) in a folder
+// others can write to.
 //
 // It runs on Linux and macOS. It must never read the process's environment,
 // $HOME or flags (cmd passes them in through [Options]), never put a secret
 // value into an error message or a log, never follow a symbolic link to a
-// secret, and never hand a child process the PLEXUS_* variables of the
-// gateway.
+// secret or wait on a FIFO, and never hand a child process more of the
+// daemon's environment than the base environment of [Services.Env] (no
+// PLEXUS_* variable, no credential the owner's shell exports).
 package platform
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,8 +42,9 @@ type Options struct {
 	// UserHome is the owner's home directory, which the "~/…" directories of
 	// the enriched PATH are under. Empty leaves those directories out.
 	UserHome string
-	// Env is the environment child processes start from (cmd passes
-	// os.Environ()); its PATH is searched first.
+	// Env is the daemon's environment (cmd passes os.Environ()): its PATH
+	// is searched first, and the few variables of the base environment
+	// every child inherits ([Services.Env]) are taken from it.
 	Env []string
 	// GOOS chooses the extra PATH directories: "darwin" gets the macOS
 	// set, anything else the Linux set. Empty means runtime.GOOS.
@@ -45,16 +52,21 @@ type Options struct {
 	// StopGrace is how long a cancelled child has between SIGTERM and
 	// SIGKILL; zero means DefaultStopGrace.
 	StopGrace time.Duration
+	// Logger receives what has no caller to report to (a child record
+	// that could not be forgotten); nil discards it.
+	Logger *slog.Logger
 }
 
 // Services is the Linux and macOS implementation of the platform seam. It
-// is immutable once built, so one value is safe for concurrent use by every
+// is immutable once built but for the table of running children, which
+// locks itself, so one value is safe for concurrent use by every
 // transport.
 type Services struct {
 	home      string
 	dirs      []string // the enriched PATH, in search order
-	env       []string // the child environment, PATH included
+	env       []string // the child base environment, PATH included
 	stopGrace time.Duration
+	children  *children
 }
 
 // New returns the services for opts. It panics when opts.Home is empty: cmd
@@ -71,12 +83,17 @@ func New(opts Options) *Services {
 	if grace <= 0 {
 		grace = DefaultStopGrace
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	dirs := enrichPath(lookupEnv(opts.Env, "PATH"), opts.UserHome, goos)
 	return &Services{
 		home:      opts.Home,
 		dirs:      dirs,
-		env:       childEnv(opts.Env, strings.Join(dirs, pathListSeparator)),
+		env:       baseEnv(opts.Env, strings.Join(dirs, pathListSeparator)),
 		stopGrace: grace,
+		children:  &children{path: filepath.Join(opts.Home, childrenFile), log: log, recs: make(map[int]childRecord)},
 	}
 }
 

@@ -153,10 +153,14 @@ func TestResolve(t *testing.T) {
 func TestEnv(t *testing.T) {
 	s := platform.New(platform.Options{Home: t.TempDir(), UserHome: "/home/u", GOOS: "linux", Env: []string{
 		"HOME=/home/u", "PLEXUS_HOME=/home/u/.plexus", "PATH=/opt/a", "PLEXUS_AGENT_HOME=/x", "LANG=C.UTF-8",
-		"PLEXUS_ADDR=127.0.0.1:7077", "MY_PLEXUS_THING=kept", "PATH=/opt/b",
+		"PLEXUS_ADDR=127.0.0.1:7077", "MY_PLEXUS_THING=dropped", "PATH=/opt/b",
+		"GITHUB_TOKEN=canary", "AWS_SECRET_ACCESS_KEY=canary", "AWS_REGION=eu-west-1", "SSH_AUTH_SOCK=/tmp/agent",
+		"LC_TIME=de_DE.UTF-8", "TZ=Europe/Berlin", "TZ=UTC", "USER=u", "LOGNAME=u", "TMPDIR=/tmp/u", "SHELL=/bin/zsh",
+		"https_proxy=http://proxy:3128", "SSL_CERT_FILE=/etc/ca.pem", "XDG_RUNTIME_DIR=/run/user/1000", "NOEQUALS",
 	}})
 	got := s.Env()
-	want := []string{"HOME=/home/u", "LANG=C.UTF-8", "MY_PLEXUS_THING=kept", "PATH=" + s.Path()}
+	want := []string{"HOME=/home/u", "LANG=C.UTF-8", "LC_TIME=de_DE.UTF-8", "TZ=UTC", "USER=u", "LOGNAME=u", "TMPDIR=/tmp/u",
+		"https_proxy=http://proxy:3128", "SSL_CERT_FILE=/etc/ca.pem", "XDG_RUNTIME_DIR=/run/user/1000", "PATH=" + s.Path()}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Env() (-want +got):\n%s", diff)
 	}

@@ -48,6 +48,20 @@ func child(mode string) {
 			os.Exit(1)
 		}
 		time.Sleep(time.Hour)
+	case "spawner": // start a long child through platform, print its pid, wait
+		s := platform.New(platform.Options{Home: os.Getenv("PLATFORM_TEST_HOME"), Env: []string{"PATH=/usr/bin:/bin"}})
+		sleep, err := s.Resolve("sleep")
+		if err != nil {
+			fmt.Println("resolve sleep:", err)
+			os.Exit(1)
+		}
+		cmd := s.Command(context.Background(), sleep, []string{"300"}, s.Env())
+		if _, err := s.Start(cmd); err != nil {
+			fmt.Println("start:", err)
+			os.Exit(1)
+		}
+		fmt.Println(cmd.Process.Pid)
+		time.Sleep(time.Hour)
 	case "ignore-term-leaf":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
@@ -69,23 +83,28 @@ func TestCommand(t *testing.T) {
 	exe := testExe(t)
 	newServices := func(t *testing.T, mode string) *platform.Services {
 		return platform.New(platform.Options{Home: t.TempDir(), UserHome: "/home/u", StopGrace: 200 * time.Millisecond,
-			Env: []string{childModeVar + "=" + mode, "PLEXUS_HOME=/secret/home", "PLEXUS_AGENT_HOME=/a", "PATH=/opt/a", "KEEP=1"}})
+			Env: []string{"PLEXUS_HOME=/secret/home", "PLEXUS_AGENT_HOME=/a", "PATH=/opt/a", "GITHUB_TOKEN=canary", "LANG=C.UTF-8"}})
+	}
+	// command is s.Command with the base environment and the mode, as a
+	// transport adds what the child's declaration names.
+	command := func(ctx context.Context, s *platform.Services, mode string) *exec.Cmd {
+		return s.Command(ctx, exe, nil, append(s.Env(), childModeVar+"="+mode))
 	}
 
 	t.Run("EnvAndStdin", func(t *testing.T) {
 		s := newServices(t, "env")
-		cmd := s.Command(context.Background(), exe, nil)
+		cmd := command(context.Background(), s, "env")
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		for _, l := range lines {
-			if strings.HasPrefix(l, "PLEXUS_") {
+			if strings.HasPrefix(l, "PLEXUS_") || strings.HasPrefix(l, "GITHUB_TOKEN=") {
 				t.Errorf("the child got %s", l)
 			}
 		}
-		for _, want := range []string{"PATH=" + s.Path(), "KEEP=1", "stdin: 0 bytes, <nil>"} {
+		for _, want := range []string{"PATH=" + s.Path(), "LANG=C.UTF-8", childModeVar + "=env", "stdin: 0 bytes, <nil>"} {
 			if !strings.Contains("\n"+string(out), "\n"+want+"\n") {
 				t.Errorf("the child's output lacks %q:\n%s", want, out)
 			}
@@ -95,19 +114,20 @@ func TestCommand(t *testing.T) {
 	t.Run("ErrRelativePath", func(t *testing.T) {
 		s := newServices(t, "env")
 		for _, p := range []string{"sh", "./sh", "bin/sh"} {
-			if err := s.Command(context.Background(), p, nil).Start(); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+			if err := s.Command(context.Background(), p, nil, nil).Start(); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
 				t.Errorf("Start of %q: %v; want refused", p, err)
 			}
 		}
 	})
 
 	t.Run("CancelSendsSIGTERM", func(t *testing.T) {
-		s := newServices(t, "trap-term")
+		const mode = "trap-term"
+		s := newServices(t, mode)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var out bytes.Buffer
 		r, w := pipe(t)
-		cmd := s.Command(ctx, exe, nil)
+		cmd := command(ctx, s, mode)
 		cmd.Stdout = w
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -124,11 +144,12 @@ func TestCommand(t *testing.T) {
 	})
 
 	t.Run("CancelKillsTheGroup", func(t *testing.T) {
-		s := newServices(t, "ignore-term")
+		const mode = "ignore-term"
+		s := newServices(t, mode)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		r, w := pipe(t)
-		cmd := s.Command(ctx, exe, nil)
+		cmd := command(ctx, s, mode)
 		cmd.Stdout = w
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -89,6 +89,7 @@ func (r *Registry) rebuildLocked() change {
 			break
 		}
 	}
+	raiseWorkflows(cands)
 
 	// 3. Stamp and fingerprint.
 	ids := make([]string, 0, len(cands))
@@ -233,6 +234,37 @@ func memberProblem(e plexus.Entry, cands map[string]*candidate) string {
 		}
 	}
 	return ""
+}
+
+// raiseWorkflows makes each workflow require the union of its own verbs and
+// everything its members require, transitively, and runs each member with
+// all the verbs that member requires: a grant of the workflow then covers
+// exactly what its calls need (the member scopes it synthesizes included),
+// and the owner approves those verbs, not the author's declaration. Cycles
+// were dropped before.
+func raiseWorkflows(cands map[string]*candidate) {
+	done := map[string]bool{}
+	var raise func(id string) []plexus.Verb
+	raise = func(id string) []plexus.Verb {
+		c, ok := cands[id]
+		if !ok {
+			return nil
+		}
+		if c.e.Kind != plexus.KindWorkflow || done[id] {
+			return c.e.Grants
+		}
+		done[id] = true
+		members := slices.Clone(c.e.Members) // the source's copy stays as scanned
+		for i, m := range members {
+			members[i].Verbs = plexus.NormalizeVerbs(append(slices.Clone(m.Verbs), raise(m.ID)...))
+		}
+		c.e.Members = members
+		c.e.Grants = workflowVerbs(c.e.Grants, members, func(string) []plexus.Verb { return nil })
+		return c.e.Grants
+	}
+	for _, id := range sortedWorkflows(cands) {
+		raise(id)
+	}
 }
 
 // dropCycles removes every workflow that lies on a membership cycle (the

@@ -48,8 +48,9 @@ func NewExtensionSource(m plexus.ExtensionManifest, prov plexus.Provenance, pres
 		return nil, err
 	}
 	s := &ExtensionSource{m: m, prov: prov}
-	for _, d := range m.Capabilities {
-		e, err := s.entry(d)
+	verbs, _ := DeclVerbs(m, present)
+	for i, d := range m.Capabilities {
+		e, err := s.entry(d, verbs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -58,12 +59,10 @@ func NewExtensionSource(m plexus.ExtensionManifest, prov plexus.Provenance, pres
 	return s, nil
 }
 
-func (s *ExtensionSource) entry(d plexus.ExtensionCapabilityDecl) (plexus.Entry, error) {
-	t := d.Transport
-	if t == "" {
-		t = s.m.Transport
-	}
-	grants := plexus.NormalizeVerbs(d.Grants)
+// entry materializes d requiring grants: the verbs the gateway derived
+// ([DeclVerbs]), never fewer than d declares.
+func (s *ExtensionSource) entry(d plexus.ExtensionCapabilityDecl, grants []plexus.Verb) (plexus.Entry, error) {
+	t := declTransport(s.m, d)
 	if grants == nil {
 		grants = []plexus.Verb{}
 	}

@@ -36,6 +36,8 @@ const (
 	FileConnectionKey = "connection-key"
 	FileSigningKey    = "signing-key"
 	FileHashKey       = "hash-key"
+	FileChainKey      = "chain-key"
+	FileAnchor        = "journal.anchor"
 	FileAuthConfig    = "auth-config.json"
 	FileNetwork       = "network.json"
 	FileGitignore     = ".gitignore"
@@ -77,8 +79,8 @@ type Result struct {
 }
 
 // Init creates whatever of the layout is missing under home: the home
-// itself and its folders (0700), the connection-key, signing-key and
-// hash-key (0600, fresh random values), auth-config.json and network.json
+// itself and its folders (0700), the connection-key, signing-key, hash-key
+// and chain-key (0600, fresh random values), auth-config.json and network.json
 // with defaults (0600), a .gitignore that keeps keys, secrets, the audit
 // mirror and the database out of a repository, and a README. Existing
 // files and folders are left exactly as they are, even when wrong: Verify
@@ -117,6 +119,9 @@ func Init(home string, opts InitOptions) (Result, error) {
 		}},
 		{FileSigningKey, SecretMode, newHexKey},
 		{FileHashKey, SecretMode, newHexKey},
+		// An existing home gets its chain-key on the first start of a build
+		// that keys the journal's chain (the journal migrates then).
+		{FileChainKey, SecretMode, newHexKey},
 		{FileAuthConfig, SecretMode, func() ([]byte, error) { return marshalConfig(DefaultAuthConfig()) }},
 		{FileNetwork, SecretMode, func() ([]byte, error) { return marshalConfig(DefaultNetwork()) }},
 		{FileGitignore, PublicMode, func() ([]byte, error) { return []byte(gitignore), nil }},
@@ -279,8 +284,10 @@ const gitignore = `# Written by plexus init: keeps keys, secrets, the audit mirr
 connection-key
 signing-key
 hash-key
+chain-key
 secrets/
 journal.db*
+journal.anchor*
 audit/
 run/
 `
@@ -298,5 +305,7 @@ Every decision waiting for you is a markdown file in inbox/.
 archive/ holds what ended (expired, used once, revoked, withdrawn). Plexus
 never overwrites a file you edited. audit/ is the daily
 redacted JSONL mirror; journal.db (SQLite) records every transition.
-Keep connection-key, signing-key, hash-key and secrets/ private (0600/0700).
+Keep connection-key, signing-key, hash-key, chain-key and secrets/ private
+(0600/0700). chain-key keys journal.db's hash chain and journal.anchor holds
+its head: plexus journal verify needs both.
 `

@@ -64,13 +64,13 @@ func TestInit(t *testing.T) {
 		created = append(created, strings.TrimPrefix(p, home))
 	}
 	want := []string{"", "/inbox", "/active", "/rejected", "/archive", "/audit", "/secrets",
-		"/connection-key", "/signing-key", "/hash-key", "/auth-config.json", "/network.json", "/.gitignore", "/README.md"}
+		"/connection-key", "/signing-key", "/hash-key", "/chain-key", "/auth-config.json", "/network.json", "/.gitignore", "/README.md"}
 	if diff := cmp.Diff(want, created); diff != "" {
 		t.Errorf("Created (-want +got):\n%s", diff)
 	}
 	modes := map[string]fs.FileMode{
 		"": 0o700, "inbox": 0o700, "active": 0o700, "rejected": 0o700, "archive": 0o700, "audit": 0o700, "secrets": 0o700,
-		"connection-key": 0o600, "signing-key": 0o600, "hash-key": 0o600, "auth-config.json": 0o600, "network.json": 0o600,
+		"connection-key": 0o600, "signing-key": 0o600, "hash-key": 0o600, "chain-key": 0o600, "auth-config.json": 0o600, "network.json": 0o600,
 	}
 	for name, mode := range modes {
 		fi, err := os.Stat(filepath.Join(home, name))
@@ -86,7 +86,7 @@ func TestInit(t *testing.T) {
 		t.Errorf("connection-key has the wrong shape (%d bytes)", len(key))
 	}
 	gi, _ := os.ReadFile(filepath.Join(home, ".gitignore"))
-	for _, line := range []string{"connection-key", "signing-key", "hash-key", "secrets/", "journal.db*", "audit/"} {
+	for _, line := range []string{"connection-key", "signing-key", "hash-key", "chain-key", "secrets/", "journal.db*", "journal.anchor*", "audit/"} {
 		if !strings.Contains(string(gi), "\n"+line+"\n") {
 			t.Errorf(".gitignore does not ignore %s", line)
 		}
@@ -218,8 +218,11 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.SigningKey) != 32 || len(h.HashKey) != 32 || !strings.HasPrefix(h.ConnectionKey, "plx_live_") {
-		t.Errorf("keys: signing %d bytes, hash %d bytes", len(h.SigningKey), len(h.HashKey))
+	if len(h.SigningKey) != 32 || len(h.HashKey) != 32 || len(h.ChainKey) != 32 || !strings.HasPrefix(h.ConnectionKey, "plx_live_") {
+		t.Errorf("keys: signing %d bytes, hash %d bytes, chain %d bytes", len(h.SigningKey), len(h.HashKey), len(h.ChainKey))
+	}
+	if h.Anchor != filepath.Join(home, "journal.anchor") {
+		t.Errorf("anchor path %q", h.Anchor)
 	}
 	if h.Auth.TokenLifetime() != 15*time.Minute || h.Auth.MaxTrustWindow() != 30*24*time.Hour {
 		t.Errorf("auth = %+v", h.Auth)
@@ -257,9 +260,11 @@ func TestLoad(t *testing.T) {
 	})
 	t.Run("BadAuthValues", func(t *testing.T) {
 		for body, want := range map[string]string{
-			`{"maxTrustWindowMs": -1}`: "maxTrustWindowMs is -1",
-			`{"tokenLifetime": 60000}`: "unknown field",
-			`{} {}`:                    "trailing data",
+			`{"maxTrustWindowMs": -1}`:     "maxTrustWindowMs is -1",
+			`{"tokenLifetime": 60000}`:     "unknown field",
+			`{} {}`:                        "trailing data",
+			`{"maxStreamsPerAgent": -1}`:   "maxStreamsPerAgent -1",
+			`{"maxStreamsPerSession": -2}`: "maxStreamsPerSession is -2",
 		} {
 			writeCfg(t, "auth-config.json", body)
 			if _, err := scaffold.Load(home); err == nil || !strings.Contains(err.Error(), want) {
@@ -347,4 +352,46 @@ func TestWriteConnectionKey(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestReadChainKey: the journal's verify reads the chain-key without ever
+// creating one, and says plainly what is wrong with it.
+func TestReadChainKey(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(path string)
+		want  []string // parts of the error; none means OK
+	}{
+		{name: "OK", setup: func(string) {}},
+		{name: "ErrMissing", setup: func(p string) { os.Remove(p) },
+			want: []string{"chain-key is missing", "restore it from a backup"}},
+		{name: "ErrShort", setup: func(p string) { os.WriteFile(p, []byte("abcd\n"), 0o600) },
+			want: []string{"chain-key does not hold a valid key: key is 2 bytes", "restore the old chain-key"}},
+		{name: "ErrOpen", setup: func(p string) { os.Chmod(p, 0o644) },
+			want: []string{"chain-key is mode 0644 (group or others can read it)", "chmod 600"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := mustInit(t)
+			p := filepath.Join(home, "chain-key")
+			tc.setup(p)
+			k, err := scaffold.ReadChainKey(home)
+			if len(tc.want) == 0 {
+				if err != nil || len(k) != 32 {
+					t.Fatalf("ReadChainKey = %d bytes, %v", len(k), err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("ReadChainKey succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if _, err := os.Stat(p); tc.name == "ErrMissing" && err == nil {
+				t.Error("ReadChainKey created a chain-key")
+			}
+		})
+	}
 }

@@ -37,11 +37,16 @@ const (
 // journal). Notify is the command run (argv, never a shell) with the
 // gateway's one-line notification appended as its last argument whenever a
 // decision is put up for the owner, such as ["notify-send", "Plexus"].
+// MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
+// at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
+// a problem.
 type AuthConfig struct {
-	TokenLifetimeMs  int64    `json:"tokenLifetimeMs"`
-	MaxTrustWindowMs int64    `json:"maxTrustWindowMs"`
-	StrictSameUser   bool     `json:"strictSameUser,omitempty"`
-	Notify           []string `json:"notify,omitempty"`
+	TokenLifetimeMs      int64    `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs     int64    `json:"maxTrustWindowMs"`
+	StrictSameUser       bool     `json:"strictSameUser,omitempty"`
+	Notify               []string `json:"notify,omitempty"`
+	MaxStreamsPerSession int      `json:"maxStreamsPerSession,omitempty"`
+	MaxStreamsPerAgent   int      `json:"maxStreamsPerAgent,omitempty"`
 }
 
 // DefaultAuthConfig is what Init writes.
@@ -85,9 +90,10 @@ type Home struct {
 	SocketDir                                        string // Dir/run, created on demand by the ipc transport
 	MCPConfig                                        string // Dir/mcp.json, optional
 	ConnectionKeyFile, SigningKeyFile, HashKeyFile   string
+	ChainKeyFile, Anchor                             string
 	AuthConfigFile, NetworkFile                      string
 	ConnectionKey                                    string
-	SigningKey, HashKey                              []byte
+	SigningKey, HashKey, ChainKey                    []byte
 	Auth                                             AuthConfig
 	Network                                          Network
 }
@@ -101,6 +107,7 @@ func Layout(home string) *Home {
 		Archive: j(DirArchive), Audit: j(DirAudit), Secrets: j(DirSecrets),
 		Journal: j(FileJournal), SocketDir: j(DirRun), MCPConfig: j(FileMCPConfig),
 		ConnectionKeyFile: j(FileConnectionKey), SigningKeyFile: j(FileSigningKey), HashKeyFile: j(FileHashKey),
+		ChainKeyFile: j(FileChainKey), Anchor: j(FileAnchor),
 		AuthConfigFile: j(FileAuthConfig), NetworkFile: j(FileNetwork),
 	}
 }
@@ -172,6 +179,13 @@ func Load(home string) (*Home, error) {
 			h.HashKey = k
 		}
 	}
+	if b, ok := v.file(h.ChainKeyFile, FileChainKey, true); ok {
+		if k, err := parseHexKey(b); err != nil {
+			v.badKey(h.ChainKeyFile, FileChainKey, err, chainKeyConsequence)
+		} else {
+			h.ChainKey = k
+		}
+	}
 	if b, ok := v.file(h.AuthConfigFile, FileAuthConfig, false); ok {
 		h.Auth = v.authConfig(h.AuthConfigFile, b)
 	}
@@ -182,6 +196,34 @@ func Load(home string) (*Home, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// chainKeyConsequence is what replacing the chain-key costs: the journal
+// refuses a key its chain does not verify with.
+const chainKeyConsequence = " (a journal keyed with the old one will not open: restore the old chain-key, or move journal.db and journal.anchor aside to start a new journal)"
+
+// ReadChainKey reads and checks home's chain-key for a command that only
+// reads the journal (plexus journal verify): it never creates one. The
+// error says what is wrong and how to fix it, never the key.
+func ReadChainKey(home string) ([]byte, error) {
+	h := Layout(home)
+	v := &verifier{home: home}
+	if _, err := os.Lstat(h.ChainKeyFile); errors.Is(err, fs.ErrNotExist) {
+		v.add(h.ChainKeyFile, FileChainKey+" is missing",
+			"restore it from a backup of this home: the keyed rows of journal.db cannot be checked without it (plexus init would make a new key they do not verify with)")
+		return nil, v.err()
+	}
+	b, ok := v.file(h.ChainKeyFile, FileChainKey, true)
+	if ok {
+		k, err := parseHexKey(b)
+		if err == nil && len(v.problems) == 0 {
+			return k, nil
+		}
+		if err != nil {
+			v.badKey(h.ChainKeyFile, FileChainKey, err, chainKeyConsequence)
+		}
+	}
+	return nil, v.err()
 }
 
 // verifier collects problems.
@@ -285,6 +327,10 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 	case a.MaxTrustWindowMs < 0:
 		v.add(path, fmt.Sprintf("%s: maxTrustWindowMs is %d", FileAuthConfig, a.MaxTrustWindowMs),
 			fmt.Sprintf("set it to a positive number of milliseconds (default %d, 30 days)", int64(DefaultMaxTrustWindowMs)))
+	}
+	if a.MaxStreamsPerSession < 0 || a.MaxStreamsPerAgent < 0 {
+		v.add(path, fmt.Sprintf("%s: maxStreamsPerSession is %d and maxStreamsPerAgent %d", FileAuthConfig, a.MaxStreamsPerSession, a.MaxStreamsPerAgent),
+			"set each to a positive number of /events streams, or remove it for the default (8 per session, 32 per agent)")
 	}
 	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
 		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",

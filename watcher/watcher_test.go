@@ -764,3 +764,38 @@ func TestOnlyNarrowsWhatCounts(t *testing.T) {
 		t.Errorf("notes %v: a hint came before the mcp.json event", ns)
 	}
 }
+
+// TestNonRegularFilesOnlyHint: a FIFO, a symlink and a folder made in a
+// watched folder are hints like any file, and the watcher never opens what
+// it sees (the FIFO has no reader afterwards; a reader would have hung it).
+func TestNonRegularFilesOnlyHint(t *testing.T) {
+	dirs := mkdirs(t, "inbox")
+	inbox := dirs[0]
+	w, _ := start(t, Options{}, nil, dirs...)
+	next(t, w, "at start-up", isFull)
+	fifo := filepath.Join(inbox, "pend_fifo.md")
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"FIFO", func() error { return syscall.Mkfifo(fifo, 0o600) }},
+		{"Symlink", func() error { return os.Symlink(fifo, filepath.Join(inbox, "pend_link.md")) }},
+		{"Folder", func() error { return os.Mkdir(filepath.Join(inbox, "pend_dir.md"), 0o700) }},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			if err := s.do(); err != nil {
+				t.Fatal(err)
+			}
+			next(t, w, "naming "+inbox, naming(inbox))
+		})
+	}
+	f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		f.Close()
+		t.Fatal("the FIFO has a reader: the watcher opened it")
+	}
+	if !errors.Is(err, syscall.ENXIO) {
+		t.Fatalf("open the FIFO for writing: %v, want ENXIO (no reader)", err)
+	}
+}

@@ -805,7 +805,7 @@ func benchSeedPendings(b *testing.B, home string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := journal.Open(ctx, h.Journal, journal.Options{})
+	db, err := journal.Open(ctx, h.Journal, journal.Options{ChainKey: h.ChainKey, AnchorPath: h.Anchor})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1143,7 +1143,7 @@ func BenchmarkJournalTrace1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		dbPath := filepath.Join(home, "journal.db")
-		db, err := journal.Open(ctx, dbPath, journal.Options{})
+		db, err := journal.Open(ctx, dbPath, journal.Options{ChainKey: bytes.Repeat([]byte{1}, journal.MinChainKeyBytes)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -350,12 +350,12 @@ func journalRows(t testing.TB, home string) []plexus.Activity {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rep, err := db.Verify(ctx)
+	rep, err := db.Verify(ctx, verifyOptions(home))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.OK {
-		t.Errorf("journal verify: %+v", rep)
+		t.Errorf("journal verify: %s", rep)
 	}
 	rows, err := db.Activity(ctx, journal.Filter{})
 	if err != nil {

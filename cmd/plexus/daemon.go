@@ -118,7 +118,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		addr = net.JoinHostPort(home.Network.Bind, strconv.Itoa(home.Network.Port))
 	}
 
-	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log, Clock: o.Clock})
+	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log, Clock: o.Clock,
+		ChainKey: home.ChainKey, AnchorPath: home.Anchor})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		env = os.Environ()
 	}
 	userHome, _ := os.UserHomeDir() // without one, the ~ folders are left out of the enriched PATH
-	plat := platform.New(platform.Options{Home: home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS})
+	plat := platform.New(platform.Options{Home: home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS, Logger: log})
 	d.plat = plat
 	d.rest = localrest.New(plat, plat, localrest.Options{})
 	defer func() {
@@ -210,6 +211,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 
 	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
+		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},
 	}, gateway.Deps{
 		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
 		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},
@@ -222,18 +224,22 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		Logger: log, Clock: o.Clock,
 		// Set before serving starts, so every call sees d.inbox.
 		OnDecision: func(id string) { d.inbox.Touch(id) },
+		// The path a decision shows is the one the cli and stdio transports run.
+		Binaries: d.plat.Resolve,
 	})
 	if err != nil {
 		d.ln.Close()
 		return nil, err
 	}
+	// Before any child starts: what a crashed run left goes first.
+	d.reapChildren(ctx)
 	owner := o.Owner
 	if owner == nil {
 		owner = sync.OnceValue(deciderIdentity)
 	}
-	d.notify = newNotifier(home.Auth.Notify, log)
+	d.notify = newNotifier(home.Auth.Notify, d.plat, log)
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
-		Notify: d.notify.send, Interval: o.InboxInterval,
+		Notify: d.notify.send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
 		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, db, d.gw)
 	if err != nil {
 		d.ln.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/urfave/cli/v3"
 )
 
@@ -148,14 +149,20 @@ func (m *mover) path(folder string) string {
 }
 
 // locate finds the decision's file: the folder holding it ("" when none
-// does) and its bytes.
+// does) and its bytes. Only a regular file is read: a symlink, FIFO,
+// socket or folder under the decision's name is never followed or opened,
+// and is reported, as the daemon ignores it too.
 func (m *mover) locate() (string, []byte, error) {
 	for _, f := range []string{plexus.FolderInbox, plexus.FolderActive, plexus.FolderRejected, plexus.FolderArchive} {
-		b, err := os.ReadFile(m.path(f))
-		if err == nil {
+		b, err := inbox.ReadFile(m.path(f))
+		var nr *platform.NotRegularError
+		switch {
+		case err == nil:
 			return f, b, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		case errors.As(err, &nr):
+			return "", nil, failure("%s is a %s, not a decision file: Plexus never opens or follows it, and nothing was moved.\n"+
+				"Remove it; the decision itself is in the journal (plexus show %s).", m.rel(f), nr.Kind, m.id)
+		case !errors.Is(err, fs.ErrNotExist):
 			return "", nil, err
 		}
 	}
@@ -278,7 +285,7 @@ func (m *mover) wait(ctx context.Context, by string) error {
 		return failure("%s: the decision is in %s, and Plexus has not applied it yet; see: plexus show %s", why, m.rel(m.folder()), m.id)
 	}
 	for {
-		if b, err := os.ReadFile(m.path(plexus.FolderInbox)); err == nil {
+		if b, err := inbox.ReadFile(m.path(plexus.FolderInbox)); err == nil {
 			return m.refused(b)
 		}
 		p, err := m.adm.ShowPending(ctx, m.id)

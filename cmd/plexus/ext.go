@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
@@ -74,8 +75,14 @@ func extCommand() *cli.Command {
 					}
 					w := cmd.Root().Writer
 					fmt.Fprintf(w, "Extension %s %s (%s, managed):\n", sc.ID, verb, m.Label)
-					for _, d := range m.Capabilities {
-						fmt.Fprintf(w, "  %s  %s  %s\n", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(d.Grants)))
+					// The verbs Plexus requires, not only the declared ones (docs/trust.md).
+					verbs, why := registry.DeclVerbs(m, nil)
+					for i, d := range m.Capabilities {
+						fmt.Fprintf(w, "  %s  %s  %s", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(verbs[i])))
+						if !slices.Equal(verbs[i], plexus.NormalizeVerbs(d.Grants)) {
+							fmt.Fprintf(w, "  (declared %s: %s)", dash(verbsString(d.Grants)), termSafe(why[i]))
+						}
+						fmt.Fprintln(w)
 					}
 					return nil
 				}),

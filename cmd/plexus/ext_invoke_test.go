@@ -179,11 +179,17 @@ func TestExtensionCLIWorkflow(t *testing.T) {
 		t.Skip("builds the example tool")
 	}
 	bin := buildExample(t, "notescli")
-	notes := t.TempDir()
+	// notescli's folder is $NOTES_DIR or ~/notes; a tool gets the daemon's
+	// HOME but not its NOTES_DIR (only the base environment), so ~/notes.
+	userHome := t.TempDir()
+	notes := filepath.Join(userHome, "notes")
+	if err := os.Mkdir(notes, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(notes, "today.md"), []byte("# Today\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"PATH=" + filepath.Dir(bin), "NOTES_DIR=" + notes, "HOME=" + t.TempDir()}
+	env := []string{"PATH=" + filepath.Dir(bin), "NOTES_DIR=/not/passed/to/tools", "HOME=" + userHome}
 	td := startTestDaemon(t, daemonOptions{Env: env})
 	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
 	e.ok("ext", "add", filepath.Join("..", "..", "examples", "extensions", "notes-workflow.json"))
@@ -192,7 +198,7 @@ func TestExtensionCLIWorkflow(t *testing.T) {
 	events := td.openEvents(t, sid, "")
 	var pend plexus.GrantPendingResponse
 	if st := td.call(t, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{
-		"notes.daily.log": map[string]any{"decision": "allow", "verbs": []string{"write"}}}}, &pend); st != http.StatusAccepted {
+		"notes.daily.log": map[string]any{"decision": "allow", "verbs": []string{"read", "write"}}}}, &pend); st != http.StatusAccepted {
 		t.Fatalf("grant: status %d, %+v", st, pend)
 	}
 	in := filepath.Join(td.home.Inbox, pend.PendingID+".md")

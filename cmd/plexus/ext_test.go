@@ -99,7 +99,7 @@ func TestCLIExtAddRemove(t *testing.T) {
 	rev := td.reg.Revision()
 
 	r := e.ok("ext", "add", specManifest(t, "notes-workflow.json"))
-	if !strings.Contains(r.stdout, "Extension notes added (Notes helpers, managed)") || !strings.Contains(r.stdout, "notes.daily.log  workflow  write") {
+	if !strings.Contains(r.stdout, "Extension notes added (Notes helpers, managed)") || !strings.Contains(r.stdout, "notes.daily.log  workflow  read,write") {
 		t.Errorf("%s", r)
 	}
 	ev := waitEvent(t, events, plexus.EventManifestChanged)

@@ -14,16 +14,17 @@ import (
 	"github.com/plexus-gw/plexus/journal"
 )
 
-// gateToolEnv makes the test binary act as a cli tool that blocks: it
-// writes <gate>.started, then waits until <gate> exists and prints
-// {"passed": "<gate>"}. (Not a PLEXUS_* name: children never get those.)
-const gateToolEnv = "XTEST_GATE_TOOL"
+// gateToolArg, as the first argument, makes the test binary act as a cli
+// tool that blocks: it writes <gate>.started, then waits until <gate>
+// exists and prints {"passed": "<gate>"}. An argument, not a variable: a
+// child gets only the base environment and what its route declares.
+const gateToolArg = "--xtest-gate-tool"
 
 func init() {
-	if os.Getenv(gateToolEnv) != "1" || len(os.Args) != 2 {
+	if len(os.Args) != 3 || os.Args[1] != gateToolArg {
 		return
 	}
-	gate := os.Args[1]
+	gate := os.Args[2]
 	if err := os.WriteFile(gate+".started", nil, 0o600); err != nil {
 		os.Exit(3)
 	}
@@ -50,14 +51,14 @@ func TestExtensionWorkflowRevokedBetweenMembers(t *testing.T) {
 	m := plexus.ExtensionManifest{Manifest: plexus.ManifestVersion, Source: "gated", Label: "Gated steps", Transport: plexus.TransportCLI,
 		Capabilities: []plexus.ExtensionCapabilityDecl{
 			{Name: "step.first", Kind: plexus.KindCapability, Label: "First", Describe: "Waits for the gate.", Grants: []plexus.Verb{plexus.VerbRead},
-				IO: &plexus.IOSchema{Input: pathSchema}, Route: json.RawMessage(fmt.Sprintf(`{"bin": %q, "args": ["{gate}"]}`, exe))},
+				IO: &plexus.IOSchema{Input: pathSchema}, Route: json.RawMessage(fmt.Sprintf(`{"bin": %q, "args": [%q, "{gate}"]}`, exe, gateToolArg))},
 			{Name: "step.second", Kind: plexus.KindCapability, Label: "Second", Describe: "Waits for the gate too.", Grants: []plexus.Verb{plexus.VerbRead},
-				IO: &plexus.IOSchema{Input: pathSchema}, Route: json.RawMessage(fmt.Sprintf(`{"bin": %q, "args": ["{gate}"]}`, exe))},
+				IO: &plexus.IOSchema{Input: pathSchema}, Route: json.RawMessage(fmt.Sprintf(`{"bin": %q, "args": [%q, "{gate}"]}`, exe, gateToolArg))},
 			{Name: "steps.both", Kind: plexus.KindWorkflow, Label: "Both", Describe: "First, then second.", Grants: []plexus.Verb{plexus.VerbRead},
 				Transport: plexus.TransportWorkflow, Members: []plexus.WorkflowMember{
 					{ID: "gated.step.first", Verbs: []plexus.Verb{plexus.VerbRead}}, {ID: "gated.step.second", Verbs: []plexus.Verb{plexus.VerbRead}}}},
 		}}
-	td := startTestDaemon(t, daemonOptions{Env: append(os.Environ(), gateToolEnv+"=1")})
+	td := startTestDaemon(t, daemonOptions{})
 	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
 	e.ok("ext", "add", writeManifest(t, m))
 	_, sid := enrolledAgent(t, td, "claude")

@@ -58,7 +58,8 @@ func reconcileHome(t *testing.T) (string, *journal.DB) {
 			t.Fatal(err)
 		}
 	}
-	db, err := journal.Open(context.Background(), filepath.Join(home, "journal.db"), journal.Options{})
+	db, err := journal.Open(context.Background(), filepath.Join(home, "journal.db"),
+		journal.Options{ChainKey: bytes.Repeat([]byte{1}, journal.MinChainKeyBytes)})
 	if err != nil {
 		t.Fatal(err)
 	}

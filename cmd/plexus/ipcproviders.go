@@ -189,7 +189,5 @@ func (s *providerService) ReloadProviders(ctx context.Context) (plexus.Providers
 
 // note journals what the ipc hub observed, through the gateway.
 func (d *daemon) note(action, target, trace string, payload map[string]any) {
-	if err := d.gw.Note(context.Background(), action, target, trace, payload); err != nil {
-		d.log.Warn("journal an ipc observation", "action", action, "err", err)
-	}
+	d.gw.Note(context.Background(), action, target, trace, payload)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/urfave/cli/v3"
 )
 
@@ -92,16 +93,18 @@ func journalCommand() *cli.Command {
 
 func journalVerifyCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "verify",
-		Usage: "check the activity hash chain for rows edited or deleted behind the daemon's back",
+		Name: "verify",
+		Usage: "check the activity journal against its keyed hash chain, its anchor and the audit mirror: " +
+			"names rows edited, deleted, rewritten or cut from the end",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			db, err := openJournalReadOnly(ctx, cmd.String("home"))
+			home := cmd.String("home")
+			db, err := openJournalReadOnly(ctx, home)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			rep, err := db.Verify(ctx)
+			rep, err := db.Verify(ctx, verifyOptions(home))
 			if err != nil {
 				return err
 			}
@@ -110,13 +113,8 @@ func journalVerifyCommand() *cli.Command {
 				if err := json.NewEncoder(w).Encode(rep); err != nil {
 					return err
 				}
-			} else if rep.OK {
-				fmt.Fprintf(w, "ok: %d activity rows, hash chain intact\n", rep.Rows)
 			} else {
-				fmt.Fprintf(w, "BROKEN: %d activity rows checked\n", rep.Rows)
-				for _, p := range rep.Problems {
-					fmt.Fprintf(w, "  row %d: %s — %s\n", p.ID, p.Kind, p.Detail)
-				}
+				fmt.Fprint(w, rep.String())
 			}
 			if !rep.OK {
 				return &codedError{code: exitError}
@@ -124,6 +122,23 @@ func journalVerifyCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// verifyOptions points verify at home's chain-key, anchor and audit
+// mirror. A chain-key that cannot be read is not an error here: verify
+// still checks what it can and reports the key as a problem, in its words.
+func verifyOptions(home string) journal.VerifyOptions {
+	l := scaffold.Layout(home)
+	key, err := scaffold.ReadChainKey(home)
+	var le *scaffold.LayoutError
+	if errors.As(err, &le) {
+		texts := make([]string, len(le.Problems))
+		for i, p := range le.Problems {
+			texts[i] = p.String()
+		}
+		err = errors.New(strings.Join(texts, "; "))
+	}
+	return journal.VerifyOptions{Key: key, KeyErr: err, AnchorPath: l.Anchor, AuditDir: l.Audit}
 }
 
 // openJournalReadOnly opens journal.db for reading without creating it: a

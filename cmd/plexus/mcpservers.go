@@ -7,8 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -168,9 +166,7 @@ func (m *mcpManager) problem(ctx context.Context, name, problem string) {
 }
 
 func (m *mcpManager) note(ctx context.Context, action, target string, payload map[string]any) {
-	if err := m.gw.Note(ctx, action, target, "", payload); err != nil {
-		m.log.Warn("journal an MCP server event", "action", action, "err", err)
-	}
+	m.gw.Note(ctx, action, target, "", payload)
 }
 
 // start launches server s. Its secrets are read now, so a secret set or
@@ -191,7 +187,7 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 	var c *mcpclient.Client
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c, err = mcpclient.New(s.Name, mcpclient.ServerConfig{Command: s.Command, Args: s.Args, Env: env, URL: s.URL, Headers: s.Headers},
-		mcpclient.Options{Logger: m.log, Env: serverEnv(m.plat.Env()),
+		mcpclient.Options{Logger: m.log, Env: m.plat.Env(), Processes: m.plat,
 			OnChange: func() { m.refresh(c) },
 			OnHealth: func(h plexus.Health) {
 				// A server being stopped (removed, changed, shutdown) is
@@ -241,32 +237,6 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 	}()
 }
 
-// serverEnvKeys are the variables of the daemon's environment an MCP server
-// inherits; everything else it gets from its own entry's env. A server's
-// tool may hand its environment to an agent (server-everything's get-env
-// does), so the owner's shell secrets (cloud keys, tokens) stay out, as
-// other MCP hosts keep them out. What remains lets a server run at all:
-// find programs, its home and temp folders, the locale, and reach the
-// network through the machine's proxy and CA certificates (npx fetching a
-// package needs them).
-var serverEnvKeys = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE",
-	"TMPDIR", "TZ", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
-	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS"}
-
-// serverEnv keeps the serverEnvKeys of env (the platform's: PATH enriched,
-// PLEXUS_* gone).
-func serverEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(serverEnvKeys, k) {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // refresh rescans a server's source after it listed something new; before
 // its registration there is nothing to rescan (Add scans).
 func (m *mcpManager) refresh(c *mcpclient.Client) {
@@ -298,7 +268,9 @@ func (m *mcpManager) stop(ctx context.Context, name, why string, forget bool) {
 	m.note(ctx, "mcp.server_stopped", id, map[string]any{"server": name, "why": why})
 	if forget {
 		if err := m.gw.ForgetPins(ctx, id); err != nil {
-			m.log.Warn("forget pins", "server", name, "err", err)
+			// The server is gone all the same; its pins stay until the
+			// next removal, and the status shows the failed write.
+			m.gw.JournalFailed("forget pins "+id, err)
 		}
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // notifyTimeout bounds one run of the owner's notify command.
@@ -17,16 +17,18 @@ const notifyTimeout = 10 * time.Second
 // notifier runs the owner's notify command (auth-config.json "notify") with
 // each decision's notification line. It never blocks the daemon: lines
 // queue, and when the queue is full a line is dropped and logged. The
-// command gets the line as its last argument, never a shell, and an
-// environment without PLEXUS_* variables; it is given no secret.
+// command gets the line as its last argument, never a shell, and the base
+// environment every child gets (platform.Services.Env); it is given no
+// secret. It is started the platform's one way, like every child.
 type notifier struct {
 	argv []string
+	plat *platform.Services
 	log  *slog.Logger
 	q    chan string
 }
 
-func newNotifier(argv []string, log *slog.Logger) *notifier {
-	return &notifier{argv: argv, log: log, q: make(chan string, 64)}
+func newNotifier(argv []string, plat *platform.Services, log *slog.Logger) *notifier {
+	return &notifier{argv: argv, plat: plat, log: log, q: make(chan string, 64)}
 }
 
 // send queues line; it never waits.
@@ -57,27 +59,30 @@ func (n *notifier) Run(ctx context.Context) error {
 func (n *notifier) run(ctx context.Context, line string) {
 	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, n.argv[0], append(n.argv[1:len(n.argv):len(n.argv)], line)...)
-	cmd.Env = notifyEnv(os.Environ())
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		n.log.Warn("notify: the command failed", "command", n.argv[0], "err", err, "output", clipOutput(out.String()))
-	}
-}
-
-// notifyEnv is env without PLEXUS_* variables.
-func notifyEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "PLEXUS_") {
-			out = append(out, kv)
+	path := n.argv[0]
+	if !strings.ContainsRune(path, '/') {
+		var err error
+		if path, err = n.plat.Resolve(path); err != nil {
+			n.log.Warn("notify: the command cannot be found", "command", n.argv[0], "err", err)
+			return
 		}
 	}
-	return out
+	// When ctx ends, the command's group gets SIGTERM, then SIGKILL.
+	cmd := n.plat.Command(ctx, path, append(n.argv[1:len(n.argv):len(n.argv)], line), n.plat.Env())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done, err := n.plat.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+		// What the command left running in its group ends with it. The
+		// group's id is not reused while a member lives; with none left,
+		// the signal finds nothing.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		done()
+	}
+	if err != nil {
+		n.log.Warn("notify: the command failed", "command", n.argv[0], "err", err, "output", clipOutput(out.String()))
+	}
 }
 
 func clipOutput(s string) string {

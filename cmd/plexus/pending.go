@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/plexus-gw/plexus"
@@ -33,8 +34,15 @@ func pendingCommand() *cli.Command {
 			for _, p := range pending {
 				var asks, windows []string
 				sens := plexus.Sensitivity("")
+				ids, rs := reaches(p)
+				brief := func(id string) string {
+					if i := slices.Index(ids, id); i >= 0 && rs[i] != nil {
+						return ": " + reachBrief(*rs[i])
+					}
+					return ""
+				}
 				for _, it := range p.Items {
-					asks = append(asks, it.CapabilityID+" ("+verbsString(it.Verbs)+")")
+					asks = append(asks, it.CapabilityID+" ("+verbsString(it.Verbs)+brief(it.CapabilityID)+")")
 					windows = append(windows, windowString(&it.TrustWindow)) // in the order of asks
 					if it.Sensitivity.Rank() > sens.Rank() {
 						sens = it.Sensitivity
@@ -44,12 +52,19 @@ func pendingCommand() *cli.Command {
 				case p.Definition != nil:
 					asks = []string{"changed definition: " + p.Definition.EntryID}
 				case p.Extension != nil:
-					asks = append([]string{"extension " + p.Extension.Source + ":"}, asks...)
+					asks = []string{"extension " + p.Extension.Source + ":"}
+					for i, id := range ids {
+						if rs[i] == nil {
+							asks = append(asks, id+" (reach not recorded)")
+							continue
+						}
+						asks = append(asks, id+" ("+verbsString(rs[i].Verbs)+brief(id)+")")
+					}
 				case p.Kind != "" && p.Kind != plexus.PendingGrant:
 					asks = append([]string{p.Kind + ":"}, asks...)
 				}
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.AgentID), dash(strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
-					dash(string(sens)), timeString(p.ExpiresAt), dash(oneLine(p.Purpose, 60)))
+					dash(string(sens)), timeString(p.ExpiresAt), dash(termSafe(oneLine(p.Purpose, 60))))
 			}
 			if err := t.Flush(); err != nil {
 				return err

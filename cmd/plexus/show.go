@@ -37,10 +37,10 @@ func showCommand() *cli.Command {
 				fmt.Fprintf(w, "%s — %s request by %s, %s\n", p.ID, kindOr(p.Kind), p.AgentID, p.State)
 			}
 			fmt.Fprintf(w, "  asked %s, expires %s, trace %s\n", timeString(p.CreatedAt), timeString(p.ExpiresAt), p.TraceID)
-			if p.Bundle != nil && p.Bundle.Name != "" {
-				fmt.Fprintf(w, "  task bundle: %s\n", p.Bundle.Name)
+			writeReaches(w, p)
+			if len(p.Items) > 0 {
+				fmt.Fprintln(w)
 			}
-			fmt.Fprintln(w)
 			for _, it := range p.Items {
 				fmt.Fprintf(w, "  %s  %s  window %s  %s, %s\n", it.CapabilityID, verbsString(it.Verbs), windowString(&it.TrustWindow),
 					it.Provenance, it.Sensitivity)
@@ -58,9 +58,10 @@ func showCommand() *cli.Command {
 					fmt.Fprintf(w, "  %s\n", n.Summary)
 				}
 			}
-			if p.Purpose != "" {
-				fmt.Fprintf(w, "\n  The agent says: %q\n", p.Purpose)
+			if p.Bundle != nil && p.Bundle.Name != "" {
+				fmt.Fprintf(w, "\n  task bundle (the agent's name for it): %q\n", p.Bundle.Name)
 			}
+			writeAgentWords(w, p)
 			if c := p.Definition; c != nil {
 				writeDefinitionChange(w, *c)
 			}

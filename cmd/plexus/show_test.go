@@ -20,7 +20,7 @@ func TestCLIShow(t *testing.T) {
 	}
 	out := e.ok("show", m[1]).stdout
 	for _, want := range []string{m[1], "claude", "portal.notes.write", "write", "window 1d", "Approving lets claude WRITE",
-		`The agent says: "save the minutes"`, "plexus approve " + m[1]} {
+		"The agent says (its own words, not checked by Plexus):", `purpose: "save the minutes"`, "plexus approve " + m[1]} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}

@@ -34,6 +34,13 @@ func statusCommand() *cli.Command {
 			fmt.Fprintf(t, "agents:\t%d\n", st.Agents)
 			fmt.Fprintf(t, "grants:\t%d\n", st.Grants)
 			fmt.Fprintf(t, "pending:\t%d\n", st.Pending)
+			if j := st.Journal; j != nil {
+				last := ""
+				if j.LastFailure != nil {
+					last = fmt.Sprintf(" (last: %s %s)", timeString(*j.LastFailure), j.LastWhat)
+				}
+				fmt.Fprintf(t, "journal write failures:\t%d%s\n", j.WriteFailures, last)
+			}
 			if err := t.Flush(); err != nil {
 				return err
 			}

@@ -5,8 +5,10 @@
 //	notescli append <path> <text> append a line, print {"path", "bytes"}
 //	notescli list                 print the notes as JSON {"notes": [...]}
 //
-// The folder is $NOTES_DIR (default ~/notes). Paths are relative to it and
-// may not leave it. Install it where Plexus finds binaries:
+// The folder is $NOTES_DIR (default ~/notes). Plexus runs a cli tool with
+// its base environment only (docs/extensions.md, "Child processes"), so
+// under Plexus it is ~/notes unless a wrapper script sets NOTES_DIR. Paths
+// are relative to it and may not leave it. Install it where Plexus finds binaries:
 //
 //	go install ./examples/notescli   # into ~/go/bin, on Plexus's enriched PATH
 package main

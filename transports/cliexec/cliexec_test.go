@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/cliexec"
 )
 
@@ -36,8 +37,10 @@ const (
 	secretVar   = "PLEXUS_SECRET_API_TOKEN" // the default name for secretName
 )
 
-// bins resolves "faketool" to the test binary and "echo" to the system's.
+// bins resolves "faketool" to the test binary and "echo" to the system's,
+// and starts children the platform's way.
 type bins struct {
+	*platform.Services
 	paths map[string]string
 	env   []string
 }
@@ -69,7 +72,8 @@ func testBins(tb testing.TB) bins {
 		tb.Fatal(err)
 	}
 	b := bins{
-		paths: map[string]string{"faketool": self},
+		Services: platform.New(platform.Options{Home: tb.TempDir()}),
+		paths:    map[string]string{"faketool": self},
 		// A stale value of the secret's variable, which the resolved one
 		// must replace. Under -race, a child that exits 0 would otherwise
 		// sleep a second in the race runtime's atexit.
@@ -276,7 +280,9 @@ func TestOutputShape(t *testing.T) {
 }
 
 // TestArgvInjection: whatever a value holds, it arrives as exactly one
-// argument, byte for byte, and nothing interprets it.
+// argument, byte for byte, and nothing interprets it; a value that would
+// start an argument with "-" before a literal "--" is refused instead, so
+// the program never reads input as an option.
 func TestArgvInjection(t *testing.T) {
 	tr := newTransport(t, cliexec.Options{})
 	dir := t.TempDir()
@@ -303,6 +309,10 @@ func TestArgvInjection(t *testing.T) {
 		"x\u202Ey",
 	} {
 		t.Run(strconv.Quote(v), func(t *testing.T) {
+			if strings.HasPrefix(v, "-") {
+				mustFail(t, dispatch(t, tr, e, map[string]any{"v": v}), plexus.CodeSchemaValidationFailed, `input field "v" starts with "-"`)
+				return
+			}
 			got := argvOf(t, mustOK(t, dispatch(t, tr, e, map[string]any{"v": v})))
 			want := []string{v, "--file=" + v, "--", v}
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -316,6 +326,19 @@ func TestArgvInjection(t *testing.T) {
 
 	t.Run("NUL", func(t *testing.T) {
 		mustFail(t, dispatch(t, tr, e, map[string]any{"v": "a\x00b"}), plexus.CodeTransportError, "NUL")
+	})
+	t.Run("OptionAfterDashDash", func(t *testing.T) {
+		after := entry(t, tool("argv", "--file={v}", "--", "{v}"))
+		for _, v := range []any{"-rf", "--help", json.Number("-5")} {
+			got := argvOf(t, mustOK(t, dispatch(t, tr, after, map[string]any{"v": v})))
+			s := fmt.Sprint(v)
+			if diff := cmp.Diff([]string{"--file=" + s, "--", s}, got); diff != "" {
+				t.Errorf("argv of %q (-want +got):\n%s", s, diff)
+			}
+		}
+	})
+	t.Run("OptionNumber", func(t *testing.T) {
+		mustFail(t, dispatch(t, tr, e, map[string]any{"v": json.Number("-1")}), plexus.CodeSchemaValidationFailed, "starts with")
 	})
 }
 

@@ -25,9 +25,12 @@
 //     joins arguments: "; rm -rf ~" is one argument, passed to the binary
 //     as those nine bytes. "{{" and "}}" stand for literal braces. A field
 //     missing from the input fails the call naming it; it is never passed as
-//     an empty argument. A value that starts with "-" is passed as is and a
-//     binary may read it as an option: templates should put "--" before
-//     arguments that come from input.
+//     an empty argument. Input never chooses an option: an argument whose
+//     template starts with a placeholder and whose value starts with "-"
+//     ("-rf", "--output=x", the number -1) fails the call with
+//     schema_validation_failed, unless a literal "--" argument comes before
+//     it in the template (then the program reads it as an operand).
+//     "--file={path}" stays a value whatever path holds.
 //   - "secret" (object, optional): {"name", "attach", "as"}. The named secret
 //     is resolved through [Secrets] at each call and given to the child in
 //     its environment, never on its command line. attach must be "env" (the
@@ -45,9 +48,11 @@
 //
 // # The child process
 //
-// The child gets the environment of [Binaries.Env] (plus the secret), no
-// stdin (/dev/null), the daemon's working directory, and a process group of
-// its own. Its stdout is read up to [Options.MaxOutput] bytes; beyond that
+// The child is built and started by [Binaries] (the platform's one way:
+// its own process group, killed with the daemon, recorded so that a crash
+// leaves nothing running). It gets the base environment of [Binaries.Env]
+// plus the route's secret and nothing else, no stdin (/dev/null), and the
+// daemon's working directory. Its stdout is read up to [Options.MaxOutput] bytes; beyond that
 // the call fails and the process group is stopped. The last 64 KiB of
 // stderr are kept for the error excerpt.
 //

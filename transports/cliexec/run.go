@@ -48,27 +48,26 @@ func (t *Transport) run(ctx context.Context, c call) ([]byte, *plexus.Error) {
 	stdout := &limitBuffer{max: t.opts.MaxOutput, onOver: func() { stop(errOversize) }}
 	stderr := &tailBuffer{max: stderrKeep}
 
-	cmd := exec.CommandContext(runCtx, c.path, c.args...)
-	cmd.Env = c.env
+	cmd := t.bins.Command(runCtx, c.path, c.args, c.env)
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	// A group of its own, so that a stop reaches whatever the tool started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
-	// After the grace, exec sends SIGKILL to the tool itself and closes the
+	// When runCtx ends, the group gets SIGTERM (Command's Cancel). After
+	// the grace, exec sends SIGKILL to the tool itself and closes the
 	// pipes; the rest of the group is killed below.
 	cmd.WaitDelay = t.opts.KillGrace
 
-	if err := cmd.Start(); err != nil {
+	done, err := t.bins.Start(cmd)
+	if err != nil {
 		return nil, t.startError(ctx, c, err)
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	// Whatever is left in the group (a grandchild that ignored SIGTERM, or a
 	// background process of a tool that exited) ends with the call. While
 	// members remain, the kernel keeps the group's id from being reused; when
 	// none do, the signal finds no group.
 	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	done()
 
 	switch {
 	case stdout.over:

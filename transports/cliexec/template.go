@@ -141,3 +141,38 @@ func argText(v any) (string, error) {
 	}
 	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
+
+// errOption reports an input value that would become an argument starting
+// with "-": the program could read it as an option (--output=…, -e …).
+type errOption struct {
+	arg   int    // index in route.args
+	field string // the placeholder that leads the argument
+}
+
+func (e *errOption) Error() string {
+	return fmt.Sprintf("route.args[%d]: the value of input field %q starts with \"-\", and the program would read it as an option "+
+		"(a value from input may start with \"-\" only after a literal \"--\" argument)", e.arg, e.field)
+}
+
+// expandArgv builds the argv the templates stand for, one argument each.
+// An argument that starts with "-" because of call input (its template
+// starts with a placeholder) is refused with [*errOption] unless a literal
+// "--" argument comes before it: input must never choose an option.
+func expandArgv(tmpls []template, input map[string]any) ([]string, error) {
+	args := make([]string, len(tmpls))
+	endOfOptions := false
+	for i, t := range tmpls {
+		a, err := t.expand(input)
+		if err != nil {
+			return nil, fmt.Errorf("route.args[%d]: %w", i, err)
+		}
+		if !endOfOptions && len(t) > 0 && t[0].path != nil && strings.HasPrefix(a, "-") {
+			return nil, &errOption{arg: i, field: t[0].text}
+		}
+		if len(t) == 1 && t[0].path == nil && t[0].text == "--" {
+			endOfOptions = true
+		}
+		args[i] = a
+	}
+	return args, nil
+}

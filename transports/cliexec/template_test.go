@@ -1,6 +1,8 @@
 package cliexec
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,4 +82,45 @@ func FuzzTemplate(f *testing.F) {
 			t.Fatalf("escaped %q expands to %q, %v", s, got, err)
 		}
 	})
+}
+
+// TestExpandArgvOptions: input never starts an argument with "-" unless a
+// literal "--" came first; text before a placeholder keeps it a value.
+func TestExpandArgvOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		input map[string]any
+		want  []string // nil: refused as an option
+	}{
+		{"Plain", []string{"read", "{p}"}, map[string]any{"p": "notes/a.md"}, []string{"read", "notes/a.md"}},
+		{"Dash", []string{"read", "{p}"}, map[string]any{"p": "-rf"}, nil},
+		{"DoubleDash", []string{"{p}"}, map[string]any{"p": "--output=/tmp/x"}, nil},
+		{"NegativeNumber", []string{"{n}"}, map[string]any{"n": -3}, nil},
+		{"EmptyThenDash", []string{"{a}{b}"}, map[string]any{"a": "", "b": "-x"}, nil},
+		{"AfterDoubleDash", []string{"read", "--", "{p}"}, map[string]any{"p": "-rf"}, []string{"read", "--", "-rf"}},
+		{"LiteralPrefix", []string{"--file={p}"}, map[string]any{"p": "-rf"}, []string{"--file=-rf"}},
+		{"TextPrefix", []string{"x{p}"}, map[string]any{"p": "-rf"}, []string{"x-rf"}},
+		{"DashDashFromInputIsNotEnd", []string{"{a}", "{b}"}, map[string]any{"a": "--", "b": "-x"}, nil},
+		{"LiteralDashArg", []string{"-n", "{p}"}, map[string]any{"p": "5"}, []string{"-n", "5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tmpls []template
+			for _, a := range tc.args {
+				tm, err := parseTemplate(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tmpls = append(tmpls, tm)
+			}
+			got, err := expandArgv(tmpls, tc.input)
+			var opt *errOption
+			switch {
+			case tc.want == nil && !errors.As(err, &opt):
+				t.Fatalf("expandArgv(%q) = %q, %v; want an option error", tc.args, got, err)
+			case tc.want != nil && (err != nil || !slices.Equal(got, tc.want)):
+				t.Fatalf("expandArgv(%q) = %q, %v; want %q", tc.args, got, err, tc.want)
+			}
+		})
+	}
 }

@@ -13,18 +13,26 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// Binaries finds the binaries routes name and says what environment they
-// run in. The platform implements it over the owner's enriched PATH. It is
-// called on every dispatch, from many goroutines at once, and must be safe
-// for concurrent use.
+// Binaries finds the binaries routes name, says what environment they run
+// in and starts them: the platform's one way of starting a child
+// (platform.Services implements it). It is called on every dispatch, from
+// many goroutines at once, and must be safe for concurrent use.
 type Binaries interface {
 	// Resolve returns the absolute path of the binary called name, a bare
 	// name without a path separator. An error means it is not installed.
 	Resolve(name string) (path string, err error)
-	// Env is the whole environment of a child, the PATH that Resolve
-	// searches included; nil means an empty one, never the daemon's. The
-	// transport never modifies the returned slice.
+	// Env is the base environment of a child, the PATH that Resolve
+	// searches included; the transport adds the route's secret and nothing
+	// else. nil means an empty one, never the daemon's. The transport never
+	// modifies the returned slice.
 	Env() []string
+	// Command builds the child: exactly env, its own process group, and
+	// when ctx is done SIGTERM to the group, then SIGKILL.
+	Command(ctx context.Context, path string, args, env []string) *exec.Cmd
+	// Start starts cmd and records it, so that a daemon that crashes does
+	// not leave it running; done is called once cmd has been waited for
+	// and its group stopped.
+	Start(cmd *exec.Cmd) (done func(), err error)
 }
 
 // Secrets resolves a secret by name at dispatch time. It is called from
@@ -111,25 +119,24 @@ func (t *Transport) dispatch(ctx context.Context, entry plexus.Entry, input map[
 	if perr != nil {
 		return nil, perr
 	}
-	args := make([]string, len(rt.args))
-	for i, tmpl := range rt.args {
-		a, err := tmpl.expand(input)
-		if err != nil {
-			return nil, plexus.Errorf(plexus.CodeTransportError, "route.args[%d]: %v", i, err)
-		}
+	args, err := expandArgv(rt.args, input)
+	var opt *errOption
+	switch {
+	case errors.As(err, &opt):
+		return nil, plexus.Errorf(plexus.CodeSchemaValidationFailed, "%v", err)
+	case err != nil:
+		return nil, plexus.Errorf(plexus.CodeTransportError, "%v", err)
+	}
+	for i, a := range args {
 		if strings.IndexByte(a, 0) >= 0 {
 			return nil, plexus.Errorf(plexus.CodeTransportError, "route.args[%d] would contain a NUL byte, which no argument can hold", i)
 		}
-		args[i] = a
 	}
 	path, perr := t.resolve(rt.bin)
 	if perr != nil {
 		return nil, perr
 	}
 	env := t.bins.Env()
-	if env == nil {
-		env = []string{} // os/exec would read nil as "inherit the daemon's"
-	}
 	var secret string
 	if rt.secret != nil {
 		if secret, perr = t.secret(rt.secret.name); perr != nil {

@@ -46,8 +46,9 @@
 // [Hub] is the rest of Core's side, and the [plexus.Transport] of kind ipc:
 //
 //   - Launch. Each declared provider ([plexus.ProviderConfig], checked by
-//     [ValidateProvider]) is started in its own process group, never through
-//     a shell, with its environment from [Binaries] plus its config's env and
+//     [ValidateProvider]) is started by [Binaries] (the platform's one way:
+//     its own process group, killed with the daemon), never through a
+//     shell, with the base environment of [Binaries] plus its config's env and
 //     PLEXUS_SOCKET, PLEXUS_PROVIDER_ID and PLEXUS_SESSION_TOKEN: a fresh
 //     token from [Tokens] per launch (32 random bytes, bound to the
 //     provider, single use, TokenTTL to say hello). Its stdout and stderr go

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os/exec"
 	"slices"
 	"sync"
 	"time"
@@ -15,12 +16,19 @@ import (
 
 // Binaries is the part of the platform seam the hub launches providers
 // with (platform.Services implements it): Resolve finds a bare command on
-// the enriched PATH at each launch, and Env is the environment a child
-// starts from (without the gateway's PLEXUS_* variables). Both must be safe
-// for concurrent use; Env returns a slice the caller may change.
+// the enriched PATH at each launch, Env is the base environment of every
+// child (the hub adds the provider's env entries and its session
+// variables, nothing else), and Command and Start build and start the
+// child the platform's one way. All must be safe for concurrent use; Env
+// returns a slice the caller may change.
 type Binaries interface {
 	Resolve(name string) (string, error)
 	Env() []string
+	// Command builds the child: exactly env, its own process group.
+	Command(ctx context.Context, path string, args, env []string) *exec.Cmd
+	// Start starts cmd and records it, so that a daemon that crashes does
+	// not leave it running; done is called once cmd has been waited for.
+	Start(cmd *exec.Cmd) (done func(), err error)
 }
 
 // Environment variables a launched provider gets (§5.2: "names are

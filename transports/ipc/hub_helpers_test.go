@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/ipc"
 )
 
 // testBins is the platform seam for tests: PATH lookup and the test's
 // environment without PLEXUS_* and IPC_TEST_* (as platform.Services drops
 // PLEXUS_*), so a child gets only what its config says.
-type testBins struct{}
+type testBins struct{ *platform.Services }
 
 func (testBins) Resolve(name string) (string, error) { return exec.LookPath(name) }
 
@@ -176,7 +177,7 @@ func startHub(tb testing.TB, edit func(*ipc.HubOptions)) *testHub {
 	if edit != nil {
 		edit(&opts)
 	}
-	h, err := ipc.NewHub(testBins{}, opts)
+	h, err := ipc.NewHub(testBins{platform.New(platform.Options{Home: tb.TempDir()})}, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

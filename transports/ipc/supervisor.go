@@ -157,13 +157,12 @@ func (h *Hub) launch(p *provider) (*process, error) {
 		EnvProviderID+"="+p.id,
 		EnvSessionToken+"="+token,
 	)
-	// Never through a shell; args are passed as they are.
-	cmd := exec.Command(path, p.cfg.Args...)
-	cmd.Env = env
+	// Never through a shell; args are passed as they are. The hub stops
+	// the process itself (stopProcess), never through a context.
+	cmd := h.bins.Command(context.Background(), path, p.cfg.Args, env)
 	logw := newLineLog(h.log, p.id, token)
 	cmd.Stdout = logw
 	cmd.Stderr = logw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A descendant holding stdout or stderr open must not keep Wait.
 	cmd.WaitDelay = h.opts.StopGrace
 	proc := &process{cmd: cmd, stderr: logw, stopReq: make(chan string, 1), exited: make(chan struct{})}
@@ -171,7 +170,7 @@ func (h *Hub) launch(p *provider) (*process, error) {
 	// before Start has returned here.
 	p.mu.Lock()
 	p.proc, p.launched = proc, false
-	err := cmd.Start()
+	untrack, err := h.bins.Start(cmd)
 	if err != nil {
 		p.proc = nil
 	} else {
@@ -187,6 +186,7 @@ func (h *Hub) launch(p *provider) (*process, error) {
 	go func() {
 		defer h.wg.Done()
 		proc.waitErr = cmd.Wait()
+		untrack()
 		close(proc.exited)
 	}()
 	return proc, nil

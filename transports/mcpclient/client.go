@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os/exec"
 	"slices"
 	"sort"
 	"sync"
@@ -38,12 +39,12 @@ type Options struct {
 	// an env or header value, an input or a result.
 	Logger *slog.Logger
 	// Env is the base environment of a stdio server's child: the caller
-	// passes the PATH-enriched environment without PLEXUS_*. The config's
-	// env is added on top (replacing a variable of the same name).
+	// passes platform.Services.Env. The config's env is added on top
+	// (replacing a variable of the same name), and nothing else.
 	Env []string
-	// Resolve finds a bare command name (one without '/'); nil searches
-	// the PATH of Env. platform.Services.Resolve fits.
-	Resolve func(name string) (string, error)
+	// Processes finds, builds and records a stdio server's process; it is
+	// required for a stdio server. platform.Services implements it.
+	Processes Processes
 	// Hold is asked after every listing, with every definition listed; the
 	// entry ids it returns are held out of Scan (and refused by Dispatch)
 	// until a later listing's answer no longer holds them. Nil holds
@@ -66,6 +67,20 @@ type Options struct {
 	// closed, and again after SIGTERM, before SIGKILL. Zero means
 	// [DefaultStopGrace].
 	StopGrace time.Duration
+}
+
+// Processes is the part of the platform seam a stdio server is started
+// with: the platform's one way to start a child. Its methods are called
+// from Run's goroutine.
+type Processes interface {
+	// Resolve returns the absolute path of a bare command name.
+	Resolve(name string) (string, error)
+	// Command builds the child: exactly env, its own process group.
+	Command(ctx context.Context, path string, args, env []string) *exec.Cmd
+	// Track records cmd, once the SDK has started it, so that a daemon
+	// that crashes does not leave it running; done is called once the
+	// session has ended and the group has been swept.
+	Track(cmd *exec.Cmd) (done func(), err error)
 }
 
 // Client is Plexus's persistent MCP client of one configured server, and
@@ -129,6 +144,9 @@ func New(name string, cfg ServerConfig, opts Options) (*Client, error) {
 			ce.Server = name
 		}
 		return nil, err
+	}
+	if cfg.Command != "" && opts.Processes == nil {
+		return nil, errors.New("mcpclient: a stdio server needs Options.Processes")
 	}
 	log := opts.Logger
 	if log == nil {

@@ -104,8 +104,9 @@
 //
 // # Never
 //
-// The package never runs a server through a shell, never hands a child the
-// gateway's PLEXUS_* variables, and never lets a configured env or header
+// The package never runs a server through a shell, never hands a child more
+// than [Options.Env] (the platform's base environment) and its entry's env,
+// and never lets a configured env or header
 // value (nor a URL's query) into a log, an error, a health detail or an
 // entry; text from the server bound for an error or a log is redacted of
 // them. It never logs an input or a result, and leaves no process or

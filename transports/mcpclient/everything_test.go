@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
@@ -25,8 +26,11 @@ func TestEverything(t *testing.T) {
 	failOnLeakedGoroutines(t)
 	cfg := everythingConfig(t)
 	cfg.Env = map[string]string{"MCP_TEST_CANARY": "canary-8c1e5f"}
-	env := append(os.Environ(), "PLEXUS_HOME=/must/not/leak")
-	h := startClient(t, "everything", cfg, mcpclient.Options{Env: env})
+	// The base environment is the platform's, built from a daemon
+	// environment that holds the gateway's variables and a shell token.
+	plat := platform.New(platform.Options{Home: t.TempDir(),
+		Env: append(os.Environ(), "PLEXUS_HOME=/must/not/leak", "GITHUB_TOKEN=ghp_canary-must-not-leak")})
+	h := startClient(t, "everything", cfg, mcpclient.Options{Env: plat.Env(), Processes: plat})
 	h.waitReady(t)
 
 	t.Run("ListedEverything", func(t *testing.T) {
@@ -183,6 +187,9 @@ func TestEverything(t *testing.T) {
 		}
 		if strings.Contains(string(r.MCPResult), "/must/not/leak") {
 			t.Error("a PLEXUS_* variable reached the server")
+		}
+		if strings.Contains(string(r.MCPResult), "ghp_canary-must-not-leak") {
+			t.Error("a token of the daemon's environment reached the server")
 		}
 	})
 

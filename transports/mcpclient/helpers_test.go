@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
@@ -104,6 +105,9 @@ func startClient(tb testing.TB, name string, cfg mcpclient.ServerConfig, opts mc
 	opts.Logger = slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.Env == nil {
 		opts.Env = os.Environ()
+	}
+	if opts.Processes == nil {
+		opts.Processes = platform.New(platform.Options{Home: tb.TempDir(), Env: opts.Env})
 	}
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff = 20 * time.Millisecond

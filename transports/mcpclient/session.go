@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +31,7 @@ type session struct {
 	stderr  *tail                   // the stdio server's last stderr bytes
 	lost    chan struct{}           // closed when the session has ended
 	waitErr error                   // why, from the SDK; set before lost closes
+	untrack func()                  // forgets the platform's record; nil over HTTP
 }
 
 func (s *session) pid() int {
@@ -85,6 +85,15 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		}
 		return nil, fmt.Errorf("connect to %s: %s", what, c.red.err(err))
 	}
+	if s.cmd != nil {
+		// The SDK started the process; from now on a crash of the daemon
+		// leaves a record of it for the next start to reap.
+		if s.untrack, err = c.opts.Processes.Track(s.cmd); err != nil {
+			cerr := cs.Close() // ends the process it started
+			s.sweep()
+			return nil, fmt.Errorf("start %s: %w", c.cfg.Command, errors.Join(err, cerr))
+		}
+	}
 	s.cs = cs
 	ir := cs.InitializeResult()
 	s.pv, s.caps = ir.ProtocolVersion, ir.Capabilities
@@ -127,70 +136,40 @@ func (s *session) sweep() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	}
+	if s.untrack != nil {
+		s.untrack()
+	}
 }
 
-// command is the stdio server's command: never through a shell, in its own
-// process group, with Options.Env and the config's env on top.
+// command is the stdio server's command: never through a shell, built by
+// the platform (its own process group), with Options.Env and the config's
+// env on top. The SDK stops it (stdin closed, SIGTERM, SIGKILL), never a
+// context.
 func (c *Client) command(stderr *tail) (*exec.Cmd, error) {
 	path := c.cfg.Command
 	if !strings.ContainsRune(path, '/') {
 		var err error
-		if c.opts.Resolve != nil {
-			path, err = c.opts.Resolve(path)
-		} else {
-			path, err = lookPath(path, envValue(c.opts.Env, "PATH"))
-		}
-		if err != nil {
+		if path, err = c.opts.Processes.Resolve(path); err != nil {
 			return nil, fmt.Errorf("cannot find the command %s: %s", c.cfg.Command, c.red.err(err))
 		}
 	}
-	cmd := exec.Command(path, c.cfg.Args...)
-	cmd.Env = childEnv(c.opts.Env, c.cfg.Env)
+	cmd := c.opts.Processes.Command(context.Background(), path, c.cfg.Args, serverEnv(c.opts.Env, c.cfg.Env))
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, nil
 }
 
-// childEnv is base without PLEXUS_* and with extra set on top.
-func childEnv(base []string, extra map[string]string) []string {
+// serverEnv is base with the server's declared env on top: a declared
+// variable replaces the base's.
+func serverEnv(base []string, declared map[string]string) []string {
 	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		_, over := extra[k]
-		return over || strings.HasPrefix(strings.ToUpper(k), "PLEXUS_")
+		_, over := declared[k]
+		return over
 	})
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+extra[k])
+	for _, k := range slices.Sorted(maps.Keys(declared)) {
+		env = append(env, k+"="+declared[k])
 	}
 	return env
-}
-
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
-
-// lookPath finds name in the directories of path (not the daemon's own
-// PATH).
-func lookPath(name, path string) (string, error) {
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s is not on the PATH", name)
 }
 
 // redactURL drops a URL's query and fragment, where tokens sometimes ride.

@@ -15,12 +15,16 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/stdio"
 )
 
 // bins resolves "faketool" to the test binary, run as the fake tool; any
 // other name is not found.
-type bins struct{ exe string }
+type bins struct {
+	*platform.Services
+	exe string
+}
 
 func (b bins) Resolve(name string) (string, error) {
 	if name == "faketool" {
@@ -108,7 +112,7 @@ func newTransport(tb testing.TB, sec secrets, opts stdio.Options) *fixture {
 	if sec == nil {
 		sec = secrets{}
 	}
-	tr := stdio.New(bins{exe: exe}, sec, opts)
+	tr := stdio.New(bins{Services: platform.New(platform.Options{Home: tb.TempDir()}), exe: exe}, sec, opts)
 	tb.Cleanup(func() { tr.Close() })
 	return &fixture{t: tr, logs: logs}
 }

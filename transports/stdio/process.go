@@ -61,6 +61,7 @@ type process struct {
 	log     *slog.Logger
 	cmd     *exec.Cmd
 	pid     int
+	untrack func()    // forgets the platform's record of the child, after Wait
 	started time.Time // by the transport's clock, set by the supervisor
 	prefix  string    // random per process, so ids never repeat across restarts
 	seq     atomic.Uint64
@@ -82,9 +83,9 @@ type process struct {
 	done       chan struct{} // closed when every call in flight has failed
 }
 
-// startProcess starts path with args and env; the child leads a new
-// process group so that stopping it also stops what it started.
-func startProcess(log *slog.Logger, path string, args, env []string, secret string, maxLine int, waitDelay time.Duration) (*process, error) {
+// startProcess starts path with args and env through bins; the child leads
+// a new process group so that stopping it also stops what it started.
+func startProcess(log *slog.Logger, bins Binaries, path string, args, env []string, secret string, maxLine int, waitDelay time.Duration) (*process, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdin pipe: %w", err)
@@ -112,16 +113,15 @@ func startProcess(log *slog.Logger, path string, args, env []string, secret stri
 	_, _ = rand.Read(rnd[:]) // never fails (crypto/rand panics instead)
 	p.prefix = hex.EncodeToString(rnd[:]) + "-"
 
-	// Never through a shell; args are passed as they are.
-	cmd := exec.Command(path, args...)
-	cmd.Env = env
+	// Never through a shell; args are passed as they are. The process is
+	// stopped by stop and kill, never by a context.
+	cmd := bins.Command(context.Background(), path, args, env)
 	cmd.Stdin = inR   // *os.File: handed to the child, no copying goroutine
 	cmd.Stdout = outW // likewise
 	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A descendant holding stderr open must not keep Wait forever.
 	cmd.WaitDelay = waitDelay
-	err = cmd.Start()
+	p.untrack, err = bins.Start(cmd)
 	// The child's ends are the child's now; the parent keeping them would
 	// hide the child's end-of-file from the reader.
 	inR.Close()
@@ -324,6 +324,7 @@ func (p *process) signal(sig syscall.Signal) {
 // why it ended. The caller then calls finish.
 func (p *process) wait() string {
 	err := p.cmd.Wait()
+	p.untrack()
 	close(p.exited)
 	select {
 	case <-p.readerDone:

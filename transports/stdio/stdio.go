@@ -81,6 +81,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -89,13 +90,21 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// Binaries is the part of the platform seam that finds a binary and the
-// environment a child gets (platform.Services implements it). Resolve is
-// called at every process start; both must be safe for concurrent use, and
-// Env returns a slice the caller may change.
+// Binaries is the part of the platform seam that finds a binary, gives the
+// base environment of a child and starts it the platform's one way
+// (platform.Services implements it). Resolve is called at every process
+// start; all must be safe for concurrent use, and Env returns a slice the
+// caller may change.
 type Binaries interface {
 	Resolve(name string) (string, error)
+	// Env is the base environment; the transport adds the route's secret
+	// and nothing else.
 	Env() []string
+	// Command builds the child: exactly env, its own process group.
+	Command(ctx context.Context, path string, args, env []string) *exec.Cmd
+	// Start starts cmd and records it, so that a daemon that crashes does
+	// not leave it running; done is called once cmd has been waited for.
+	Start(cmd *exec.Cmd) (done func(), err error)
 }
 
 // Secrets reads a named secret's value (platform.Services implements it).
@@ -385,7 +394,7 @@ func (t *Transport) start(rt *route) (*process, *plexus.Error) {
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, prefix) })
 		env = append(env, prefix+secret)
 	}
-	p, err := startProcess(t.log, path, rt.args, env, secret, t.maxLine, t.grace)
+	p, err := startProcess(t.log, t.bins, path, rt.args, env, secret, t.maxLine, t.grace)
 	if err != nil {
 		err = redactor(secret).err(err)
 		return nil, plexus.WrapError(plexus.CodeSourceUnavailable, err, fmt.Sprintf("%s cannot be started: %v", rt.bin, err))

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/registry"
+)
+
+// reaches are the recorded reaches of p's entries, in the order the
+// decision lists them (a registration's manifest order, a grant's items),
+// each with its entry id; an entry of a registration without one is listed
+// with a nil reach (the decision predates the check).
+func reaches(p plexus.Pending) (ids []string, rs []*plexus.Reach) {
+	find := func(id string) *plexus.Reach {
+		i := slices.IndexFunc(p.Narration, func(n plexus.PendingNarration) bool { return n.ID == id && n.Reach != nil })
+		if i < 0 {
+			return nil
+		}
+		return p.Narration[i].Reach
+	}
+	switch {
+	case p.Extension != nil:
+		for _, d := range p.Extension.Capabilities {
+			if d.Kind != plexus.KindSkill {
+				id := registry.EntryID(p.Extension.Source, d.Name)
+				ids, rs = append(ids, id), append(rs, find(id))
+			}
+		}
+	case p.Definition == nil:
+		for _, it := range p.Items {
+			if r := find(it.CapabilityID); r != nil {
+				ids, rs = append(ids, it.CapabilityID), append(rs, r)
+			}
+		}
+	}
+	return ids, rs
+}
+
+// writeReaches prints what each entry of p reaches and requires, from the
+// gateway's reading of its routes; nothing when p has no extension entry.
+func writeReaches(w io.Writer, p plexus.Pending) {
+	ids, rs := reaches(p)
+	if len(ids) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n  What it reaches (read from the routes by Plexus, not the agent's words):")
+	for i, id := range ids {
+		r := rs[i]
+		if r == nil {
+			fmt.Fprintf(w, "  %s  not recorded: the request predates this check; deny it and ask again\n", id)
+			continue
+		}
+		head := fmt.Sprintf("  %s  requires %s", id, verbsString(r.Verbs))
+		if len(r.Declared) > 0 && !slices.Equal(plexus.NormalizeVerbs(r.Declared), plexus.NormalizeVerbs(r.Verbs)) {
+			head += fmt.Sprintf(" (declared %s)", verbsString(r.Declared))
+		}
+		fmt.Fprintln(w, head)
+		if r.Why != "" {
+			fmt.Fprintf(w, "      why: %s\n", termSafe(r.Why))
+		}
+		if slices.Contains(r.Verbs, plexus.VerbExecute) {
+			fmt.Fprintln(w, "      execute is never standing: each call asks you again")
+		}
+		fmt.Fprintf(w, "      %s\n", reachString(*r))
+		if r.Unknown != "" {
+			fmt.Fprintf(w, "      cannot be known: %s\n", termSafe(r.Unknown))
+		}
+		if len(r.Secrets) > 0 {
+			fmt.Fprintf(w, "      handed the secrets %s\n", quoted(r.Secrets))
+		}
+	}
+}
+
+// reachString is what r touches, in a line: every value the route gives
+// quoted, so that a space, a control or a bidi character is seen for what
+// it is.
+func reachString(r plexus.Reach) string {
+	switch r.Transport {
+	case plexus.TransportCLI, plexus.TransportStdio:
+		prog := strconv.Quote(r.Bin) + " (not resolved)"
+		if r.Path != "" {
+			prog = strconv.Quote(r.Path)
+		}
+		s := "runs " + prog + " with argv " + quoted(r.Args)
+		if r.Transport == plexus.TransportStdio {
+			s += " and calls its method " + strconv.Quote(r.Method)
+		}
+		return s
+	case plexus.TransportLocalREST:
+		return "sends " + strconv.Quote(r.Method) + " " + strconv.Quote(r.URL)
+	case plexus.TransportIPC:
+		return "asks the ipc provider " + strconv.Quote(r.Provider) + " to run " + strconv.Quote(r.Tool)
+	case plexus.TransportWorkflow:
+		ms := make([]string, len(r.Members))
+		for i, m := range r.Members {
+			ms[i] = m.ID + " (" + verbsString(m.Verbs) + ")"
+		}
+		return "runs, in order, " + termSafe(strings.Join(ms, ", "))
+	}
+	return "over " + termSafe(string(r.Transport))
+}
+
+// reachBrief is reachString for a table cell: the program and argv, the
+// URL, the provider or the members.
+func reachBrief(r plexus.Reach) string {
+	switch r.Transport {
+	case plexus.TransportCLI, plexus.TransportStdio:
+		prog := r.Path
+		if prog == "" {
+			prog = r.Bin + "?"
+		}
+		return strconv.Quote(prog) + " " + quoted(r.Args)
+	case plexus.TransportLocalREST:
+		return r.Method + " " + strconv.Quote(r.URL)
+	case plexus.TransportIPC:
+		return "ipc " + strconv.Quote(r.Provider) + " " + strconv.Quote(r.Tool)
+	case plexus.TransportWorkflow:
+		return fmt.Sprintf("workflow of %d", len(r.Members))
+	}
+	return termSafe(string(r.Transport))
+}
+
+func quoted(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// termSafe escapes the characters that would restyle or reorder a
+// terminal's text (controls, bidi and other format characters).
+func termSafe(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// writeAgentWords prints, last and marked, the text the agent wrote: its
+// purpose and, for a registration, the manifest's labels and descriptions.
+func writeAgentWords(w io.Writer, p plexus.Pending) {
+	var lines []string
+	if p.Purpose != "" {
+		lines = append(lines, "purpose: "+strconv.Quote(p.Purpose))
+	}
+	if m := p.Extension; m != nil {
+		lines = append(lines, "extension label: "+strconv.Quote(m.Label))
+		for _, d := range m.Capabilities {
+			lines = append(lines, registry.EntryID(m.Source, d.Name)+": "+strconv.Quote(oneLine(d.Label, 120))+" — "+strconv.Quote(oneLine(d.Describe, 300)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n  The agent says (its own words, not checked by Plexus):")
+	for _, l := range lines {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
+}
