@@ -19,6 +19,7 @@ import (
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/mcphost"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
@@ -92,7 +93,7 @@ type daemon struct {
 	plat  *platform.Services
 	// mcp runs the servers of mcp.json, each a source behind the mcp
 	// transport.
-	mcp *mcpManager
+	mcp *mcphost.Manager
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -251,7 +252,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		d.ln.Close()
 		return nil, err
 	}
-	d.mcp, err = newMCPManager(home.Dir, plat, d.reg, d.gw, mcpTransport, log)
+	d.mcp, err = mcphost.New(mcphost.Config{Home: home.Dir, Registry: d.reg, Journal: d.gw, Pins: d.checkPins,
+		Transport: mcpTransport, Secret: plat.Secret, Env: plat.Env(), Processes: plat, Logger: log})
 	if err != nil {
 		d.ln.Close()
 		return nil, err
@@ -336,6 +338,15 @@ func (d *daemon) forwardHints(context.Context) error {
 		d.inbox.Hint(h.Full, h.Dirs)
 	}
 	return nil
+}
+
+// checkPins hands an MCP server's tool definitions to the gateway's pins.
+func (d *daemon) checkPins(ctx context.Context, source string, defs []mcpclient.Definition) (map[string]bool, error) {
+	var gdefs []gateway.Definition
+	for _, def := range defs {
+		gdefs = append(gdefs, gateway.Definition{EntryID: def.EntryID, Primitive: def.Primitive, Name: def.Name, Hash: def.Hash, Raw: def.Raw})
+	}
+	return d.gw.CheckPins(ctx, source, gdefs)
 }
 
 func (d *daemon) baseURL() string { return "http://" + d.ln.Addr().String() }
