@@ -18,6 +18,7 @@ import (
 	"github.com/plexus-gw/plexus/gateway"
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/inbox"
+	"github.com/plexus-gw/plexus/ipchost"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/mcphost"
 	"github.com/plexus-gw/plexus/platform"
@@ -85,7 +86,7 @@ type daemon struct {
 	watch  *watcher.Watcher
 	notify *notifier
 	// providers runs the ipc tool providers of providers.json.
-	providers *providerService
+	providers *ipchost.Supervisor
 	// rest and stdio are the transports that hold connections or child
 	// processes between calls; Close ends them at shutdown.
 	rest  *localrest.Transport
@@ -187,16 +188,16 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		}
 	}()
 	d.reg.AddTransport(d.stdio)
-	d.providers, err = newProviderService(d.reg, home.Dir, home.SocketDir, plat, o.IPC, log, d.note)
+	d.providers, err = ipchost.New(d.reg, home.Dir, home.SocketDir, plat, o.IPC, log, d.note)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			d.providers.hub.Close()
+			d.providers.Hub().Close()
 		}
 	}()
-	d.reg.AddTransport(d.providers.hub)
+	d.reg.AddTransport(d.providers.Hub())
 	d.reg.AddTransport(skill.Transport{})
 	d.reg.AddTransport(workflow.New(d.reg.Entry))
 	mcpTransport := mcpclient.NewTransport()
@@ -264,7 +265,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		d.ln.Close()
 		return nil, err
 	}
-	d.providers.load(ctx)
+	d.providers.Load(ctx)
 	return d, nil
 }
 
@@ -338,6 +339,11 @@ func (d *daemon) forwardHints(context.Context) error {
 		d.inbox.Hint(h.Full, h.Dirs)
 	}
 	return nil
+}
+
+// note journals what the ipc hub observed, through the gateway.
+func (d *daemon) note(action, target, trace string, payload map[string]any) {
+	d.gw.Note(context.Background(), action, target, trace, payload)
 }
 
 // checkPins hands an MCP server's tool definitions to the gateway's pins.
