@@ -299,7 +299,7 @@ func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return src.WithHealth(extensionHealth(d.plat, d.rest, d.stdio)), nil
+		return src.WithHealth(d.reg.CheckRequirements), nil
 	}
 	return nil, fmt.Errorf("unknown source kind %q (known: portal, extension)", cfg.Kind)
 }
