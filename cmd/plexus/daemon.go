@@ -84,7 +84,7 @@ type daemon struct {
 	// owner's notify command.
 	inbox  *inbox.Reconciler
 	watch  *watcher.Watcher
-	notify *notifier
+	notify *inbox.Notifier
 	// providers runs the ipc tool providers of providers.json.
 	providers *ipchost.Supervisor
 	// rest and stdio are the transports that hold connections or child
@@ -239,9 +239,9 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	if owner == nil {
 		owner = sync.OnceValue(deciderIdentity)
 	}
-	d.notify = newNotifier(home.Auth.Notify, d.plat, log)
+	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, log)
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
-		Notify: d.notify.send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
+		Notify: d.notify.Send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
 		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, db, d.gw)
 	if err != nil {
 		d.ln.Close()
