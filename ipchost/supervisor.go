@@ -128,7 +128,11 @@ func (s *Supervisor) add(ctx context.Context, id string, cfg plexus.ProviderConf
 		return err
 	}
 	if _, err := s.reg.Add(ctx, src); err != nil {
-		_ = s.hub.Remove(id)
+		// Just added, so the hub knows it: Remove fails only on an
+		// unknown id, which would be a bug worth a line in the log.
+		if rerr := s.hub.Remove(id); rerr != nil {
+			s.log.Warn("ipc: stop a provider whose source was refused", "provider", id, "err", rerr)
+		}
 		return err
 	}
 	// A registration that landed between Add's scan and the source
@@ -146,7 +150,9 @@ func (s *Supervisor) remove(ctx context.Context, id string) {
 	if err := s.reg.Remove(ctx, ipc.SourceID(id)); err != nil && !errors.Is(err, registry.ErrUnknownSource) {
 		s.log.Warn("ipc: remove a provider's source", "provider", id, "err", err)
 	}
-	_ = s.hub.Remove(id)
+	if err := s.hub.Remove(id); err != nil {
+		s.log.Warn("ipc: stop a provider", "provider", id, "err", err)
+	}
 	s.note("provider.removed", id, "", nil)
 }
 
