@@ -44,6 +44,7 @@ const (
 	FileReadme        = "README.md"
 	FileJournal       = "journal.db"
 	FileMCPConfig     = "mcp.json"
+	FileProviders     = "providers.json"
 	// DirRun holds the unix sockets of ipc tool providers. Init does not
 	// create it; the ipc transport creates it 0700 when it first listens.
 	DirRun = "run"

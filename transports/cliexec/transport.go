@@ -211,3 +211,11 @@ func withVar(env []string, name, value string) []string {
 	}
 	return append(out, name+"="+value)
 }
+
+var _ plexus.RequirementsChecker = (*Transport)(nil)
+
+// Requirements: a capability on this transport needs its route's binary
+// installed.
+func (t *Transport) Requirements(_ plexus.ExtensionManifest, c plexus.ExtensionCapabilityDecl) []plexus.Requirement {
+	return plexus.BinaryRequirement(c.Route, t.bins.Resolve)
+}

@@ -440,6 +440,16 @@ func (t *Transport) watch(s *supervisor, p *process) {
 	p.finish(why)
 }
 
+var _ plexus.RequirementsChecker = (*Transport)(nil)
+
+// Requirements: a capability on this transport needs its route's binary
+// installed, and its source's tool process not failing ([Transport.Health]).
+func (t *Transport) Requirements(m plexus.ExtensionManifest, c plexus.ExtensionCapabilityDecl) []plexus.Requirement {
+	source := m.Source
+	return append(plexus.BinaryRequirement(c.Route, t.bins.Resolve), plexus.Requirement{Key: "process", Stage: plexus.StageProcess,
+		Check: func(context.Context) plexus.Health { return t.Health(source) }})
+}
+
 // Health reports the processes of source: ok while they run (or none has
 // been needed yet: unknown), degraded while one waits to be restarted
 // after dying, unavailable when one cannot be started. With several
