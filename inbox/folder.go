@@ -212,7 +212,7 @@ func removeIf(c *copyOf) error {
 	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return syncDir(filepath.Dir(c.path))
+	return platform.SyncDir(filepath.Dir(c.path))
 }
 
 // record stores rec (and rows, in the same transaction) and mirrors it in
