@@ -256,7 +256,7 @@ func (d *mcpDoc) write() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(d.path, append(b, '\n'), 0o600)
+	return platform.WriteFileAtomic(d.path, append(b, '\n'), platform.WriteOptions{Mode: 0o600})
 }
 
 // describe says where a server runs, for list: the command line or the URL,

@@ -18,6 +18,7 @@ import (
 	"slices"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/ipc"
 )
 
@@ -161,38 +162,5 @@ func (d *providersDoc) save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(d.path, append(b, '\n'), 0o600)
-}
-
-// writeFileAtomic replaces path with data: a temp file in the same folder,
-// synced, then renamed over it.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = f.Chmod(mode)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if df, err := os.Open(dir); err == nil {
-		_ = df.Sync()
-		df.Close()
-	}
-	return nil
+	return platform.WriteFileAtomic(d.path, append(b, '\n'), platform.WriteOptions{Mode: 0o600})
 }
