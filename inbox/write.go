@@ -19,9 +19,9 @@ func Sum(b []byte) string {
 
 // WriteAtomic writes b to dir/name so that a reader (the owner's editor,
 // the watcher, a crash) sees the old file or the new one, never a part,
-// durably, 0600, through [platform.WriteFileAtomic]: its temporary name
-// (".<name>.tmp-…") is one [IsScratch] recognizes. name must be a plain
-// file name.
+// durably, 0600, through [platform.WriteFileAtomic]: its temporary name is
+// ".<name>.tmp-…", which the reconciler cleans up after a crash and never
+// takes for a decision file. name must be a plain file name.
 //
 // WriteAtomic replaces the regular file dir/name holds, if any. Anything
 // else under the name (a symlink, a FIFO, a socket, a device, a folder) is
