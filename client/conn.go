@@ -49,9 +49,6 @@ func WithVia(channel string) Option { return func(c *config) { c.via = channel }
 // WithClientInfo sets the client metadata an [Agent] sends at handshake.
 func WithClientInfo(info plexus.ClientInfo) Option { return func(c *config) { c.info = info } }
 
-// WithClock sets the clock an [Agent] judges token and session expiry by.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
-
 func newConfig(opts []Option) *config {
 	c := &config{
 		info:           plexus.ClientInfo{Name: "plexus-client", Version: plexus.Version},
