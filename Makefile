@@ -4,7 +4,7 @@ BIN         := bin/plexus
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export CGO_ENABLED := 1
 
-.PHONY: build run test bench lint fmt clean
+.PHONY: build run test fuzz bench lint fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/plexus
@@ -14,14 +14,25 @@ build:
 run: build
 	./$(BIN) serve
 
-# vet, staticcheck, then every unit and integration test with the race detector.
+# vet, staticcheck, then every unit and integration test with the race detector,
+# then every fuzz target for TESTFUZZTIME each (one at a time: a few seconds
+# apiece keeps the whole under three minutes on two cores).
 # The MCP client's tests run real MCP servers, pinned in examples/mcp.
+TESTFUZZTIME ?= 3s
 test:
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	npm ci --prefix examples/mcp --no-audit --no-fund
 	$(GO) test -race -count=1 ./...
+	GO=$(GO) FUZZTIME=$(TESTFUZZTIME) ./scripts/fuzz.sh
+
+# Every fuzz target for FUZZTIME each, one after the other:
+# make fuzz FUZZTIME=10m. A failing input lands in the package's
+# testdata/fuzz/<Target>/; commit it with the fix (docs/fuzzing.md).
+FUZZTIME ?= 1m
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 # Benchmarks print ratios against a baseline measured in the same run.
 # The DESIGN.md figures live in cmd/plexus/bench_test.go; each benchmark times

@@ -132,6 +132,12 @@ type JournalHealth struct {
 	// LastWhat is the row or operation that failed last (an action type
 	// and its target, never content).
 	LastWhat string `json:"lastWhat,omitempty"`
+	// MirrorFailures counts appends to the audit mirror (audit/*.jsonl)
+	// that failed; AnchorFailures, writes of journal.anchor. Neither fails
+	// a transaction (the database row is the authority), so the owner
+	// learns of them here and from `plexus journal verify`.
+	MirrorFailures int64 `json:"mirrorFailures,omitempty"`
+	AnchorFailures int64 `json:"anchorFailures,omitempty"`
 }
 
 // SourceStatus is one source's line in StatusResponse.

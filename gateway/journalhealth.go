@@ -30,15 +30,31 @@ func (g *Gateway) JournalFailed(what string, err error) {
 	g.jfail.last, g.jfail.what = g.now(), what
 }
 
-// journalHealth is the count and the latest failure for the status view.
+// sideWrites is what a store that keeps copies beside its database (the
+// journal's audit mirror and anchor) tells of the writes to them that
+// failed. Both methods must be safe for concurrent use.
+type sideWrites interface {
+	MirrorErrors() int
+	AnchorErrors() int
+}
+
+// journalHealth is the count and the latest failure for the status view,
+// nil while nothing has failed.
 func (g *Gateway) journalHealth() *plexus.JournalHealth {
+	var h plexus.JournalHealth
+	if sw, ok := g.d.Store.(sideWrites); ok {
+		h.MirrorFailures, h.AnchorFailures = int64(sw.MirrorErrors()), int64(sw.AnchorErrors())
+	}
 	g.jfail.mu.Lock()
 	defer g.jfail.mu.Unlock()
-	if g.jfail.n == 0 {
+	if g.jfail.n > 0 {
+		at := g.jfail.last
+		h.WriteFailures, h.LastFailure, h.LastWhat = g.jfail.n, &at, g.jfail.what
+	}
+	if h == (plexus.JournalHealth{}) {
 		return nil
 	}
-	at := g.jfail.last
-	return &plexus.JournalHealth{WriteFailures: g.jfail.n, LastFailure: &at, LastWhat: g.jfail.what}
+	return &h
 }
 
 // recordAnyway writes a row for something that has happened and cannot be

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -116,7 +117,7 @@ func (m *mirror) write(day string, rows []mirrorRow, sync bool) error {
 			m.f.Close()
 			m.f = nil
 		}
-		f, err := os.OpenFile(filepath.Join(m.dir, day+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := openMirrorFile(filepath.Join(m.dir, day+".jsonl"))
 		if err != nil {
 			return err
 		}
@@ -184,4 +185,26 @@ func (m *mirror) close() error {
 	err := m.f.Close()
 	m.f = nil
 	return err
+}
+
+// openMirrorFile opens a day's file for appending, creating it 0600. A link
+// planted under the day's name is never followed (O_NOFOLLOW), and a FIFO
+// never waited on (O_NONBLOCK): a process that can write audit/ could
+// otherwise have the daemon append every row to a file of its choosing, or
+// stall every commit. What is opened must be a regular file.
+func openMirrorFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("audit mirror %s: a %s, not a regular file", path, fi.Mode().Type())
+	}
+	return f, nil
 }

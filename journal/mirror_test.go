@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,6 +122,38 @@ func TestMirror(t *testing.T) {
 		}
 		if rows, _ := td.Activity(context.Background(), Filter{}); len(rows) != 1 {
 			t.Errorf("activity rows = %d, want the row kept in SQLite", len(rows))
+		}
+	})
+
+	t.Run("PlantedLinkOrFIFONeverFollowed", func(t *testing.T) {
+		for _, plant := range []string{"symlink", "fifo"} {
+			t.Run(plant, func(t *testing.T) {
+				td := mustOpen(t)
+				target := filepath.Join(t.TempDir(), "elsewhere")
+				if err := os.WriteFile(target, []byte("owner's file\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				day := filepath.Join(td.audit, "2025-03-14.jsonl")
+				var err error
+				if plant == "symlink" {
+					err = os.Symlink(target, day)
+				} else {
+					err = syscall.Mkfifo(day, 0o600)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				recordN(t, td, 1) // returns: a FIFO without a reader is not waited on
+				if got := td.MirrorErrors(); got != 1 {
+					t.Errorf("MirrorErrors = %d, want 1", got)
+				}
+				if b, _ := os.ReadFile(target); string(b) != "owner's file\n" {
+					t.Errorf("the link's target now holds %q: the append followed the link", b)
+				}
+				if rows, _ := td.Activity(context.Background(), Filter{}); len(rows) != 1 {
+					t.Errorf("activity rows = %d, want the row kept in SQLite", len(rows))
+				}
+			})
 		}
 	})
 

@@ -372,8 +372,30 @@ func (v *manifestCheck) schema(field string, raw json.RawMessage) {
 		return
 	}
 	if _, err := c.Compile(loc); err != nil {
+		sortCauses(err)
 		v.add(field, "not a valid JSON Schema 2020-12: "+oneLine(err.Error()), "fix the schema; references must stay inside it")
 	}
+}
+
+// sortCauses orders the causes of a schema's metaschema failure by their
+// text, at every level: the library gathers them in map order, and the same
+// manifest must be refused in the same words every time (found by
+// FuzzManifest).
+func sortCauses(err error) {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		sortValidation(ve)
+	}
+}
+
+func sortValidation(ve *jsonschema.ValidationError) {
+	text := make(map[*jsonschema.ValidationError]string, len(ve.Causes))
+	for _, c := range ve.Causes {
+		sortValidation(c)
+		text[c] = c.Error()
+	}
+	slices.SortStableFunc(ve.Causes, func(a, b *jsonschema.ValidationError) int { return strings.Compare(text[a], text[b]) })
 }
 
 // noLoader refuses to load anything: a manifest's schema may not make the
@@ -456,6 +478,10 @@ func ParseManifest(b []byte) (plexus.ExtensionManifest, error) {
 			problem = fmt.Sprintf("want %s, not a JSON %s", te.Type, te.Value)
 		} else if k, ok := strings.CutPrefix(problem, "unknown field "); ok {
 			field, problem = strings.Trim(k, `"`), "not a manifest field"
+			if field == "" {
+				// An empty key would leave the problem nameless (found by FuzzManifest).
+				field, problem = "manifest", `the empty key "" is not a manifest field`
+			}
 		}
 		return m, &ManifestError{Problems: []ManifestProblem{{Field: field, Problem: problem,
 			Fix: "see the fields of plexus-extension/0.1 in docs/extensions.md"}}}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -180,9 +181,14 @@ func parseMCPServer(path, name string, raw json.RawMessage) (mcpServer, error) {
 	if s.Type == "stdio" && s.Command == "" || s.Type != "" && s.Type != "stdio" && s.URL == "" {
 		return bad(`"type" %q does not match the entry (a "command" is stdio, a "url" is http)`, s.Type)
 	}
-	for field, m := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
-		for k, v := range m {
-			for _, ref := range secretRef.FindAllStringSubmatch(v, -1) {
+	// In a fixed order, so that the same file always names the same fault.
+	for _, section := range []struct {
+		field string
+		m     map[string]string
+	}{{"env", s.Env}, {"headers", s.Headers}} {
+		field, m := section.field, section.m
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			for _, ref := range secretRef.FindAllStringSubmatch(m[k], -1) {
 				if !platform.ValidSecretName(ref[1]) {
 					return bad("%s.%s names the secret %q, which is not a secret name", field, k, ref[1])
 				}

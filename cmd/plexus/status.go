@@ -39,7 +39,15 @@ func statusCommand() *cli.Command {
 				if j.LastFailure != nil {
 					last = fmt.Sprintf(" (last: %s %s)", timeString(*j.LastFailure), j.LastWhat)
 				}
-				fmt.Fprintf(t, "journal write failures:\t%d%s\n", j.WriteFailures, last)
+				if j.WriteFailures > 0 {
+					fmt.Fprintf(t, "journal write failures:\t%d%s\n", j.WriteFailures, last)
+				}
+				if j.MirrorFailures > 0 {
+					fmt.Fprintf(t, "audit mirror write failures:\t%d (run plexus journal verify)\n", j.MirrorFailures)
+				}
+				if j.AnchorFailures > 0 {
+					fmt.Fprintf(t, "journal anchor write failures:\t%d (run plexus journal verify)\n", j.AnchorFailures)
+				}
 			}
 			if err := t.Flush(); err != nil {
 				return err

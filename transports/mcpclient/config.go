@@ -2,11 +2,13 @@ package mcpclient
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/plexus-gw/plexus"
@@ -90,8 +92,9 @@ func (c ServerConfig) Validate() error {
 		if len(c.Headers) > 0 {
 			return bad("headers", "only a url server takes headers; a command server gets env")
 		}
-		for k, v := range c.Env {
-			field := "env." + k
+		// Sorted, so that the same config always names the same fault.
+		for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+			v, field := c.Env[k], "env."+k
 			switch {
 			case !plexus.ValidEnvName(k):
 				return bad(field, "not a portable environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
@@ -119,8 +122,8 @@ func (c ServerConfig) Validate() error {
 	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
 		return bad("url", "plain http is allowed only to a loopback host (localhost, 127.0.0.1, [::1]); use https")
 	}
-	for k, v := range c.Headers {
-		field := "headers." + k
+	for _, k := range slices.Sorted(maps.Keys(c.Headers)) {
+		v, field := c.Headers[k], "headers."+k
 		switch {
 		case !validHeaderName(k):
 			return bad(field, "not a valid HTTP header name")
