@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // OwnerFile is one of the owner's JSON files under PLEXUS_HOME (mcp.json,
@@ -175,21 +176,10 @@ func (f *OwnerFile) Save() error {
 		return fmt.Errorf("write %s: %w", f.path, err)
 	}
 	b = append(b, '\n')
-	dir := filepath.Dir(f.path)
-	tmp, err := writeTemp(dir, filepath.Base(f.path), b, SecretMode)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := f.unchanged(); err != nil {
-		os.Remove(tmp)
+	// WriteFileAtomic's own errors name the path; f.unchanged's conflict
+	// comes back as it is.
+	if err := platform.WriteFileAtomic(f.path, b, platform.WriteOptions{Mode: SecretMode, Check: f.unchanged}); err != nil {
 		return err
-	}
-	if err := os.Rename(tmp, f.path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("write %s: %w", f.path, err)
 	}
 	f.existed, f.sum = true, sha256.Sum256(b)
 	return nil
