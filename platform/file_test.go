@@ -287,3 +287,41 @@ func TestSyncDir(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteFileAtomicCheck(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "owner.json")
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errChanged := errors.New("changed on disk")
+	t.Run("ErrRefused", func(t *testing.T) {
+		var sawNew bool
+		check := func() error {
+			// The new bytes are on disk beside path, not yet in its place.
+			got, _ := os.ReadFile(p)
+			sawNew = len(entries(t, dir)) == 2 && string(got) == "old"
+			return errChanged
+		}
+		if err := platform.WriteFileAtomic(p, []byte("new"), platform.WriteOptions{Check: check}); !errors.Is(err, errChanged) {
+			t.Fatalf("WriteFileAtomic = %v, want the check's error", err)
+		}
+		if !sawNew {
+			t.Error("the check did not run between the temporary file and the rename")
+		}
+		if got, _ := os.ReadFile(p); string(got) != "old" {
+			t.Errorf("file = %q after a refused check, want old", got)
+		}
+		if got := entries(t, dir); len(got) != 1 {
+			t.Errorf("folder holds %v, want only the file (no temporary left)", got)
+		}
+	})
+	t.Run("OK", func(t *testing.T) {
+		if err := platform.WriteFileAtomic(p, []byte("new"), platform.WriteOptions{Check: func() error { return nil }}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(p); string(got) != "new" {
+			t.Errorf("file = %q, want new", got)
+		}
+	})
+}
