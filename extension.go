@@ -1,6 +1,9 @@
 package plexus
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // ManifestVersion is the only extension manifest version Plexus reads.
 const ManifestVersion = "plexus-extension/0.1"
@@ -109,4 +112,14 @@ func (r ExtensionRoute) SecretRef(s ExtensionSecretRef) (ExtensionSecretRef, *Er
 		return s, nil
 	}
 	return s, Errorf(CodeTransportError, "route.secret %q is not declared in the manifest's secrets", s.Name)
+}
+
+// RouteTimeout is a route's timeoutMs as a duration, cut to max (a
+// transport's ceiling). A zero or negative timeoutMs is a transport_error:
+// a route that declares one must mean a time.
+func RouteTimeout(ms int64, max time.Duration) (time.Duration, *Error) {
+	if ms <= 0 {
+		return 0, Errorf(CodeTransportError, "route.timeoutMs must be a positive number of milliseconds, not %d", ms)
+	}
+	return time.Duration(min(ms, max.Milliseconds())) * time.Millisecond, nil
 }

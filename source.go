@@ -65,6 +65,17 @@ type TransportResult struct {
 	Error     *Error
 }
 
+// DispatchResult is the result of a call to capability id that returned
+// data or failed with perr: a failure is a result with OK false (never a Go
+// error escaping the pipeline), its error stamped with the capability id.
+func DispatchResult(id string, data any, perr *Error) TransportResult {
+	if perr != nil {
+		perr.CapabilityID = id
+		return TransportResult{OK: false, Error: perr}
+	}
+	return TransportResult{OK: true, Data: data}
+}
+
 // Transport reaches the software behind entries of one kind.
 //
 // Dispatch may be called concurrently; it must honour ctx cancellation.

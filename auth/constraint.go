@@ -103,10 +103,17 @@ func validMatch(m plexus.ScopeMatch) error {
 	return nil
 }
 
-// Satisfied reports whether input satisfies every predicate of c (AND). A
-// nil c is satisfied by anything. Evaluation fails closed: an invalid
-// constraint (see [ValidateConstraint]: empty, unknown op, regex), a missing
-// field, or a field of the wrong type is not satisfied.
+// ResolvePath maps a clean relative path a call names ("/"-separated, "."
+// for the root) to the one it reaches: the same path with every symbolic
+// link on the way followed inside the folder the transport confines the
+// call to. An error means the path cannot be resolved there (a link out of
+// the folder, a loop), and a constraint on it is not satisfied.
+type ResolvePath func(p string) (string, error)
+
+// SatisfiedResolved reports whether input satisfies every predicate of c
+// (AND). A nil c is satisfied by anything. Evaluation fails closed: an
+// invalid constraint (see [ValidateConstraint]: empty, unknown op, regex), a
+// missing field, or a field of the wrong type is not satisfied.
 //
 // Fields are dotted paths into nested objects ("repo.owner"). pathPrefix
 // requires a string field holding a relative path that, cleaned lexically,
@@ -117,22 +124,12 @@ func validMatch(m plexus.ScopeMatch) error {
 // separators are refused outright, so no transport's later decoding can
 // turn an admitted path into an escaping one. The transport still confines
 // the path itself (os.Root in portal); this check only narrows.
-func Satisfied(c *plexus.ScopeConstraint, input map[string]any) bool {
-	return SatisfiedResolved(c, input, nil)
-}
-
-// ResolvePath maps a clean relative path a call names ("/"-separated, "."
-// for the root) to the one it reaches: the same path with every symbolic
-// link on the way followed inside the folder the transport confines the
-// call to. An error means the path cannot be resolved there (a link out of
-// the folder, a loop), and a constraint on it is not satisfied.
-type ResolvePath func(p string) (string, error)
-
-// SatisfiedResolved is [Satisfied], with each pathPrefix checked twice: on
-// the path as the call names it, and, when resolve is not nil, on the path
-// resolve says it reaches. A symlink inside an allowed prefix that leads
-// elsewhere in the same folder ("public/link" → "private/secret.txt")
-// then admits nothing, and a path that cannot be resolved fails closed.
+//
+// Each pathPrefix is checked twice: on the path as the call names it, and,
+// when resolve is not nil, on the path resolve says it reaches. A symlink
+// inside an allowed prefix that leads elsewhere in the same folder
+// ("public/link" → "private/secret.txt") then admits nothing, and a path
+// that cannot be resolved fails closed.
 func SatisfiedResolved(c *plexus.ScopeConstraint, input map[string]any, resolve ResolvePath) bool {
 	if c == nil {
 		return true
@@ -244,7 +241,7 @@ func scalarEqual(a, b any) bool {
 }
 
 // cleanRelPath returns p cleaned if it is a safe relative path (see
-// [Satisfied]); "." and "" mean the root itself.
+// [SatisfiedResolved]); "." and "" mean the root itself.
 func cleanRelPath(p string) (string, bool) {
 	if strings.ContainsRune(p, '\\') || strings.ContainsFunc(p, unicode.IsControl) {
 		return "", false

@@ -21,7 +21,6 @@ const (
 	connectionKeyBytes = 32
 	patBytes           = 32
 	enrollCodeBytes    = 24
-	signingKeyBytes    = 32
 )
 
 // NewConnectionKey returns a fresh owner connection-key: "plx_live_" and 32
@@ -38,15 +37,6 @@ func NewPAT() (string, error) { return newSecret(plexus.PrefixPAT, patBytes) }
 // 24 random bytes in unpadded base64url. Single use and short life (the
 // gateway enforces both) make 192 bits ample.
 func NewEnrollCode() (string, error) { return newSecret(plexus.PrefixEnrollCode, enrollCodeBytes) }
-
-// NewSigningKey returns a fresh 32-byte key for [NewSigner] or [NewHasher].
-func NewSigningKey() ([]byte, error) {
-	b := make([]byte, signingKeyBytes)
-	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("read random key: %w", err)
-	}
-	return b, nil
-}
 
 func newSecret(prefix string, n int) (string, error) {
 	b := make([]byte, n)

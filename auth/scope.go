@@ -6,20 +6,15 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// Covering returns the first scope that authorizes calling entry with input:
-// its id is the entry's, its verbs include every verb the entry requires
-// (an entry that lists none requires read), and its constraint, if any, is
-// satisfied by input. A constrained scope is inert outside its constraint,
-// so a call it does not cover is denied grant_required unless another scope
-// covers it. The returned scope is a copy.
-func Covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any) (*plexus.TokenScope, bool) {
-	return CoveringResolved(scopes, entry, input, nil)
-}
-
-// CoveringResolved is [Covering] for an entry whose transport resolves the
-// paths calls name ([ResolvePath]; nil: none does): a pathPrefix constraint
-// must admit both the path named and the path reached
-// ([SatisfiedResolved]).
+// CoveringResolved returns the first scope that authorizes calling entry
+// with input: its id is the entry's, its verbs include every verb the entry
+// requires (an entry that lists none requires read), and its constraint, if
+// any, is satisfied by input. A constrained scope is inert outside its
+// constraint, so a call it does not cover is denied grant_required unless
+// another scope covers it. The returned scope is a copy. resolve resolves
+// the paths calls name when the entry's transport can ([ResolvePath]; nil:
+// none does): a pathPrefix constraint must then admit both the path named
+// and the path reached ([SatisfiedResolved]).
 func CoveringResolved(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, resolve ResolvePath) (*plexus.TokenScope, bool) {
 	need := entry.Grants
 	if len(need) == 0 {

@@ -32,7 +32,7 @@ func TestCovering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := Covering(scopes, tt.entry, tt.input)
+			got, ok := CoveringResolved(scopes, tt.entry, tt.input, nil)
 			if ok != (tt.want != nil) {
 				t.Fatalf("Covering ok = %v, want %v", ok, tt.want != nil)
 			}
@@ -41,7 +41,7 @@ func TestCovering(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := Covering(nil, entry("x", fp, plexus.TransportPortal, rd), nil); ok {
+	if _, ok := CoveringResolved(nil, entry("x", fp, plexus.TransportPortal, rd), nil, nil); ok {
 		t.Error("Covering(nil scopes) = true")
 	}
 }

@@ -27,22 +27,6 @@ func Sensitivity(prov plexus.Provenance, transport plexus.TransportKind, verbs [
 	return plexus.SensitivityLow
 }
 
-// RollUp returns the highest of ss (a workflow rolls up its members, max
-// wins). An unknown or empty value counts as high, so a member whose tier
-// was never stamped cannot lower the roll-up; no values at all is low.
-func RollUp(ss ...plexus.Sensitivity) plexus.Sensitivity {
-	out := plexus.SensitivityLow
-	for _, s := range ss {
-		if s.Rank() == 0 {
-			return plexus.SensitivityHigh
-		}
-		if s.Rank() > out.Rank() {
-			out = s
-		}
-	}
-	return out
-}
-
 // ProvenanceOf is e's provenance, or extension, the strictest class, when the
 // entry carries none.
 func ProvenanceOf(e plexus.Entry) plexus.Provenance {

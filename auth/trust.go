@@ -35,25 +35,6 @@ type Policy struct {
 	MaxTrustWindow time.Duration
 }
 
-// DefaultPolicy returns the spec defaults: 15-minute tokens and custom trust
-// windows capped at 30 days.
-func DefaultPolicy() Policy {
-	return Policy{TokenLifetime: DefaultTokenLifetime, MaxTrustWindow: DefaultMaxTrustWindow}
-}
-
-// ClampTokenLifetime converts auth-config.json's tokenLifetimeMs into a
-// lifetime within [MinTokenLifetime, MaxTokenLifetime].
-func ClampTokenLifetime(ms int64) time.Duration {
-	// Compare in milliseconds first so a huge value cannot overflow.
-	if ms <= MinTokenLifetime.Milliseconds() {
-		return MinTokenLifetime
-	}
-	if ms >= MaxTokenLifetime.Milliseconds() {
-		return MaxTokenLifetime
-	}
-	return time.Duration(ms) * time.Millisecond
-}
-
 // Lifetime is the token lifetime p yields, clamped and defaulted.
 func (p Policy) Lifetime() time.Duration {
 	if p.TokenLifetime == 0 {

@@ -22,34 +22,22 @@ var (
 	wUR  = plexus.TrustWindow{Kind: plexus.WindowUntilRevoked}
 )
 
+// defaultPolicy is the spec's defaults: 15-minute tokens, custom trust
+// windows capped at 30 days.
+func defaultPolicy() Policy {
+	return Policy{TokenLifetime: DefaultTokenLifetime, MaxTrustWindow: DefaultMaxTrustWindow}
+}
+
 func verbs(v ...plexus.Verb) []plexus.Verb { return v }
 
 func custom(d time.Duration) plexus.TrustWindow {
 	return plexus.TrustWindow{Kind: plexus.WindowCustom, Ms: d.Milliseconds()}
 }
 
-func TestClampTokenLifetime(t *testing.T) {
-	tests := []struct {
-		ms   int64
-		want time.Duration
-	}{
-		{-5, time.Minute},
-		{0, time.Minute},
-		{59_999, time.Minute},
-		{60_000, time.Minute},
-		{900_000, 15 * time.Minute},
-		{3_600_000, time.Hour},
-		{3_600_001, time.Hour},
-		{1 << 62, time.Hour},
-	}
-	for _, tt := range tests {
-		if got := ClampTokenLifetime(tt.ms); got != tt.want {
-			t.Errorf("ClampTokenLifetime(%d) = %v, want %v", tt.ms, got, tt.want)
-		}
-	}
+func TestPolicyLifetime(t *testing.T) {
 	for p, want := range map[Policy]time.Duration{
 		{}:                                    DefaultTokenLifetime,
-		DefaultPolicy():                       15 * time.Minute,
+		defaultPolicy():                       15 * time.Minute,
 		{TokenLifetime: time.Second}:          time.Minute,
 		{TokenLifetime: 24 * time.Hour}:       time.Hour,
 		{TokenLifetime: 20 * time.Minute}:     20 * time.Minute,
@@ -92,7 +80,7 @@ func TestDefaultWindow(t *testing.T) {
 }
 
 func TestChooseWindow(t *testing.T) {
-	p := DefaultPolicy()
+	p := defaultPolicy()
 	tight := Policy{MaxTrustWindow: 3 * 24 * time.Hour}
 	ptr := func(w plexus.TrustWindow) *plexus.TrustWindow { return &w }
 	tests := []struct {
@@ -146,7 +134,7 @@ func TestChooseWindow(t *testing.T) {
 }
 
 func TestExpiry(t *testing.T) {
-	p := DefaultPolicy()
+	p := defaultPolicy()
 	tests := []struct {
 		name         string
 		w            plexus.TrustWindow
@@ -228,26 +216,6 @@ func TestSensitivity(t *testing.T) {
 	for _, tt := range tests {
 		if got := Sensitivity(tt.prov, tt.transport, tt.verbs); got != tt.want {
 			t.Errorf("Sensitivity(%q, %q, %v) = %q, want %q", tt.prov, tt.transport, tt.verbs, got, tt.want)
-		}
-	}
-}
-
-func TestRollUp(t *testing.T) {
-	lo, el, hi := plexus.SensitivityLow, plexus.SensitivityElevated, plexus.SensitivityHigh
-	tests := []struct {
-		in   []plexus.Sensitivity
-		want plexus.Sensitivity
-	}{
-		{nil, lo},
-		{[]plexus.Sensitivity{lo}, lo},
-		{[]plexus.Sensitivity{lo, el}, el},
-		{[]plexus.Sensitivity{el, hi, lo}, hi},
-		{[]plexus.Sensitivity{lo, ""}, hi},
-		{[]plexus.Sensitivity{lo, "bogus"}, hi},
-	}
-	for _, tt := range tests {
-		if got := RollUp(tt.in...); got != tt.want {
-			t.Errorf("RollUp(%v) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -115,18 +115,6 @@ func (a *Admin) ShowPending(ctx context.Context, id string) (plexus.Pending, err
 	return p, err
 }
 
-// Decide approves or denies pending decision id; req may narrow an approval
-// (window, verbs, capabilities) and carries the reason.
-func (a *Admin) Decide(ctx context.Context, id string, approve bool, req plexus.DecideRequest) (plexus.Pending, error) {
-	action := "deny"
-	if approve {
-		action = "approve"
-	}
-	var resp plexus.Pending
-	err := a.do(ctx, http.MethodPost, "/admin/api/pending/"+url.PathEscape(id)+"/"+action, req, &resp)
-	return resp, err
-}
-
 // RotateKey replaces the connection-key and returns the new one (shown
 // once). This client switches to the new key.
 func (a *Admin) RotateKey(ctx context.Context) (plexus.KeyRotateResponse, error) {
@@ -225,24 +213,10 @@ func (a *Admin) RemoveSourcePurging(ctx context.Context, id string) error {
 	return a.doQuery(ctx, http.MethodDelete, "/admin/api/sources/"+url.PathEscape(id), url.Values{"purge": {"grants"}}, nil, nil)
 }
 
-// Integration returns the install instructions for agentID.
-func (a *Admin) Integration(ctx context.Context, agentID string) (plexus.IntegrationResponse, error) {
-	var resp plexus.IntegrationResponse
-	err := a.do(ctx, http.MethodGet, "/integration/"+url.PathEscape(agentID), nil, &resp)
-	return resp, err
-}
-
 // RevokeGrant revokes agentID's grant on capabilityID and every token
 // carrying it, so refresh cannot re-mint it.
 func (a *Admin) RevokeGrant(ctx context.Context, agentID, capabilityID, reason string) (plexus.RevokeResponse, error) {
 	var resp plexus.RevokeResponse
 	err := a.do(ctx, http.MethodPost, "/grants/revoke", plexus.RevokeRequest{AgentID: agentID, CapabilityID: capabilityID, Reason: reason}, &resp)
-	return resp, err
-}
-
-// RevokeJTI revokes one token.
-func (a *Admin) RevokeJTI(ctx context.Context, jti, reason string) (plexus.RevokeResponse, error) {
-	var resp plexus.RevokeResponse
-	err := a.do(ctx, http.MethodPost, "/grants/revoke", plexus.RevokeRequest{JTI: jti, Reason: reason}, &resp)
 	return resp, err
 }

@@ -73,16 +73,6 @@ func TestAdmin(t *testing.T) {
 			t.Errorf("body (-want +got):\n%s", diff)
 		}
 	})
-	t.Run("Decide", func(t *testing.T) {
-		s := newAdminServer(t, 200, plexus.Pending{ID: "pend 1", State: plexus.StateDenied})
-		got, err := mustAdmin(t, s.srv.URL).Decide(ctx, "pend 1", false, plexus.DecideRequest{Reason: "no"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State != plexus.StateDenied || s.path != "/admin/api/pending/pend%201/deny" {
-			t.Errorf("state %q, path %q", got.State, s.path)
-		}
-	})
 	t.Run("RotateKeySwitchesKey", func(t *testing.T) {
 		s := newAdminServer(t, 200, plexus.KeyRotateResponse{ConnectionKey: "plx_live_new"})
 		a := mustAdmin(t, s.srv.URL)

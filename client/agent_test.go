@@ -339,3 +339,6 @@ func TestList(t *testing.T) {
 		t.Errorf("list (-want +got):\n%s", diff)
 	}
 }
+
+// WithClock sets the clock an [Agent] judges token and session expiry by.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }

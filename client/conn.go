@@ -41,16 +41,6 @@ type config struct {
 	via            string
 }
 
-// WithHTTPClient replaces the default HTTP client. The default dials with a
-// 5s timeout, never uses a proxy and never follows redirects: a token must
-// not travel anywhere but the gateway.
-func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
-
-// WithHost sets the Host header. By default it is the authority of the base
-// URL (127.0.0.1:<port> or localhost:<port>), which is what the gateway's
-// Host guard expects.
-func WithHost(host string) Option { return func(c *config) { c.host = host } }
-
 // WithVia makes an [Admin] say which channel its requests come through
 // (plexus.ViaCLI for the command line); without it the gateway records the
 // admin API.
@@ -58,22 +48,6 @@ func WithVia(channel string) Option { return func(c *config) { c.via = channel }
 
 // WithClientInfo sets the client metadata an [Agent] sends at handshake.
 func WithClientInfo(info plexus.ClientInfo) Option { return func(c *config) { c.info = info } }
-
-// WithClock sets the clock an [Agent] judges token and session expiry by.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
-
-// WithTimeouts sets the per-request timeout and the /invoke timeout; zero
-// keeps the default.
-func WithTimeouts(request, invoke time.Duration) Option {
-	return func(c *config) {
-		if request > 0 {
-			c.requestTimeout = request
-		}
-		if invoke > 0 {
-			c.invokeTimeout = invoke
-		}
-	}
-}
 
 func newConfig(opts []Option) *config {
 	c := &config{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // Files of a [CredStore] directory.
@@ -219,27 +220,13 @@ func (s *CredStore) SaveCredentials(c Credentials, force bool) error {
 	if err := s.ensureDir(); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.dir, CredentialsFile, append(data, '\n')); err != nil {
+	if err := platform.WriteFileAtomic(filepath.Join(s.dir, CredentialsFile), append(data, '\n'), platform.WriteOptions{Mode: 0o600}); err != nil {
 		return fmt.Errorf("save credentials: %w", err)
 	}
 	if err := os.Remove(filepath.Join(s.dir, TokensFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("discard old tokens: %w", err)
 	}
 	return nil
-}
-
-// Tokens returns the cached tokens (possibly expired ones among them).
-func (s *CredStore) Tokens() ([]HeldToken, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, err := s.readCache()
-	return c.Tokens, err
-}
-
-// ClearTokens forgets every cached token, the cached session and the
-// remembered pending requests.
-func (s *CredStore) ClearTokens() error {
-	return s.updateCache(func(c *tokenCache) { *c = tokenCache{} })
 }
 
 func (s *CredStore) loadCache() (tokenCache, error) {
@@ -282,7 +269,7 @@ func (s *CredStore) updateCache(fn func(*tokenCache)) error {
 	if err := s.ensureDir(); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.dir, TokensFile, append(data, '\n')); err != nil {
+	if err := platform.WriteFileAtomic(filepath.Join(s.dir, TokensFile), append(data, '\n'), platform.WriteOptions{Mode: 0o600}); err != nil {
 		return fmt.Errorf("save token cache: %w", err)
 	}
 	return nil
@@ -307,41 +294,4 @@ func (s *CredStore) ensureDir() error {
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes name in dir as 0600 through a temp file, fsyncs it,
-// renames it into place and fsyncs the directory.
-func writeFileAtomic(dir, name string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

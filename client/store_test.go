@@ -57,3 +57,17 @@ func TestCredStore(t *testing.T) {
 		}
 	})
 }
+
+// Tokens returns the cached tokens (possibly expired ones among them).
+func (s *CredStore) Tokens() ([]HeldToken, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.readCache()
+	return c.Tokens, err
+}
+
+// ClearTokens forgets every cached token, the cached session and the
+// remembered pending requests.
+func (s *CredStore) ClearTokens() error {
+	return s.updateCache(func(c *tokenCache) { *c = tokenCache{} })
+}

@@ -129,7 +129,7 @@ func requireNarrower(t *testing.T, orig plexus.Pending, n Narrowing, in map[stri
 		if asked.TrustWindow.Kind == plexus.WindowOnce && it.TrustWindow.Kind != plexus.WindowOnce {
 			t.Fatalf("%s: a once grant became %+v", it.CapabilityID, it.TrustWindow)
 		}
-		if asked.Constraint != nil && (it.Constraint == nil || auth.Satisfied(it.Constraint, in) && !auth.Satisfied(asked.Constraint, in)) {
+		if asked.Constraint != nil && (it.Constraint == nil || auth.SatisfiedResolved(it.Constraint, in, nil) && !auth.SatisfiedResolved(asked.Constraint, in, nil)) {
 			t.Fatalf("%s: constraint %+v admits the input %v, which the requested %+v refuses", it.CapabilityID, it.Constraint, in, asked.Constraint)
 		}
 	}

@@ -104,9 +104,7 @@ func (r *Reconciler) ignore(id, folder, kind string) {
 	a := &plexus.Activity{ActionType: "inbox.ignored", Target: id,
 		Payload: map[string]any{"folder": folder, "name": FileName(id), "kind": kind, "problem": problem}}
 	r.log.Warn("inbox: not a regular file under a decision's name; ignored", "id", id, "folder", folder, "kind", kind)
-	if err := r.journal(context.Background(), a); err != nil {
-		r.journalFailed(a.ActionType+" "+id, err)
-	}
+	r.journalAnyway(a)
 }
 
 // absence says how decision id's file left folder, for the reason of the
@@ -212,7 +210,7 @@ func removeIf(c *copyOf) error {
 	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return syncDir(filepath.Dir(c.path))
+	return platform.SyncDir(filepath.Dir(c.path))
 }
 
 // record stores rec (and rows, in the same transaction) and mirrors it in
@@ -251,6 +249,16 @@ func (r *Reconciler) journal(ctx context.Context, a *plexus.Activity) error {
 	return r.store.Update(ctx, false, func(tx plexus.StateTx) error { return tx.Record(a) })
 }
 
+// journalAnyway writes a row for something that has happened and that the
+// reconciler goes on from (a file ignored, a problem reported): a row that
+// cannot be written goes to journalFailed, never dropped. The daemon
+// stopping does not keep the row from being written.
+func (r *Reconciler) journalAnyway(a *plexus.Activity) {
+	if err := r.journal(context.Background(), a); err != nil {
+		r.journalFailed(a.ActionType+" "+a.Target, err)
+	}
+}
+
 // journalFailed hands a row the reconciler went on without to
 // Config.JournalFailed, or logs it.
 func (r *Reconciler) journalFailed(what string, err error) {
@@ -270,7 +278,5 @@ func (r *Reconciler) report(id, key, action string, a plexus.Activity) {
 	r.reported[id] = key
 	a.ActionType = action
 	r.log.Warn("inbox: "+action, "id", id, "detail", a.Payload)
-	if err := r.journal(context.Background(), &a); err != nil {
-		r.journalFailed(action+" "+id, err)
-	}
+	r.journalAnyway(&a)
 }

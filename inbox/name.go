@@ -44,28 +44,3 @@ func IDFromName(name string) (string, bool) {
 	}
 	return id, true
 }
-
-// IsScratch reports whether name is a file editors, file managers and
-// [WriteAtomic] leave beside the real one while they work: lock, swap,
-// backup and temporary files. The watcher ignores them; a save finishes
-// with a rename onto the real name, which it does see. Only the base name
-// counts.
-func IsScratch(name string) bool {
-	n := filepath.Base(name)
-	switch {
-	case n == "4913", // vim's probe that it may create files in a folder
-		n == ".DS_Store",
-		strings.HasPrefix(n, ".#"), // emacs lock
-		strings.HasPrefix(n, "#") && strings.HasSuffix(n, "#"),      // emacs auto-save
-		strings.HasPrefix(n, ".~lock."),                             // LibreOffice lock
-		strings.HasPrefix(n, ".goutputstream-"),                     // GNOME atomic save
-		strings.HasSuffix(n, "~"),                                   // backup (emacs, gedit, nano)
-		strings.HasPrefix(n, ".") && strings.Contains(n, ".md.tmp"): // WriteAtomic and similar
-		return true
-	}
-	switch strings.ToLower(filepath.Ext(n)) {
-	case ".swp", ".swo", ".swn", ".swx", ".tmp", ".bak", ".orig", ".part", ".crdownload":
-		return true
-	}
-	return false
-}

@@ -42,37 +42,6 @@ func TestIDFromName(t *testing.T) {
 	}
 }
 
-func TestIsScratch(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		want bool
-	}{
-		{".#" + pendID + ".md", true},            // emacs lock
-		{"#" + pendID + ".md#", true},            // emacs auto-save
-		{pendID + ".md~", true},                  // backup
-		{"." + pendID + ".md.swp", true},         // vim swap
-		{"." + pendID + ".md.swx", true},         // vim swap probe
-		{"." + pendID + ".md.swo", true},         // second vim swap
-		{"4913", true},                           // vim write probe
-		{pendID + ".md.tmp", true},               // generic temp
-		{"." + pendID + ".md.tmp123456", true},   // WriteAtomic
-		{"." + pendID + ".md.tmp", true},         //
-		{pendID + ".md.bak", true},               // backup
-		{".DS_Store", true},                      // macOS
-		{".~lock." + pendID + ".md#", true},      // LibreOffice
-		{".goutputstream-X1Y2Z3", true},          // GNOME
-		{"/x/inbox/" + pendID + ".md.swp", true}, // with a directory
-		{pendID + ".md", false},
-		{"notes.md", false},
-		{".hidden.md", false},
-		{"README", false},
-	} {
-		if got := IsScratch(tt.name); got != tt.want {
-			t.Errorf("IsScratch(%q) = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestSum(t *testing.T) {
 	if got, want := Sum([]byte("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
 		t.Errorf("Sum(abc) = %s, want %s", got, want)

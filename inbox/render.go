@@ -460,14 +460,8 @@ func codeExact(s string) string {
 	if s == "" {
 		return "`\"\"`"
 	}
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
+	// A space at either end is padded too: markdown would strip one.
+	return codeSpan(s, strings.HasPrefix(s, " ") || strings.HasSuffix(s, " "))
 }
 
 // code writes s as an inline code span, whose content markdown never
@@ -477,11 +471,18 @@ func code(s string) string {
 	if s == "" {
 		return "(empty)"
 	}
+	return codeSpan(s, false)
+}
+
+// codeSpan writes s in a code span whose fence is longer than any run of
+// backticks inside. A backtick at either end, or pad, puts a space inside
+// each fence, which markdown strips again.
+func codeSpan(s string, pad bool) string {
 	fence := "`"
 	for strings.Contains(s, fence) {
 		fence += "`"
 	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+	if pad || strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		return fence + " " + s + " " + fence
 	}
 	return fence + s + fence

@@ -452,3 +452,30 @@ func TestRenderReachFirst(t *testing.T) {
 		t.Errorf("frontmatter lacks the declared verbs or the resolved path:\n%s", s)
 	}
 }
+
+// TestCodeSpans: a span's fence outgrows the backticks inside, and a span
+// that would lose a character to markdown's trimming is padded.
+func TestCodeSpans(t *testing.T) {
+	tests := []struct {
+		name     string
+		fn       func(string) string
+		in, want string
+	}{
+		{"Plain", code, "files.read", "`files.read`"},
+		{"Empty", code, "", "(empty)"},
+		{"Backticks", code, "a `b` c", "``a `b` c``"},
+		{"EdgeBacktick", code, "`x", "`` `x ``"},
+		{"OneLine", code, " x\n y ", "`x y`"},
+		{"ExactPlain", codeExact, "x", "`x`"},
+		{"ExactEmpty", codeExact, "", "`\"\"`"},
+		{"ExactEdgeSpace", codeExact, " x ", "`  x  `"},
+		{"ExactEdgeBacktick", codeExact, "x`", "`` x` ``"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.fn(tt.in); got != tt.want {
+				t.Errorf("%q -> %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -53,27 +53,20 @@ func BenchmarkActivityByTrace(b *testing.B) {
 // ordinary (non-durable) Update recording one row, mirror on.
 func BenchmarkRecord(b *testing.B) {
 	dir := b.TempDir()
-	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), Options{AuditDir: filepath.Join(dir, "audit")})
-	ctx := context.Background()
-	for b.Loop() {
-		err := db.Update(ctx, false, func(tx plexus.StateTx) error {
-			return tx.Record(&plexus.Activity{
-				TraceID: "trace", Actor: "agent-1", AgentID: "agent-1", ActionType: "invoke.ok",
-				Target: "fs.read", Payload: map[string]any{"capabilityId": "fs.read", "ms": 3},
-			})
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchRecord(b, dir, Options{AuditDir: filepath.Join(dir, "audit")})
 }
 
 // BenchmarkRecordAnchored is BenchmarkRecord as the daemon runs it: the
 // anchor file is rewritten after every commit.
 func BenchmarkRecordAnchored(b *testing.B) {
 	dir := b.TempDir()
-	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), Options{AuditDir: filepath.Join(dir, "audit"),
-		AnchorPath: filepath.Join(dir, "journal.anchor")})
+	benchRecord(b, dir, Options{AuditDir: filepath.Join(dir, "audit"), AnchorPath: filepath.Join(dir, "journal.anchor")})
+}
+
+// benchRecord times one /invoke-sized row per Update on dir/journal.db
+// opened with opts.
+func benchRecord(b *testing.B, dir string, opts Options) {
+	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), opts)
 	ctx := context.Background()
 	for b.Loop() {
 		err := db.Update(ctx, false, func(tx plexus.StateTx) error {

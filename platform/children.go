@@ -141,39 +141,10 @@ func (c *children) write() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(c.path, data, 0o600)
-}
-
-// writeFileAtomic writes data to path under a temporary name in the same
-// folder (created 0700 if missing) and renames it into place, unless path
-// holds something other than a regular file ([CheckReplaceable]).
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
 		return err
 	}
-	if err := CheckReplaceable(path); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = f.Chmod(mode)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return WriteFileAtomic(c.path, data, WriteOptions{Mode: 0o600, Durability: Volatile})
 }
 
 // ReapedChild is a process group a previous run of the daemon left

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -126,6 +127,127 @@ func CheckReplaceable(path string) error {
 		return err
 	case !fi.Mode().IsRegular():
 		return &NotRegularError{Path: path, Kind: KindOf(fi.Mode())}
+	}
+	return nil
+}
+
+// Durability says what [WriteFileAtomic] waits for before it returns.
+// Either way a reader, or a process killed mid-write, sees the old file or
+// the new one, never a part.
+type Durability int
+
+const (
+	// Durable syncs the new file before the rename and its folder after
+	// it, so that the new content survives a power loss once the write
+	// returns: for what the owner or the agent would otherwise lose.
+	Durable Durability = iota
+	// Volatile syncs nothing: for records that matter only while the
+	// machine keeps running.
+	Volatile
+)
+
+// WriteOptions are the optional settings of [WriteFileAtomic]; the zero
+// value writes a 0600 file, [Durable].
+type WriteOptions struct {
+	Mode       fs.FileMode // permission bits of the new file; zero means 0600
+	Durability Durability
+	// NoReplace links the new file into place instead of renaming it, so
+	// the write fails with an error wrapping fs.ErrExist when anything at
+	// all is at path: for a file that, once written, is the owner's.
+	NoReplace bool
+	// Check, when set, runs once the new file is written and synced, right
+	// before it replaces path; an error from it leaves path as it was and
+	// is returned as is. It is how an editor refuses to clobber a change
+	// made on disk since it read the file: the window left is the rename's.
+	Check func() error
+}
+
+// WriteFileAtomic writes data to path so that a reader sees the old file
+// or the new one, never a part: it writes a temporary file beside path
+// (".<name>.tmp-…"), with exactly opts.Mode, and renames it over path. The
+// folder must exist.
+//
+// It replaces only a regular file: anything else under the name (a
+// symlink, a FIFO, a socket, a device, a folder) is left as it is and the
+// error wraps *[NotRegularError] ([CheckReplaceable]), since a rename would
+// remove what is not the daemon's to remove.
+func WriteFileAtomic(path string, data []byte, opts WriteOptions) error {
+	if !opts.NoReplace {
+		if err := CheckReplaceable(path); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	tmp, err := writeTemp(path, data, opts)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if opts.Check != nil {
+		if err := opts.Check(); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if opts.NoReplace {
+		// The link, unlike a rename, fails if path appeared meanwhile; the
+		// temporary name goes either way.
+		err = os.Link(tmp, path)
+		os.Remove(tmp)
+	} else if err = os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if opts.Durability == Volatile {
+		return nil
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// writeTemp writes data to a new temporary file beside path, with exactly
+// the mode opts asks for (the umask may have narrowed it), synced when it
+// is to be durable, and returns its name.
+func writeTemp(path string, data []byte, opts WriteOptions) (string, error) {
+	mode := opts.Mode
+	if mode == 0 {
+		mode = 0o600
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	err = f.Chmod(mode)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil && opts.Durability == Durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// SyncDir makes a change of names in dir (a rename, a link, a removal)
+// durable. It opens dir with O_DIRECTORY, so a FIFO put in the folder's
+// place is refused, never waited on. A platform that cannot sync a folder
+// (errors.ErrUnsupported) offers nothing better and is not an error.
+func SyncDir(dir string) error {
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

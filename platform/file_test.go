@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -146,4 +147,181 @@ func TestCheckReplaceable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entries lists the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	tests := []struct {
+		name string
+		opts platform.WriteOptions
+		want fs.FileMode
+	}{
+		{"Default", platform.WriteOptions{}, 0o600},
+		{"Mode", platform.WriteOptions{Mode: 0o644}, 0o644},
+		{"Volatile", platform.WriteOptions{Mode: 0o600, Durability: platform.Volatile}, 0o600},
+		{"ReadOnly", platform.WriteOptions{Mode: 0o400}, 0o400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "state.json")
+			// Longer, then shorter: the file holds exactly the last write.
+			for _, content := range []string{"first\n", "second, longer\n", "3\n"} {
+				if err := platform.WriteFileAtomic(p, []byte(content), tt.opts); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := os.ReadFile(p); err != nil || string(got) != content {
+					t.Errorf("content = %q, %v; want %q", got, err, content)
+				}
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if perm := fi.Mode().Perm(); perm != tt.want {
+					t.Errorf("mode = %04o, want %04o", perm, tt.want)
+				}
+				if names := entries(t, dir); len(names) != 1 || names[0] != "state.json" {
+					t.Errorf("folder holds %v, want only state.json", names)
+				}
+			}
+		})
+	}
+	t.Run("ErrMissingFolder", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := platform.WriteFileAtomic(filepath.Join(dir, "missing", "x"), []byte("x"), platform.WriteOptions{}); err == nil {
+			t.Error("WriteFileAtomic into a missing folder = nil, want an error")
+		}
+		if names := entries(t, dir); len(names) != 0 {
+			t.Errorf("a refused write left %v", names)
+		}
+	})
+}
+
+// TestWriteFileAtomicLeavesWhatIsNotAFile: a write never replaces a
+// symlink, FIFO, socket or folder planted under the name; it leaves it, and
+// a link's target, as they were, and leaves no temporary file.
+func TestWriteFileAtomicLeavesWhatIsNotAFile(t *testing.T) {
+	dir := plant(t)
+	before := entries(t, dir)
+	tests := []struct{ name, kind string }{
+		{"link", "symlink"}, {"dangling", "symlink"}, {"dirlink", "symlink"},
+		{"fifo", "fifo"}, {"sock", "socket"}, {"dir", "directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, tt.name)
+			err := platform.WriteFileAtomic(p, []byte("new"), platform.WriteOptions{})
+			var nr *platform.NotRegularError
+			if !errors.As(err, &nr) || nr.Kind != tt.kind {
+				t.Fatalf("WriteFileAtomic = %v, want a NotRegularError of kind %s", err, tt.kind)
+			}
+			if fi, err := os.Lstat(p); err != nil || platform.KindOf(fi.Mode()) != tt.kind {
+				t.Errorf("after the write %s holds %v (%v), want the %s left", p, fi, err, tt.kind)
+			}
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "target")); err != nil || string(b) != "the link's target" {
+		t.Errorf("the link's target: %q, %v", b, err)
+	}
+	if after := entries(t, dir); !slices.Equal(after, before) {
+		t.Errorf("folder holds %v, want %v", after, before)
+	}
+}
+
+// TestWriteFileAtomicNoReplace: NoReplace creates the file when nothing is
+// there, and otherwise fails with fs.ErrExist and changes nothing, whatever
+// is there: it never replaces, so a link is no more replaced than a file.
+func TestWriteFileAtomicNoReplace(t *testing.T) {
+	dir := plant(t)
+	opts := platform.WriteOptions{Mode: 0o600, NoReplace: true}
+	t.Run("OK", func(t *testing.T) {
+		p := filepath.Join(dir, "absent")
+		if err := platform.WriteFileAtomic(p, []byte("created"), opts); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(p); err != nil || string(got) != "created" {
+			t.Errorf("content = %q, %v; want created", got, err)
+		}
+	})
+	before := entries(t, dir)
+	for _, name := range []string{"file", "link", "dangling", "fifo", "dir"} {
+		t.Run("ErrExist/"+name, func(t *testing.T) {
+			if err := platform.WriteFileAtomic(filepath.Join(dir, name), []byte("new"), opts); !errors.Is(err, fs.ErrExist) {
+				t.Errorf("WriteFileAtomic = %v, want fs.ErrExist", err)
+			}
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "file")); err != nil || string(b) != "regular contents" {
+		t.Errorf("the file: %q, %v; want it unchanged", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+	if after := entries(t, dir); !slices.Equal(after, before) {
+		t.Errorf("folder holds %v, want %v", after, before)
+	}
+}
+
+func TestSyncDir(t *testing.T) {
+	dir := plant(t)
+	if err := platform.SyncDir(dir); err != nil {
+		t.Errorf("SyncDir(folder) = %v", err)
+	}
+	// A FIFO in the folder's place is refused, not waited on for a writer.
+	for _, name := range []string{"fifo", "file", "absent"} {
+		if err := platform.SyncDir(filepath.Join(dir, name)); err == nil {
+			t.Errorf("SyncDir(%s) = nil, want an error", name)
+		}
+	}
+}
+
+func TestWriteFileAtomicCheck(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "owner.json")
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errChanged := errors.New("changed on disk")
+	t.Run("ErrRefused", func(t *testing.T) {
+		var sawNew bool
+		check := func() error {
+			// The new bytes are on disk beside path, not yet in its place.
+			got, _ := os.ReadFile(p)
+			sawNew = len(entries(t, dir)) == 2 && string(got) == "old"
+			return errChanged
+		}
+		if err := platform.WriteFileAtomic(p, []byte("new"), platform.WriteOptions{Check: check}); !errors.Is(err, errChanged) {
+			t.Fatalf("WriteFileAtomic = %v, want the check's error", err)
+		}
+		if !sawNew {
+			t.Error("the check did not run between the temporary file and the rename")
+		}
+		if got, _ := os.ReadFile(p); string(got) != "old" {
+			t.Errorf("file = %q after a refused check, want old", got)
+		}
+		if got := entries(t, dir); len(got) != 1 {
+			t.Errorf("folder holds %v, want only the file (no temporary left)", got)
+		}
+	})
+	t.Run("OK", func(t *testing.T) {
+		if err := platform.WriteFileAtomic(p, []byte("new"), platform.WriteOptions{Check: func() error { return nil }}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(p); string(got) != "new" {
+			t.Errorf("file = %q, want new", got)
+		}
+	})
 }

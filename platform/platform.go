@@ -5,9 +5,10 @@
 // ([Services.Command], [Services.Start]) and what a crashed run left
 // behind is stopped ([Services.ReapChildren]), where a local service listens ([Services.Locate]),
 // and the value of a named secret ([Services.Secret]) with the store the
-// owner's `plexus secrets` commands write ([Services.SetSecret]), and one
-// way to read a file that must be a regular one ([OpenRegular]) in a folder
-// others can write to.
+// owner's `plexus secrets` commands write ([Services.SetSecret]), one way
+// to read a file that must be a regular one ([OpenRegular]) in a folder
+// others can write to, and one way to replace a file so that a reader or a
+// crash never sees a part of it ([WriteFileAtomic]).
 //
 // It runs on Linux and macOS. It must never read the process's environment,
 // $HOME or flags (cmd passes them in through [Options]), never put a secret

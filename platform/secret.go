@@ -185,29 +185,8 @@ func (s *Services) SetSecret(name string, value []byte) error {
 	if err != nil {
 		return fmt.Errorf("secret %q: %w", name, err)
 	}
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("secret %q: %w", name, err)
-	}
-	tmp := f.Name()
-	err = f.Chmod(secretFileMode)
-	if err == nil {
-		_, err = f.Write(append(value[:len(value):len(value)], '\n'))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("secret %q: %w", name, err)
-	}
-	if err := syncDir(dir); err != nil {
+	data := append(value[:len(value):len(value)], '\n')
+	if err := WriteFileAtomic(filepath.Join(dir, name), data, WriteOptions{Mode: secretFileMode}); err != nil {
 		return fmt.Errorf("secret %q: %w", name, err)
 	}
 	return nil
@@ -231,7 +210,7 @@ func (s *Services) ensureSecretsDir() (string, error) {
 		if err := os.Chmod(dir, secretDirMode); err != nil {
 			return "", err
 		}
-		if err := syncDir(s.home); err != nil {
+		if err := SyncDir(s.home); err != nil {
 			return "", err
 		}
 	}
@@ -285,23 +264,10 @@ func (s *Services) RemoveSecret(name string) error {
 	if err := os.Remove(p); err != nil {
 		return fmt.Errorf("secret %q: %w", name, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("secret %q: %w", name, err)
 	}
 	return nil
-}
-
-// syncDir makes a rename or a removal in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // shq quotes p for a POSIX shell when it needs quoting.

@@ -214,15 +214,7 @@ func (r *Registry) Add(ctx context.Context, src plexus.Source) (AddResult, error
 	r.nextSeq++
 	r.sources[id] = st
 	r.order = append(r.order, st)
-	r.health.set(id, src, h)
-	ch := r.rebuildLocked()
-	res := AddResult{Entries: r.snap.bySource[id], Skipped: slices.Clone(st.skipped)}
-	r.mu.Unlock()
-	r.notify(ch)
-	r.wmu.Unlock()
-
-	r.health.report(id)
-	return res, nil
+	return r.publish(st, h), nil
 }
 
 // Replace swaps the registered source with src's id for src in one step:
@@ -250,7 +242,16 @@ func (r *Registry) Replace(ctx context.Context, src plexus.Source) (AddResult, e
 	st := &sourceState{src: src, seq: old.seq, scanned: scanned}
 	r.sources[id] = st
 	r.order[slices.Index(r.order, old)] = st
-	r.health.set(id, src, h)
+	return r.publish(st, h), nil
+}
+
+// publish ends an Add or Replace that has put st in place, holding wmu and
+// mu: it sets the source's probed health, rebuilds, releases mu and then
+// wmu around telling the listeners, and reports the health last, outside
+// both locks.
+func (r *Registry) publish(st *sourceState, h *plexus.Health) AddResult {
+	id := st.src.ID()
+	r.health.set(id, st.src, h)
 	ch := r.rebuildLocked()
 	res := AddResult{Entries: r.snap.bySource[id], Skipped: slices.Clone(st.skipped)}
 	r.mu.Unlock()
@@ -258,7 +259,7 @@ func (r *Registry) Replace(ctx context.Context, src plexus.Source) (AddResult, e
 	r.wmu.Unlock()
 
 	r.health.report(id)
-	return res, nil
+	return res
 }
 
 // Remove unregisters a source and drops its entries. Entries of other

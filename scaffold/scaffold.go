@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // Names inside PLEXUS_HOME.
@@ -44,6 +45,7 @@ const (
 	FileReadme        = "README.md"
 	FileJournal       = "journal.db"
 	FileMCPConfig     = "mcp.json"
+	FileProviders     = "providers.json"
 	// DirRun holds the unix sockets of ipc tool providers. Init does not
 	// create it; the ipc transport creates it 0700 when it first listens.
 	DirRun = "run"
@@ -177,57 +179,11 @@ func ensureDir(dir string, res *Result) error {
 // place, which fails if path appeared meanwhile, so a crash never leaves a
 // half-written key and a concurrent Init never overwrites one.
 func createExclusive(path string, data []byte, mode fs.FileMode) (bool, error) {
-	dir := filepath.Dir(path)
-	tmp, err := writeTemp(dir, filepath.Base(path), data, mode)
-	if err != nil {
-		return false, err
+	err := platform.WriteFileAtomic(path, data, platform.WriteOptions{Mode: mode, NoReplace: true})
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
 	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, syncDir(dir)
-}
-
-// writeTemp writes data to a new temporary file beside base in dir, with
-// exactly mode, synced to disk, and returns its path.
-func writeTemp(dir, base string, data []byte, mode fs.FileMode) (string, error) {
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(name)
-		return "", err
-	}
-	return name, nil
-}
-
-// syncDir makes a directory entry change durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return err
-	}
-	return nil
+	return err == nil, err
 }
 
 // WriteConnectionKey replaces the connection-key atomically (temporary
@@ -238,15 +194,7 @@ func WriteConnectionKey(home, key string) error {
 		return fmt.Errorf("write connection-key: %w", err)
 	}
 	p := filepath.Join(home, FileConnectionKey)
-	tmp, err := writeTemp(home, FileConnectionKey, []byte(key+"\n"), SecretMode)
-	if err != nil {
-		return fmt.Errorf("write connection-key: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write connection-key: %w", err)
-	}
-	if err := syncDir(home); err != nil {
+	if err := platform.WriteFileAtomic(p, []byte(key+"\n"), platform.WriteOptions{Mode: SecretMode}); err != nil {
 		return fmt.Errorf("write connection-key: %w", err)
 	}
 	return nil

@@ -110,7 +110,7 @@ type Watcher struct {
 	started atomic.Bool
 
 	mu   sync.Mutex
-	live []string // guarded by mu; the folders with a live watch, sorted
+	live []string // guarded by mu; the folders with a live watch, sorted (the tests read it)
 
 	// observe, when set (by tests, before Run), is called on the Run
 	// goroutine after each fsnotify event or error is handled and with each
@@ -178,14 +178,6 @@ func orDefault(d, def time.Duration) time.Duration {
 // a consumer that reads late gets one hint covering everything it missed. It
 // is closed when Run returns.
 func (w *Watcher) Hints() <-chan Hint { return w.hints }
-
-// Watched returns, for diagnostics, the folders that currently have a live
-// watch, sorted. A folder that went missing is absent until it is back.
-func (w *Watcher) Watched() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.live)
-}
 
 func (w *Watcher) setLive(live []string) {
 	w.mu.Lock()

@@ -799,3 +799,11 @@ func TestNonRegularFilesOnlyHint(t *testing.T) {
 		t.Fatalf("open the FIFO for writing: %v, want ENXIO (no reader)", err)
 	}
 }
+
+// Watched returns the folders that currently have a live
+// watch, sorted. A folder that went missing is absent until it is back.
+func (w *Watcher) Watched() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.live)
+}

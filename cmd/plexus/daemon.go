@@ -18,7 +18,9 @@ import (
 	"github.com/plexus-gw/plexus/gateway"
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/inbox"
+	"github.com/plexus-gw/plexus/ipchost"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/mcphost"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
@@ -82,9 +84,9 @@ type daemon struct {
 	// owner's notify command.
 	inbox  *inbox.Reconciler
 	watch  *watcher.Watcher
-	notify *notifier
+	notify *inbox.Notifier
 	// providers runs the ipc tool providers of providers.json.
-	providers *providerService
+	providers *ipchost.Supervisor
 	// rest and stdio are the transports that hold connections or child
 	// processes between calls; Close ends them at shutdown.
 	rest  *localrest.Transport
@@ -92,7 +94,7 @@ type daemon struct {
 	plat  *platform.Services
 	// mcp runs the servers of mcp.json, each a source behind the mcp
 	// transport.
-	mcp *mcpManager
+	mcp *mcphost.Manager
 }
 
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -186,16 +188,16 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		}
 	}()
 	d.reg.AddTransport(d.stdio)
-	d.providers, err = newProviderService(d.reg, home.Dir, home.SocketDir, plat, o.IPC, log, d.note)
+	d.providers, err = ipchost.New(d.reg, home.Dir, home.SocketDir, plat, o.IPC, log, d.note)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			d.providers.hub.Close()
+			d.providers.Hub().Close()
 		}
 	}()
-	d.reg.AddTransport(d.providers.hub)
+	d.reg.AddTransport(d.providers.Hub())
 	d.reg.AddTransport(skill.Transport{})
 	d.reg.AddTransport(workflow.New(d.reg.Entry))
 	mcpTransport := mcpclient.NewTransport()
@@ -237,9 +239,9 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	if owner == nil {
 		owner = sync.OnceValue(deciderIdentity)
 	}
-	d.notify = newNotifier(home.Auth.Notify, d.plat, log)
+	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, log)
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
-		Notify: d.notify.send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
+		Notify: d.notify.Send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
 		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, db, d.gw)
 	if err != nil {
 		d.ln.Close()
@@ -251,7 +253,8 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		d.ln.Close()
 		return nil, err
 	}
-	d.mcp, err = newMCPManager(home.Dir, plat, d.reg, d.gw, mcpTransport, log)
+	d.mcp, err = mcphost.New(mcphost.Config{Home: home.Dir, Registry: d.reg, Journal: d.gw, Pins: d.checkPins,
+		Transport: mcpTransport, Secret: plat.Secret, Env: plat.Env(), Processes: plat, Logger: log})
 	if err != nil {
 		d.ln.Close()
 		return nil, err
@@ -262,7 +265,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		d.ln.Close()
 		return nil, err
 	}
-	d.providers.load(ctx)
+	d.providers.Load(ctx)
 	return d, nil
 }
 
@@ -296,7 +299,7 @@ func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return src.WithHealth(extensionHealth(d.plat, d.rest, d.stdio)), nil
+		return src.WithHealth(d.reg.CheckRequirements), nil
 	}
 	return nil, fmt.Errorf("unknown source kind %q (known: portal, extension)", cfg.Kind)
 }
@@ -336,6 +339,20 @@ func (d *daemon) forwardHints(context.Context) error {
 		d.inbox.Hint(h.Full, h.Dirs)
 	}
 	return nil
+}
+
+// note journals what the ipc hub observed, through the gateway.
+func (d *daemon) note(action, target, trace string, payload map[string]any) {
+	d.gw.Note(context.Background(), action, target, trace, payload)
+}
+
+// checkPins hands an MCP server's tool definitions to the gateway's pins.
+func (d *daemon) checkPins(ctx context.Context, source string, defs []mcpclient.Definition) (map[string]bool, error) {
+	var gdefs []gateway.Definition
+	for _, def := range defs {
+		gdefs = append(gdefs, gateway.Definition{EntryID: def.EntryID, Primitive: def.Primitive, Name: def.Name, Hash: def.Hash, Raw: def.Raw})
+	}
+	return d.gw.CheckPins(ctx, source, gdefs)
 }
 
 func (d *daemon) baseURL() string { return "http://" + d.ln.Addr().String() }

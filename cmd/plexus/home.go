@@ -34,29 +34,6 @@ func readConnectionKey(home string) (string, error) {
 	return key, nil
 }
 
-// writeConnectionKey replaces the key file atomically, 0600.
-func writeConnectionKey(home, key string) error {
-	f, err := os.CreateTemp(home, "."+connectionKeyFile+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.WriteString(key + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(home, connectionKeyFile))
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
 // baseURL turns an --addr (host:port, or a URL) into the gateway's base URL.
 func baseURL(addr string) string {
 	if strings.Contains(addr, "://") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/urfave/cli/v3"
 )
 
@@ -31,7 +32,7 @@ func keyRotateCommand() *cli.Command {
 			// daemon did not, so the next command still authenticates.
 			home := cmd.String("home")
 			if old, err := readConnectionKey(home); err == nil && old != resp.ConnectionKey && resp.ConnectionKey != "" {
-				if err := writeConnectionKey(home, resp.ConnectionKey); err != nil {
+				if err := scaffold.WriteConnectionKey(home, resp.ConnectionKey); err != nil {
 					fmt.Fprintf(cmd.Root().ErrWriter, "plexus: could not update %s/%s: %v\n", home, connectionKeyFile, err)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/mcphost"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/urfave/cli/v3"
 )
@@ -135,38 +136,38 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	s, err := parseMCPServer(path, name, raw)
+	s, err := mcphost.ParseServer(path, name, raw)
 	if err != nil {
 		return &codedError{code: exitUsage, msg: err.Error()}
 	}
-	doc, err := readMCPDoc(path)
+	doc, err := mcphost.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if _, exists := doc.servers[name]; exists && !cmd.Bool("replace") {
+	if _, exists := doc.Entry(name); exists && !cmd.Bool("replace") {
 		return &codedError{code: exitError, msg: fmt.Sprintf("%s already has a server %q; pass --replace to replace it", path, name)}
 	}
 	if missing := missingSecrets(cmd, s); len(missing) > 0 {
 		return &codedError{code: exitError, msg: fmt.Sprintf("the secret %s is not set; store it first with: plexus secrets set %s",
 			missing[0], missing[0])}
 	}
-	doc.put(name, raw)
-	if err := doc.write(); err != nil {
+	doc.Put(name, raw)
+	if err := doc.Save(); err != nil {
 		return err
 	}
 	w := cmd.Root().Writer
-	fmt.Fprintf(w, "Added the MCP server %s to %s (%s).\n", name, path, s.describe())
+	fmt.Fprintf(w, "Added the MCP server %s to %s (%s).\n", name, path, s.Describe())
 	return waitForServer(ctx, cmd, name)
 }
 
 // missingSecrets lists the secrets s refers to that are not stored.
-func missingSecrets(cmd *cli.Command, s mcpServer) []string {
+func missingSecrets(cmd *cli.Command, s mcphost.Server) []string {
 	pf, err := newPlatform(cmd)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, n := range s.secretNames() {
+	for _, n := range s.SecretNames() {
 		if _, err := pf.Secret(n); err != nil {
 			out = append(out, n)
 		}
@@ -226,7 +227,7 @@ func waitForServer(ctx context.Context, cmd *cli.Command, name string) error {
 
 // mcpListItem is one server in plexus mcp list.
 type mcpListItem struct {
-	mcpServer
+	mcphost.Server
 	Problem string               `json:"problem,omitempty"`
 	Source  *plexus.SourceStatus `json:"source,omitempty"`
 }
@@ -239,7 +240,7 @@ func mcpList(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	doc, err := readMCPDoc(path)
+	doc, err := mcphost.ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -257,18 +258,18 @@ func mcpList(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 	var items []mcpListItem
-	for _, n := range doc.names() {
-		it := mcpListItem{mcpServer: mcpServer{Name: n}}
-		s, err := doc.server(n)
+	for _, n := range doc.Names() {
+		it := mcpListItem{Server: mcphost.Server{Name: n}}
+		s, err := doc.Server(n)
 		if err != nil {
-			var ce *MCPConfigError
+			var ce *mcphost.ConfigError
 			if errors.As(err, &ce) {
 				it.Problem = ce.Problem
 			} else {
 				it.Problem = err.Error()
 			}
 		} else {
-			it.mcpServer = s
+			it.Server = s
 			if missing := missingSecrets(cmd, s); len(missing) > 0 {
 				it.Problem = "secret " + strings.Join(missing, ", ") + " not set (plexus secrets set <name>)"
 			}
@@ -308,7 +309,7 @@ func mcpList(ctx context.Context, cmd *cli.Command) error {
 		case running:
 			state = "not listed yet"
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", it.Name, dash(it.describe()), entries, held, state)
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", it.Name, dash(it.Describe()), entries, held, state)
 	}
 	if err := t.Flush(); err != nil {
 		return err
@@ -333,14 +334,14 @@ func mcpRemove(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	doc, err := readMCPDoc(path)
+	doc, err := mcphost.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if !doc.remove(name) {
+	if !doc.Remove(name) {
 		return &codedError{code: exitError, msg: fmt.Sprintf("%s has no server %q (see plexus mcp list)", path, name)}
 	}
-	if err := doc.write(); err != nil {
+	if err := doc.Save(); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Removed the MCP server %s from %s; a running Plexus stops it and drops its entries.\n", name, path)

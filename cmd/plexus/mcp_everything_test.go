@@ -187,9 +187,7 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	}
 
 	// Killed: unavailable, then reconnected with a new process.
-	td.mcp.mu.Lock()
-	pid := td.mcp.servers["everything"].client.PID()
-	td.mcp.mu.Unlock()
+	pid := td.mcp.Client("everything").PID()
 	if pid <= 0 {
 		t.Fatalf("server pid %d", pid)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/ipchost"
 	"github.com/plexus-gw/plexus/transports/ipc"
 	"github.com/urfave/cli/v3"
 )
@@ -92,23 +93,23 @@ func providersAdd(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	cfg.Env = env
-	path := providersPath(cmd.String("home"))
-	doc, err := readProviders(path)
+	path := ipchost.Path(cmd.String("home"))
+	doc, err := ipchost.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	_, exists := doc.configs[id]
+	_, exists := doc.Configs()[id]
 	if exists && !cmd.Bool("replace") {
 		return failure("a provider %q is already declared; use --replace to change it, or plexus providers remove %s", id, id)
 	}
-	if err := doc.set(id, cfg); err != nil {
+	if err := doc.Set(id, cfg); err != nil {
 		var ce *ipc.ConfigError
 		if errors.As(err, &ce) {
 			return failure("%v; nothing was written", err)
 		}
 		return err
 	}
-	if err := doc.save(); err != nil {
+	if err := doc.Save(); err != nil {
 		return err
 	}
 	w := cmd.Root().Writer
@@ -129,15 +130,15 @@ func providersRemove(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	id := cmd.Args().First()
-	path := providersPath(cmd.String("home"))
-	doc, err := readProviders(path)
+	path := ipchost.Path(cmd.String("home"))
+	doc, err := ipchost.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if !doc.remove(id) {
+	if !doc.Remove(id) {
 		return failure("no provider %q in %s (see: plexus providers list)", id, path)
 	}
-	if err := doc.save(); err != nil {
+	if err := doc.Save(); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Removed the provider %s from %s.\n", id, path)
@@ -242,17 +243,19 @@ type providerRow struct {
 }
 
 func providersList(ctx context.Context, cmd *cli.Command) error {
-	path := providersPath(cmd.String("home"))
-	doc, err := readProviders(path)
-	if err != nil {
-		var fe *providersFileError
+	path := ipchost.Path(cmd.String("home"))
+	configs := map[string]plexus.ProviderConfig{}
+	doc, err := ipchost.ReadFile(path)
+	if err == nil {
+		configs = doc.Configs()
+	} else {
+		var fe *ipchost.FileError
 		if !errors.As(err, &fe) {
 			return err
 		}
 		// What runs is still worth showing: the daemon keeps what it
 		// last loaded.
 		fmt.Fprintf(cmd.Root().ErrWriter, "plexus: %v (a running daemon keeps what it last loaded)\n", err)
-		doc = &providersDoc{configs: map[string]plexus.ProviderConfig{}}
 	}
 	live := map[string]plexus.ProviderStatus{}
 	running := false
@@ -273,9 +276,9 @@ func providersList(ctx context.Context, cmd *cli.Command) error {
 			}
 		}
 	}
-	ids := slices.Sorted(maps.Keys(doc.configs))
+	ids := slices.Sorted(maps.Keys(configs))
 	for id := range live {
-		if _, ok := doc.configs[id]; !ok {
+		if _, ok := configs[id]; !ok {
 			ids = append(ids, id) // running, but gone from the file (not reloaded yet)
 		}
 	}
@@ -283,7 +286,7 @@ func providersList(ctx context.Context, cmd *cli.Command) error {
 	for _, id := range ids {
 		st, ok := live[id]
 		if !ok {
-			cfg := doc.configs[id]
+			cfg := configs[id]
 			st = plexus.ProviderStatus{ID: id, Command: cfg.Command, Args: cfg.Args, EnvNames: slices.Sorted(maps.Keys(cfg.Env)),
 				Restart: cfg.Restart, Source: ipc.SourceID(id), State: "not running", Tools: []string{}}
 			if running {

@@ -731,3 +731,13 @@ func TestCloseStopsEveryRun(t *testing.T) {
 		}
 	}
 }
+
+// ErrorCode returns the code of err if it is (or wraps) an [*Error], and
+// [CodeInternal] otherwise.
+func ErrorCode(err error) Code {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return CodeInternal
+}

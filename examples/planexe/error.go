@@ -1,7 +1,6 @@
 package planexe
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -48,16 +47,6 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-// ErrorCode returns the code of err if it is (or wraps) an [*Error], and
-// [CodeInternal] otherwise.
-func ErrorCode(err error) Code {
-	var pe *Error
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return CodeInternal
-}
 
 func newError(code Code, details map[string]any, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: details}

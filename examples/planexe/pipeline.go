@@ -53,12 +53,6 @@ const (
 	sourcesPrefix       = "<!-- derived from "
 )
 
-// Phases returns the phases of §8.2 in run order. It returns a new slice
-// each call so that no caller can change another's view.
-func Phases() []string {
-	return []string{PhaseInitializing, PhaseGeneratingPlan, PhaseValidating, PhaseExporting, PhaseFinalizing}
-}
-
 // Targets returns the targets of §8.1.
 func Targets() []string {
 	return []string{TargetBuildPlan, TargetValidatePlan, TargetBuildPlanAndValidate}

@@ -37,11 +37,7 @@ func (*Transport) Kind() plexus.TransportKind { return plexus.TransportPortal }
 // at most, never the folder's absolute path or file contents.
 func (t *Transport) Dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, _ plexus.DispatchContext) plexus.TransportResult {
 	data, perr := t.dispatch(ctx, entry, input)
-	if perr != nil {
-		perr.CapabilityID = entry.ID
-		return plexus.TransportResult{OK: false, Error: perr}
-	}
-	return plexus.TransportResult{OK: true, Data: data}
+	return plexus.DispatchResult(entry.ID, data, perr)
 }
 
 func (t *Transport) dispatch(ctx context.Context, entry plexus.Entry, input map[string]any) (any, *plexus.Error) {

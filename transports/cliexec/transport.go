@@ -107,11 +107,7 @@ func (*Transport) Kind() plexus.TransportKind { return plexus.TransportCLI }
 // and the failures.
 func (t *Transport) Dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, _ plexus.DispatchContext) plexus.TransportResult {
 	data, perr := t.dispatch(ctx, entry, input)
-	if perr != nil {
-		perr.CapabilityID = entry.ID
-		return plexus.TransportResult{OK: false, Error: perr}
-	}
-	return plexus.TransportResult{OK: true, Data: data}
+	return plexus.DispatchResult(entry.ID, data, perr)
 }
 
 func (t *Transport) dispatch(ctx context.Context, entry plexus.Entry, input map[string]any) (any, *plexus.Error) {
@@ -210,4 +206,12 @@ func withVar(env []string, name, value string) []string {
 		}
 	}
 	return append(out, name+"="+value)
+}
+
+var _ plexus.RequirementsChecker = (*Transport)(nil)
+
+// Requirements: a capability on this transport needs its route's binary
+// installed.
+func (t *Transport) Requirements(_ plexus.ExtensionManifest, c plexus.ExtensionCapabilityDecl) []plexus.Requirement {
+	return plexus.BinaryRequirement(c.Route, t.bins.Resolve)
 }

@@ -119,3 +119,17 @@ func unreachable(hint plexus.LocalServiceHint, u *url.URL) string {
 func newDialer() *net.Dialer {
 	return &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: loopbackOnly}
 }
+
+var _ plexus.RequirementsChecker = (*Transport)(nil)
+
+// Requirements: an extension's capabilities on this transport need its
+// local service answering ([Transport.Check] of the manifest's hint); one
+// without a hint needs nothing checked ahead of a call.
+func (t *Transport) Requirements(m plexus.ExtensionManifest, _ plexus.ExtensionCapabilityDecl) []plexus.Requirement {
+	if m.ServiceHint == nil {
+		return nil
+	}
+	hint := *m.ServiceHint
+	return []plexus.Requirement{{Key: "service", Stage: plexus.StageService,
+		Check: func(ctx context.Context) plexus.Health { return t.Check(ctx, hint) }}}
+}

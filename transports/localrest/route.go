@@ -102,14 +102,10 @@ func parseRoute(raw json.RawMessage, defTimeout time.Duration) (*route, *plexus.
 	}
 
 	if d.TimeoutMs != nil {
-		ms := *d.TimeoutMs
-		if ms <= 0 {
-			return nil, plexus.Errorf(plexus.CodeTransportError, "route.timeoutMs must be a positive number of milliseconds, not %d", ms)
+		var perr *plexus.Error
+		if rt.timeout, perr = plexus.RouteTimeout(*d.TimeoutMs, MaxTimeout); perr != nil {
+			return nil, perr
 		}
-		if ms > MaxTimeout.Milliseconds() {
-			ms = MaxTimeout.Milliseconds()
-		}
-		rt.timeout = time.Duration(ms) * time.Millisecond
 	}
 
 	if d.Secret != nil {

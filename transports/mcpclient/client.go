@@ -45,12 +45,6 @@ type Options struct {
 	// Processes finds, builds and records a stdio server's process; it is
 	// required for a stdio server. platform.Services implements it.
 	Processes Processes
-	// Hold is asked after every listing, with every definition listed; the
-	// entry ids it returns are held out of Scan (and refused by Dispatch)
-	// until a later listing's answer no longer holds them. Nil holds
-	// nothing. It is called from Run's goroutine, never under a lock of
-	// the client, so it may call back into it.
-	Hold func(server string, defs []Definition) map[string]bool
 	// OnChange is called, from Run's goroutine and not under a lock, after
 	// the entries Scan returns changed (after a listing or a re-connection).
 	OnChange func()
@@ -122,7 +116,6 @@ type Client struct {
 // view is what Scan, Definitions and Dispatch see.
 type view struct {
 	proj    projection
-	held    map[string]bool
 	visible []plexus.Entry
 	sig     [32]byte
 	set     bool // a listing was applied
@@ -193,7 +186,8 @@ func (*Client) Provenance() plexus.Provenance { return plexus.ProvenanceManaged 
 // Ready is closed after the first successful listing.
 func (c *Client) Ready() <-chan struct{} { return c.ready }
 
-// Scan returns the entries of the latest listing, less those Hold holds.
+// Scan returns the entries of the latest listing (every one: [Pinned]
+// holds those whose definition changed).
 // It never touches the network: while the server is away it returns what
 // was last listed (and Health says unavailable); before the first listing
 // it returns none.
@@ -380,24 +374,15 @@ func (c *Client) serve(ctx context.Context, s *session) string {
 	}
 }
 
-// apply projects the current listing, asks Hold, publishes the view and
-// calls OnChange if what Scan returns changed.
+// apply projects the current listing, publishes the view and calls
+// OnChange if what Scan returns changed.
 func (c *Client) apply() {
 	proj := project(c.name, c.source, c.cur, c.log)
-	var held map[string]bool
-	if c.opts.Hold != nil {
-		held = c.opts.Hold(c.name, slices.Clone(proj.defs))
-	}
-	var visible []plexus.Entry
-	for _, e := range proj.entries {
-		if !held[e.ID] {
-			visible = append(visible, e)
-		}
-	}
+	visible := proj.entries
 	sig := signature(visible)
 	c.mu.Lock()
 	changed := !c.view.set || sig != c.view.sig
-	c.view = view{proj: proj, held: held, visible: visible, sig: sig, set: true}
+	c.view = view{proj: proj, visible: visible, sig: sig, set: true}
 	c.mu.Unlock()
 	if changed && c.opts.OnChange != nil {
 		c.opts.OnChange()
@@ -440,11 +425,4 @@ func (c *Client) current() (*session, string) {
 		return c.sess, ""
 	}
 	return nil, c.health.Detail
-}
-
-// held reports whether Hold holds the entry id.
-func (c *Client) isHeld(id string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.view.held[id]
 }

@@ -63,10 +63,10 @@
 // considers invalid are left out as it leaves them out.
 //
 // [Client.Definitions] returns every projected primitive with the sha256 of
-// its canonical form ([Definition]); Options.Hold, asked after every
-// listing, may hold entries out of Scan (the gateway holds a tool whose
-// definition changed since the owner approved it), and Dispatch refuses a
-// held entry with unknown_capability.
+// its canonical form ([Definition]). [Pinned] is the source the registry
+// sees: the client's entries less the tools its [PinCheck] holds (the
+// gateway holds a tool whose definition changed since the owner approved
+// it), so a held entry is neither listed nor routed.
 //
 // # Calls
 //
@@ -89,7 +89,6 @@
 //	JSON-RPC error from the server  transport_error with its message, detail {"code": n}
 //	caller cancelled or timed out   transport_error (the server was told)
 //	session lost during the call    transport_error
-//	a held entry                    unknown_capability
 //	a non-string prompt argument
 //	or template variable            schema_validation_failed
 //

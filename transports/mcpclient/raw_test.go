@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -270,23 +271,28 @@ func lastSlowID(observed string) string {
 	return id
 }
 
-// TestHoldOnChangedDefinition pins every definition at its first listing,
-// as the gateway's rug-pull defence does: when the server changes a tool's
-// description and says so, the hash changes, Hold is asked, and the held
-// entry leaves Scan and is refused.
-func TestHoldOnChangedDefinition(t *testing.T) {
+// TestPinnedHoldsChangedDefinition pins every tool at its first scan, as
+// the gateway's rug-pull defence does: when the server changes a tool's
+// description and says so, the hash changes, the pin check is asked with
+// the tools only, and the held entry leaves the pinned source's Scan (the
+// registry never sees it). A failing check fails the scan.
+func TestPinnedHoldsChangedDefinition(t *testing.T) {
 	failOnLeakedGoroutines(t)
 	var mu sync.Mutex
 	pins := map[string]string{}
 	asked := 0
-	hold := func(server string, defs []mcpclient.Definition) map[string]bool {
+	var failing error
+	check := func(_ context.Context, source string, defs []mcpclient.Definition) (map[string]bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked++
+		if failing != nil {
+			return nil, failing
+		}
 		held := map[string]bool{}
 		for _, d := range defs {
-			if server != "raw" {
-				t.Errorf("Hold asked for server %q", server)
+			if source != "mcp:raw" || d.Primitive != mcpclient.PrimitiveTool {
+				t.Errorf("pin check asked for %s %s %s", source, d.Primitive, d.EntryID)
 			}
 			if pin, ok := pins[d.EntryID]; !ok {
 				pins[d.EntryID] = d.Hash
@@ -294,15 +300,29 @@ func TestHoldOnChangedDefinition(t *testing.T) {
 				held[d.EntryID] = true
 			}
 		}
-		return held
+		return held, nil
 	}
-	f := startRaw(t, mcpclient.Options{Hold: hold})
-	weird := f.entry(t, "mcp.raw.weird")
+	f := startRaw(t, mcpclient.Options{})
+	pinned := &mcpclient.Pinned{Client: f.c, Check: check}
+	scan := func() map[string]bool {
+		es, err := pinned.Scan(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, e := range es {
+			ids[e.ID] = true
+		}
+		return ids
+	}
+	if !scan()["mcp.raw.weird"] {
+		t.Fatal("weird is not served before any change")
+	}
 	first := hashOf(t, f.c.Definitions(), "mcp.raw.weird")
 	changes := f.changeCount()
 
 	f.ok(t, "mcp.raw.mutate", nil)
-	eventually(t, 10*time.Second, "weird is held", func() bool { _, ok := f.entries(t)["mcp.raw.weird"]; return !ok })
+	eventually(t, 10*time.Second, "weird is held", func() bool { return !scan()["mcp.raw.weird"] })
 
 	if second := hashOf(t, f.c.Definitions(), "mcp.raw.weird"); second == first {
 		t.Errorf("the hash did not change with the description: %s", first)
@@ -315,16 +335,21 @@ func TestHoldOnChangedDefinition(t *testing.T) {
 	if f.changeCount() <= changes {
 		t.Error("OnChange was not called")
 	}
-	mu.Lock()
-	if asked < 2 {
-		t.Errorf("Hold asked %d times, want after each listing", asked)
-	}
-	mu.Unlock()
-	if _, ok := f.entries(t)["mcp.raw.echo"]; !ok {
+	if !scan()["mcp.raw.echo"] {
 		t.Error("an unchanged tool was held too")
 	}
-	// The gateway may still hold the entry from before: the call is refused.
-	wantErr(t, f.tr.Dispatch(context.Background(), weird, map[string]any{}, plexus.DispatchContext{}), plexus.CodeUnknownCapability, "held")
+	if _, ok := f.entries(t)["mcp.raw.weird"]; !ok {
+		t.Error("the client itself holds: the pinned source is the one place that does")
+	}
+	mu.Lock()
+	if asked < 2 {
+		t.Errorf("pin check asked %d times, want at each scan", asked)
+	}
+	failing = errors.New("journal locked")
+	mu.Unlock()
+	if es, err := pinned.Scan(context.Background()); err == nil {
+		t.Errorf("a failing pin check served %d unchecked entries", len(es))
+	}
 }
 
 func hashOf(t *testing.T, defs []mcpclient.Definition, id string) string {

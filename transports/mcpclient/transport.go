@@ -59,8 +59,7 @@ func (t *Transport) Detach(sourceID string) {
 // holding it. Every failure is a result (see the package doc for the
 // table): source_unavailable when no session is up, transport_error for a
 // JSON-RPC error (the server's message, never the input), a cancelled or
-// timed-out call, or a session lost during the call, unknown_capability
-// for an entry that Hold holds.
+// timed-out call, or a session lost during the call.
 func (t *Transport) Dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, dc plexus.DispatchContext) plexus.TransportResult {
 	t.mu.RLock()
 	c := t.clients[entry.Source]
@@ -82,9 +81,6 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 	var rt route
 	if err := json.Unmarshal(entry.Route, &rt); err != nil || rt.Primitive == "" {
 		return fail(plexus.Errorf(plexus.CodeTransportError, "the entry has no valid mcp route"))
-	}
-	if c.isHeld(entry.ID) {
-		return fail(plexus.Errorf(plexus.CodeUnknownCapability, "%s is held for the owner's review: its definition on the MCP server %s changed", entry.ID, c.name))
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(c.ctxError(err, entry.ID, false))

@@ -77,11 +77,10 @@ func parseRoute(raw json.RawMessage, defMethod string, defTimeout time.Duration)
 		rt.method = defMethod
 	}
 	if d.TimeoutMs != nil {
-		ms := *d.TimeoutMs
-		if ms <= 0 {
-			return nil, plexus.Errorf(plexus.CodeTransportError, "route.timeoutMs must be a positive number of milliseconds, not %d", ms)
+		var perr *plexus.Error
+		if rt.timeout, perr = plexus.RouteTimeout(*d.TimeoutMs, MaxTimeout); perr != nil {
+			return nil, perr
 		}
-		rt.timeout = time.Duration(min(ms, MaxTimeout.Milliseconds())) * time.Millisecond
 	}
 	if d.Secret != nil {
 		s, perr := checkSecret(*d.Secret, er.Secrets)

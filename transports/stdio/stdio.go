@@ -221,11 +221,7 @@ func (*Transport) Kind() plexus.TransportKind { return plexus.TransportStdio }
 // or breaks the protocol during the call is transport_error.
 func (t *Transport) Dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, _ plexus.DispatchContext) plexus.TransportResult {
 	data, perr := t.dispatch(ctx, entry, input)
-	if perr != nil {
-		perr.CapabilityID = entry.ID
-		return plexus.TransportResult{OK: false, Error: perr}
-	}
-	return plexus.TransportResult{OK: true, Data: data}
+	return plexus.DispatchResult(entry.ID, data, perr)
 }
 
 func (t *Transport) dispatch(ctx context.Context, entry plexus.Entry, input map[string]any) (any, *plexus.Error) {
@@ -438,6 +434,16 @@ func (t *Transport) watch(s *supervisor, p *process) {
 	}
 	s.mu.Unlock()
 	p.finish(why)
+}
+
+var _ plexus.RequirementsChecker = (*Transport)(nil)
+
+// Requirements: a capability on this transport needs its route's binary
+// installed, and its source's tool process not failing ([Transport.Health]).
+func (t *Transport) Requirements(m plexus.ExtensionManifest, c plexus.ExtensionCapabilityDecl) []plexus.Requirement {
+	source := m.Source
+	return append(plexus.BinaryRequirement(c.Route, t.bins.Resolve), plexus.Requirement{Key: "process", Stage: plexus.StageProcess,
+		Check: func(context.Context) plexus.Health { return t.Health(source) }})
 }
 
 // Health reports the processes of source: ok while they run (or none has

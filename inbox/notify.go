@@ -1,38 +1,49 @@
-package main
+package inbox
 
 import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/plexus-gw/plexus/platform"
 )
 
 // notifyTimeout bounds one run of the owner's notify command.
 const notifyTimeout = 10 * time.Second
 
-// notifier runs the owner's notify command (auth-config.json "notify") with
+// Children is what the [Notifier] needs of the platform to run the owner's
+// command as every child runs (platform.Services implements it). Safe for
+// concurrent use.
+type Children interface {
+	Resolve(name string) (string, error)
+	Command(ctx context.Context, path string, args, env []string) *exec.Cmd
+	Start(cmd *exec.Cmd) (done func(), err error)
+	Env() []string
+}
+
+// Notifier runs the owner's notify command (auth-config.json "notify") with
 // each decision's notification line. It never blocks the daemon: lines
 // queue, and when the queue is full a line is dropped and logged. The
 // command gets the line as its last argument, never a shell, and the base
 // environment every child gets (platform.Services.Env); it is given no
 // secret. It is started the platform's one way, like every child.
-type notifier struct {
+type Notifier struct {
 	argv []string
-	plat *platform.Services
+	plat Children
 	log  *slog.Logger
 	q    chan string
 }
 
-func newNotifier(argv []string, plat *platform.Services, log *slog.Logger) *notifier {
-	return &notifier{argv: argv, plat: plat, log: log, q: make(chan string, 64)}
+// NewNotifier returns the notifier of the command argv (none when empty);
+// [Notifier.Run] runs it.
+func NewNotifier(argv []string, plat Children, log *slog.Logger) *Notifier {
+	return &Notifier{argv: argv, plat: plat, log: log, q: make(chan string, 64)}
 }
 
-// send queues line; it never waits.
-func (n *notifier) send(line string) {
+// Send queues line; it never waits. It is the reconciler's Config.Notify.
+func (n *Notifier) Send(line string) {
 	if len(n.argv) == 0 {
 		return
 	}
@@ -45,7 +56,7 @@ func (n *notifier) send(line string) {
 
 // Run runs queued notifications one at a time until ctx ends; a command
 // still running then is killed with its process group.
-func (n *notifier) Run(ctx context.Context) error {
+func (n *Notifier) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,7 +67,7 @@ func (n *notifier) Run(ctx context.Context) error {
 	}
 }
 
-func (n *notifier) run(ctx context.Context, line string) {
+func (n *Notifier) run(ctx context.Context, line string) {
 	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
 	path := n.argv[0]

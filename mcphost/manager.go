@@ -1,4 +1,4 @@
-package main
+package mcphost
 
 import (
 	"bytes"
@@ -7,35 +7,68 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/plexus-gw/plexus"
-	"github.com/plexus-gw/plexus/gateway"
-	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 	"github.com/plexus-gw/plexus/watcher"
 )
 
+// Registry is what the manager needs of the registry: each server is a
+// source, added once it listed (or after a wait), refreshed when it lists
+// something new, removed when it stops. Safe for concurrent use: the
+// manager calls it from each server's goroutines.
+type Registry interface {
+	Add(ctx context.Context, src plexus.Source) (registry.AddResult, error)
+	Refresh(ctx context.Context, id string) error
+	Remove(ctx context.Context, id string) error
+	ReportHealth(id string, h plexus.Health)
+}
+
+// Journal is what the manager needs of the gateway: journal what it did,
+// forget a removed server's pins, and report a journal write that failed
+// where there is no caller to return it to. Safe for concurrent use.
+type Journal interface {
+	Note(ctx context.Context, action, target, traceID string, payload map[string]any)
+	ForgetPins(ctx context.Context, source string) error
+	JournalFailed(what string, err error)
+}
+
+// Config is what a [Manager] runs with; every field is required except
+// Logger (nil discards).
+type Config struct {
+	// Home is PLEXUS_HOME; the manager reads Home/mcp.json.
+	Home      string
+	Registry  Registry
+	Journal   Journal
+	Pins      mcpclient.PinCheck
+	Transport *mcpclient.Transport
+	// Secret looks up a ${secret:NAME} when a server starts.
+	Secret func(name string) (string, error)
+	// Env is the base environment of a stdio server's child.
+	Env       []string
+	Processes mcpclient.Processes
+	Logger    *slog.Logger
+}
+
 // mcpReadyWait is how long a newly started server may take to list its
 // definitions before its source is registered anyway (empty, and
 // unavailable until it answers): a slow server delays nothing else.
 const mcpReadyWait = 10 * time.Second
 
-// mcpManager runs the servers of mcp.json: it reads the file at start and
+// Manager runs the servers of mcp.json: it reads the file at start and
 // whenever it changes, starts each server's client, registers it as the
 // source mcp:<name> (through the pins: a changed definition is held), and
 // restarts or stops a server whose entry changed or went away. A file
 // that does not parse changes nothing: the servers keep running as they
 // were, and the problem is logged and journaled once.
-type mcpManager struct {
+type Manager struct {
+	cfg   Config
 	path  string
-	plat  *platform.Services
-	reg   *registry.Registry
-	gw    *gateway.Gateway
-	tr    *mcpclient.Transport
 	log   *slog.Logger
 	watch *watcher.Watcher
 
@@ -53,19 +86,35 @@ type mcpRunning struct {
 	done   chan struct{} // closed when the client's Run and registration returned
 }
 
-func newMCPManager(home string, plat *platform.Services, reg *registry.Registry, gw *gateway.Gateway, tr *mcpclient.Transport, log *slog.Logger) (*mcpManager, error) {
-	w, err := watcher.New([]string{home}, watcher.Options{Logger: log,
+// New builds the manager and its watch on cfg.Home/mcp.json; [Manager.Run]
+// starts the servers.
+func New(cfg Config) (*Manager, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w, err := watcher.New([]string{cfg.Home}, watcher.Options{Logger: log,
 		Only: func(name string) bool { return name == scaffold.FileMCPConfig }})
 	if err != nil {
 		return nil, err
 	}
-	return &mcpManager{path: filepath.Join(home, scaffold.FileMCPConfig), plat: plat, reg: reg, gw: gw, tr: tr, log: log,
+	return &Manager{cfg: cfg, path: filepath.Join(cfg.Home, scaffold.FileMCPConfig), log: log,
 		watch: w, servers: map[string]*mcpRunning{}, problems: map[string]string{}}, nil
+}
+
+// Client returns server name's running client, nil when it does not run.
+func (m *Manager) Client(name string) *mcpclient.Client {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if run := m.servers[name]; run != nil {
+		return run.client
+	}
+	return nil
 }
 
 // Run applies mcp.json at start and after every change until ctx ends,
 // then stops every server.
-func (m *mcpManager) Run(ctx context.Context) error {
+func (m *Manager) Run(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	werr := make(chan error, 1)
 	go func() { werr <- m.watch.Run(wctx) }()
@@ -94,8 +143,8 @@ func (m *mcpManager) Run(ctx context.Context) error {
 }
 
 // reload brings the running servers in line with the file.
-func (m *mcpManager) reload(ctx context.Context) {
-	doc, err := readMCPDoc(m.path)
+func (m *Manager) reload(ctx context.Context) {
+	doc, err := ReadFile(m.path)
 	if err != nil {
 		m.mu.Lock()
 		again := m.lastErr == err.Error()
@@ -111,9 +160,9 @@ func (m *mcpManager) reload(ctx context.Context) {
 	m.lastErr = ""
 	m.mu.Unlock()
 	want := map[string]bool{}
-	for _, name := range doc.names() {
+	for _, name := range doc.Names() {
 		want[name] = true
-		s, err := doc.server(name)
+		s, err := doc.Server(name)
 		if err != nil {
 			m.problem(ctx, name, err.Error())
 			continue // a broken entry leaves its server as it was
@@ -153,7 +202,7 @@ func (m *mcpManager) reload(ctx context.Context) {
 }
 
 // problem logs and journals a server's problem once (until it changes).
-func (m *mcpManager) problem(ctx context.Context, name, problem string) {
+func (m *Manager) problem(ctx context.Context, name, problem string) {
 	m.mu.Lock()
 	again := m.problems[name] == problem
 	m.problems[name] = problem
@@ -165,19 +214,19 @@ func (m *mcpManager) problem(ctx context.Context, name, problem string) {
 	m.note(ctx, "mcp.server_failed", "mcp:"+name, map[string]any{"server": name, "problem": problem})
 }
 
-func (m *mcpManager) note(ctx context.Context, action, target string, payload map[string]any) {
-	m.gw.Note(ctx, action, target, "", payload)
+func (m *Manager) note(ctx context.Context, action, target string, payload map[string]any) {
+	m.cfg.Journal.Note(ctx, action, target, "", payload)
 }
 
 // start launches server s. Its secrets are read now, so a secret set or
 // changed later takes effect when the entry is next changed or Plexus
 // restarts.
-func (m *mcpManager) start(ctx context.Context, s mcpServer) {
-	lookup := m.plat.Secret
-	env, err := resolveSecrets(s.Env, lookup)
+func (m *Manager) start(ctx context.Context, s Server) {
+	lookup := m.cfg.Secret
+	env, err := ResolveSecrets(s.Env, lookup)
 	if err == nil {
 		var h map[string]string
-		h, err = resolveSecrets(s.Headers, lookup)
+		h, err = ResolveSecrets(s.Headers, lookup)
 		s.Headers = h
 	}
 	if err != nil {
@@ -187,13 +236,13 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 	var c *mcpclient.Client
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c, err = mcpclient.New(s.Name, mcpclient.ServerConfig{Command: s.Command, Args: s.Args, Env: env, URL: s.URL, Headers: s.Headers},
-		mcpclient.Options{Logger: m.log, Env: m.plat.Env(), Processes: m.plat,
+		mcpclient.Options{Logger: m.log, Env: slices.Clone(m.cfg.Env), Processes: m.cfg.Processes,
 			OnChange: func() { m.refresh(c) },
 			OnHealth: func(h plexus.Health) {
 				// A server being stopped (removed, changed, shutdown) is
 				// not an outage: its source goes with it.
 				if rctx.Err() == nil {
-					m.reg.ReportHealth(c.ID(), h)
+					m.cfg.Registry.ReportHealth(c.ID(), h)
 				}
 			},
 		})
@@ -202,14 +251,14 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 		m.problem(ctx, s.Name, err.Error())
 		return
 	}
-	src := &pinnedSource{Client: c, gw: m.gw}
+	src := &mcpclient.Pinned{Client: c, Check: m.cfg.Pins}
 	run := &mcpRunning{raw: s.Raw, client: c, cancel: cancel, done: make(chan struct{})}
 	m.mu.Lock()
 	delete(m.problems, s.Name)
 	m.servers[s.Name] = run
 	m.mu.Unlock()
-	m.tr.Attach(c)
-	m.note(ctx, "mcp.server_started", c.ID(), map[string]any{"server": s.Name, "at": s.describe()})
+	m.cfg.Transport.Attach(c)
+	m.note(ctx, "mcp.server_started", c.ID(), map[string]any{"server": s.Name, "at": s.Describe()})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -226,7 +275,7 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 		case <-rctx.Done():
 			return
 		}
-		if _, err := m.reg.Add(rctx, src); err != nil && rctx.Err() == nil {
+		if _, err := m.cfg.Registry.Add(rctx, src); err != nil && rctx.Err() == nil {
 			m.log.Error("register MCP server", "server", s.Name, "err", err)
 			m.note(rctx, "mcp.server_failed", c.ID(), map[string]any{"server": s.Name, "problem": err.Error()})
 		}
@@ -239,18 +288,18 @@ func (m *mcpManager) start(ctx context.Context, s mcpServer) {
 
 // refresh rescans a server's source after it listed something new; before
 // its registration there is nothing to rescan (Add scans).
-func (m *mcpManager) refresh(c *mcpclient.Client) {
+func (m *Manager) refresh(c *mcpclient.Client) {
 	if c == nil {
 		return
 	}
-	if err := m.reg.Refresh(context.Background(), c.ID()); err != nil && !errors.Is(err, registry.ErrUnknownSource) {
+	if err := m.cfg.Registry.Refresh(context.Background(), c.ID()); err != nil && !errors.Is(err, registry.ErrUnknownSource) {
 		m.log.Warn("rescan MCP server", "server", c.Name(), "err", err)
 	}
 }
 
 // stop ends server name: its client, its source and its routes. forget
 // drops its pins too (it left mcp.json: adding it again starts afresh).
-func (m *mcpManager) stop(ctx context.Context, name, why string, forget bool) {
+func (m *Manager) stop(ctx context.Context, name, why string, forget bool) {
 	m.mu.Lock()
 	run := m.servers[name]
 	delete(m.servers, name)
@@ -261,23 +310,23 @@ func (m *mcpManager) stop(ctx context.Context, name, why string, forget bool) {
 	run.cancel()
 	<-run.done
 	id := run.client.ID()
-	m.tr.Detach(id)
-	if err := m.reg.Remove(ctx, id); err != nil && !errors.Is(err, registry.ErrUnknownSource) {
+	m.cfg.Transport.Detach(id)
+	if err := m.cfg.Registry.Remove(ctx, id); err != nil && !errors.Is(err, registry.ErrUnknownSource) {
 		m.log.Warn("unregister MCP server", "server", name, "err", err)
 	}
 	m.note(ctx, "mcp.server_stopped", id, map[string]any{"server": name, "why": why})
 	if forget {
-		if err := m.gw.ForgetPins(ctx, id); err != nil {
+		if err := m.cfg.Journal.ForgetPins(ctx, id); err != nil {
 			// The server is gone all the same; its pins stay until the
 			// next removal, and the status shows the failed write.
-			m.gw.JournalFailed("forget pins "+id, err)
+			m.cfg.Journal.JournalFailed("forget pins "+id, err)
 		}
 	}
 }
 
 // stopAll ends every server at shutdown; their sources go with the
 // registry, and their pins stay.
-func (m *mcpManager) stopAll() {
+func (m *Manager) stopAll() {
 	m.mu.Lock()
 	runs := m.servers
 	m.servers = map[string]*mcpRunning{}
@@ -288,42 +337,4 @@ func (m *mcpManager) stopAll() {
 	for _, run := range runs {
 		<-run.done
 	}
-}
-
-// pinnedSource is an MCP server's source as the registry sees it: the
-// client's projection minus the tools whose definition changed since the
-// owner accepted it (gateway.CheckPins). A pin check that fails fails the
-// scan, so the registry keeps what it had rather than serve unchecked
-// definitions.
-type pinnedSource struct {
-	*mcpclient.Client
-	gw *gateway.Gateway
-}
-
-func (p *pinnedSource) Scan(ctx context.Context) ([]plexus.Entry, error) {
-	entries, err := p.Client.Scan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var defs []gateway.Definition
-	for _, d := range p.Client.Definitions() {
-		if d.Primitive != "tool" {
-			continue // tools are pinned; resources and prompts are read-only data (docs/mcp.md)
-		}
-		defs = append(defs, gateway.Definition{EntryID: d.EntryID, Primitive: d.Primitive, Name: d.Name, Hash: d.Hash, Raw: d.Raw})
-	}
-	held, err := p.gw.CheckPins(ctx, p.ID(), defs)
-	if err != nil {
-		return nil, err
-	}
-	if len(held) == 0 {
-		return entries, nil
-	}
-	out := entries[:0:0]
-	for _, e := range entries {
-		if !held[e.ID] {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }

@@ -1,35 +1,42 @@
-package main
+// Package mcphost runs the MCP servers the owner wraps (mcp.json): it reads
+// and edits the file, starts each server's [mcpclient.Client], registers
+// it as the source mcp:<name> behind the pins ([mcpclient.Pinned]), and
+// restarts or stops a server whose entry changed or went away.
+//
+// It must never put a secret value (an env or header value resolved from
+// ${secret:NAME}) into a log, an error or the journal, and never start a
+// server from an entry that breaks a rule.
+package mcphost
 
 // mcp.json: the MCP servers the owner wraps, in the "mcpServers" shape other
 // MCP hosts read, so a block pasted from one of them works here as it is.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/plexus-gw/plexus/platform"
+	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
-// mcpServerKeys are the keys of a server entry Plexus reads. Other keys
+// serverKeys are the keys of a server entry Plexus reads. Other keys
 // (other hosts' settings: "timeout", "autoApprove", …) are kept in the file
 // and reported as ignored, never dropped.
-var mcpServerKeys = []string{"command", "args", "env", "url", "headers", "type", "disabled"}
+var serverKeys = []string{"command", "args", "env", "url", "headers", "type", "disabled"}
 
 // secretRef is how an env or header value names a secret instead of holding
 // it: "${secret:github-token}", alone or inside a longer value ("Bearer
 // ${secret:api-key}"). The daemon substitutes it when it starts the server.
 var secretRef = regexp.MustCompile(`\$\{secret:([^}]*)\}`)
 
-// mcpServer is one server entry as Plexus reads it.
-type mcpServer struct {
+// Server is one server entry as Plexus reads it.
+type Server struct {
 	Name     string            `json:"name"`
 	Command  string            `json:"command,omitempty"`
 	Args     []string          `json:"args,omitempty"`
@@ -45,52 +52,42 @@ type mcpServer struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// MCPConfigError is a problem with mcp.json or one server in it. Server is
+// ConfigError is a problem with mcp.json or one server in it. Server is
 // "" for the file as a whole.
-type MCPConfigError struct {
+type ConfigError struct {
 	Path    string
 	Server  string
 	Problem string
 }
 
-func (e *MCPConfigError) Error() string {
+func (e *ConfigError) Error() string {
 	if e.Server == "" {
 		return fmt.Sprintf("%s: %s", e.Path, e.Problem)
 	}
 	return fmt.Sprintf("%s: server %q: %s", e.Path, e.Server, e.Problem)
 }
 
-// mcpDoc is mcp.json as read: its top-level keys and its servers' entries
+// File is mcp.json as read: its top-level keys and its servers' entries
 // kept as written, so that an edit by the CLI changes only the server it
-// names.
-type mcpDoc struct {
-	path    string
-	top     map[string]json.RawMessage
-	servers map[string]json.RawMessage
+// names ([scaffold.OwnerFile]: Names, Put, Remove, Save).
+type File struct {
+	*scaffold.OwnerFile
 }
 
-// readMCPDoc reads path; a missing file is an empty document.
-func readMCPDoc(path string) (*mcpDoc, error) {
-	d := &mcpDoc{path: path, top: map[string]json.RawMessage{}, servers: map[string]json.RawMessage{}}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return d, nil
-	} else if err != nil {
+// ReadFile reads mcp.json at path; a missing file is an empty document.
+func ReadFile(path string) (*File, error) {
+	f, err := scaffold.ReadOwnerFile(path, "mcpServers", 0)
+	var oe *scaffold.OwnerFileError
+	switch {
+	case errors.As(err, &oe) && oe.Problem == scaffold.ProblemNotObject:
+		return nil, &ConfigError{Path: path, Problem: "not a JSON object: " + jsonProblem(oe.Err) +
+			` (expected {"mcpServers": {"<name>": {"command": …} | {"url": …}}})`}
+	case errors.As(err, &oe):
+		return nil, &ConfigError{Path: path, Problem: `"mcpServers" must be an object of server entries`}
+	case err != nil:
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return d, nil
-	}
-	if err := json.Unmarshal(b, &d.top); err != nil || d.top == nil {
-		return nil, &MCPConfigError{Path: path, Problem: "not a JSON object: " + jsonProblem(err) +
-			` (expected {"mcpServers": {"<name>": {"command": …} | {"url": …}}})`}
-	}
-	if raw, ok := d.top["mcpServers"]; ok && string(bytes.TrimSpace(raw)) != "null" {
-		if err := json.Unmarshal(raw, &d.servers); err != nil || d.servers == nil {
-			return nil, &MCPConfigError{Path: path, Problem: `"mcpServers" must be an object of server entries`}
-		}
-	}
-	return d, nil
+	return &File{f}, nil
 }
 
 func jsonProblem(err error) string {
@@ -100,28 +97,21 @@ func jsonProblem(err error) string {
 	return err.Error()
 }
 
-// names lists the servers, sorted.
-func (d *mcpDoc) names() []string {
-	out := make([]string, 0, len(d.servers))
-	for n := range d.servers {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// server decodes and checks one entry.
-func (d *mcpDoc) server(name string) (mcpServer, error) {
-	raw, ok := d.servers[name]
+// Server decodes and checks server name's entry.
+func (f *File) Server(name string) (Server, error) {
+	raw, ok := f.Entry(name)
 	if !ok {
-		return mcpServer{}, &MCPConfigError{Path: d.path, Server: name, Problem: "no such server"}
+		return Server{}, &ConfigError{Path: f.Path(), Server: name, Problem: "no such server"}
 	}
-	return parseMCPServer(d.path, name, raw)
+	return ParseServer(f.Path(), name, raw)
 }
 
-func parseMCPServer(path, name string, raw json.RawMessage) (mcpServer, error) {
-	bad := func(format string, a ...any) (mcpServer, error) {
-		return mcpServer{}, &MCPConfigError{Path: path, Server: name, Problem: fmt.Sprintf(format, a...)}
+// ParseServer decodes and checks server name's entry raw of the file at
+// path: the client's own rules, the "type" and the secret references'
+// names. Secret values are not looked up here ([ResolveSecrets] does).
+func ParseServer(path, name string, raw json.RawMessage) (Server, error) {
+	bad := func(format string, a ...any) (Server, error) {
+		return Server{}, &ConfigError{Path: path, Server: name, Problem: fmt.Sprintf(format, a...)}
 	}
 	if !mcpclient.ValidName(name) {
 		return bad("a server name is 1 to 60 of a-z, 0-9, '_' and '-', starting with a letter or digit")
@@ -130,9 +120,9 @@ func parseMCPServer(path, name string, raw json.RawMessage) (mcpServer, error) {
 	if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
 		return bad("not a JSON object")
 	}
-	s := mcpServer{Name: name, Raw: raw}
+	s := Server{Name: name, Raw: raw}
 	for k := range keys {
-		if !slices.Contains(mcpServerKeys, k) {
+		if !slices.Contains(serverKeys, k) {
 			s.Ignored = append(s.Ignored, k)
 		}
 	}
@@ -198,8 +188,8 @@ func parseMCPServer(path, name string, raw json.RawMessage) (mcpServer, error) {
 	return s, nil
 }
 
-// secretNames lists the secrets s refers to, sorted and without duplicates.
-func (s mcpServer) secretNames() []string {
+// SecretNames lists the secrets s refers to, sorted and without duplicates.
+func (s Server) SecretNames() []string {
 	var out []string
 	for _, m := range []map[string]string{s.Env, s.Headers} {
 		for _, v := range m {
@@ -212,9 +202,9 @@ func (s mcpServer) secretNames() []string {
 	return slices.Compact(out)
 }
 
-// resolve substitutes every ${secret:NAME} of m through lookup. The values
+// ResolveSecrets substitutes every ${secret:NAME} of m through lookup. The values
 // it returns go to the server only: never to a log, an error or the journal.
-func resolveSecrets(m map[string]string, lookup func(name string) (string, error)) (map[string]string, error) {
+func ResolveSecrets(m map[string]string, lookup func(name string) (string, error)) (map[string]string, error) {
 	if m == nil {
 		return nil, nil
 	}
@@ -236,38 +226,9 @@ func resolveSecrets(m map[string]string, lookup func(name string) (string, error
 	return out, nil
 }
 
-// put sets server name's entry to raw (a new server, or --replace).
-func (d *mcpDoc) put(name string, raw json.RawMessage) {
-	d.servers[name] = raw
-}
-
-// remove drops server name; false when there was none.
-func (d *mcpDoc) remove(name string) bool {
-	if _, ok := d.servers[name]; !ok {
-		return false
-	}
-	delete(d.servers, name)
-	return true
-}
-
-// write saves the document atomically (0600: env values may be secrets an
-// owner chose to write in plain), keeping every other top-level key.
-func (d *mcpDoc) write() error {
-	servers, err := json.Marshal(d.servers)
-	if err != nil {
-		return err
-	}
-	d.top["mcpServers"] = servers
-	b, err := json.MarshalIndent(d.top, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(d.path, append(b, '\n'), 0o600)
-}
-
-// describe says where a server runs, for list: the command line or the URL,
+// Describe says where a server runs, for list: the command line or the URL,
 // with secret references as written (never their values).
-func (s mcpServer) describe() string {
+func (s Server) Describe() string {
 	if s.URL != "" {
 		return s.URL
 	}

@@ -1,4 +1,4 @@
-package main
+package mcphost
 
 import (
 	"encoding/json"
@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/plexus-gw/plexus/platform"
-	"github.com/plexus-gw/plexus/transports/ipc"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
@@ -67,8 +66,40 @@ func writeFuzzFile(t *testing.T, dir, name string, b []byte) string {
 	return path
 }
 
+// topKeys lists the top-level keys of a JSON object document (none for a
+// blank one), sorted: what a write must keep.
+func topKeys(t *testing.T, b []byte) []string {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if len(strings.TrimSpace(string(b))) > 0 {
+		if err := json.Unmarshal(b, &top); err != nil {
+			t.Fatalf("not a JSON object: %v", err)
+		}
+	}
+	return slices.Sorted(maps.Keys(top))
+}
+
+// withKey is keys with k added, sorted.
+func withKey(keys []string, k string) []string {
+	if !slices.Contains(keys, k) {
+		keys = append(slices.Clone(keys), k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// readBack reads the file at path.
+func readBack(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // FuzzMCPConfig reads a fuzzed mcp.json as the daemon and the CLI do.
-// Properties: refusals are *MCPConfigError naming the file (and the server
+// Properties: refusals are *ConfigError naming the file (and the server
 // when one is at fault); an accepted server satisfies the MCP client's own
 // rules and names only valid secrets; writing the document back and reading
 // it again gives the same servers and keeps every other top-level key; and
@@ -90,33 +121,33 @@ func FuzzMCPConfig(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := writeFuzzFile(t, dir, "mcp.json", b)
-		d, err := readMCPDoc(path)
+		d, err := ReadFile(path)
 		if err != nil {
-			var ce *MCPConfigError
+			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Path != path || ce.Server != "" {
-				t.Fatalf("readMCPDoc = %v (%T), want an MCPConfigError for the file", err, err)
+				t.Fatalf("ReadFile = %v (%T), want a ConfigError for the file", err, err)
 			}
 		} else {
 			servers := checkMCPServers(t, d)
-			if err := d.write(); err != nil {
+			if err := d.Save(); err != nil {
 				t.Fatalf("write: %v", err)
 			}
-			again, err := readMCPDoc(path)
+			again, err := ReadFile(path)
 			if err != nil {
 				t.Fatalf("mcp.json as written does not read back: %v", err)
 			}
-			if diff := cmp.Diff(servers, checkMCPServers(t, again), cmpopts.IgnoreFields(mcpServer{}, "Raw")); diff != "" {
+			if diff := cmp.Diff(servers, checkMCPServers(t, again), cmpopts.IgnoreFields(Server{}, "Raw")); diff != "" {
 				t.Fatalf("servers changed through a write (-before +after):\n%s", diff)
 			}
-			if !slices.Equal(slices.Sorted(maps.Keys(again.top)), slices.Sorted(maps.Keys(withKey(d.top, "mcpServers")))) {
-				t.Fatalf("top-level keys changed through a write: %v, then %v", slices.Sorted(maps.Keys(d.top)), slices.Sorted(maps.Keys(again.top)))
+			if before, after := topKeys(t, b), topKeys(t, readBack(t, path)); !slices.Equal(after, withKey(before, "mcpServers")) {
+				t.Fatalf("top-level keys changed through a write: %v, then %v", before, after)
 			}
 		}
 		if planted, ok := withCanaries(b, "mcpServers", "env", "headers"); ok {
-			d, err := readMCPDoc(writeFuzzFile(t, dir, "mcp.json", planted))
+			d, err := ReadFile(writeFuzzFile(t, dir, "mcp.json", planted))
 			if err == nil {
-				for _, name := range d.names() {
-					_, err = d.server(name)
+				for _, name := range d.Names() {
+					_, err = d.Server(name)
 					if err != nil {
 						break
 					}
@@ -129,23 +160,17 @@ func FuzzMCPConfig(f *testing.F) {
 	})
 }
 
-func withKey(m map[string]json.RawMessage, k string) map[string]json.RawMessage {
-	out := maps.Clone(m)
-	out[k] = nil
-	return out
-}
-
 // checkMCPServers checks every server of d and returns the valid ones by
 // name, with the errors of the others.
-func checkMCPServers(t *testing.T, d *mcpDoc) map[string]any {
+func checkMCPServers(t *testing.T, d *File) map[string]any {
 	t.Helper()
 	out := map[string]any{}
-	for _, name := range d.names() {
-		s, err := d.server(name)
+	for _, name := range d.Names() {
+		s, err := d.Server(name)
 		if err != nil {
-			var ce *MCPConfigError
+			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Server != name {
-				t.Fatalf("server %q: %v (%T), want an MCPConfigError naming it", name, err, err)
+				t.Fatalf("server %q: %v (%T), want a ConfigError naming it", name, err, err)
 			}
 			out[name] = ce.Problem
 			continue
@@ -154,7 +179,7 @@ func checkMCPServers(t *testing.T, d *mcpDoc) map[string]any {
 		if s.Name != name || !mcpclient.ValidName(name) || cfg.Validate() != nil {
 			t.Fatalf("accepted server %q breaks the client's rules: %+v", name, s)
 		}
-		for _, ref := range s.secretNames() {
+		for _, ref := range s.SecretNames() {
 			if !platform.ValidSecretName(ref) {
 				t.Fatalf("accepted server %q names the invalid secret %q", name, ref)
 			}
@@ -162,58 +187,4 @@ func checkMCPServers(t *testing.T, d *mcpDoc) map[string]any {
 		out[name] = s
 	}
 	return out
-}
-
-// FuzzProvidersConfig reads a fuzzed providers.json as the daemon does.
-// Properties: refusals are *providersFileError naming the file; every
-// accepted provider passes ipc.ValidateProvider unchanged (defaults already
-// filled in); saving and reading back gives the same providers and keeps
-// every other top-level key; no error quotes an env value.
-func FuzzProvidersConfig(f *testing.F) {
-	for _, s := range []string{
-		``, `{}`, `null`, `[]`, `{"providers":null}`, `{"providers":[]}`, `{"providers":{"a":null}}`,
-		`{"providers":{"notes":{"command":"/usr/bin/notes-provider","args":["--serve"],"env":{"NOTES_TOKEN":"private-value"},"restart":"always","max_frame_bytes":4194304}},"comment":"x"}`,
-		`{"providers":{"a":{"command":"relative/path"},"B":{"command":"x"}}}`,
-		`{"providers":{"a":{"command":"x","env":{"PLEXUS_KEY":"v","A=B":"c"}}}}`,
-		`{"providers":{"a":{"command":"x","restart":"sometimes","extra":1}}}`,
-		`{"providers":{"a":{"command":"x","max_frame_bytes":-1}}}`,
-	} {
-		f.Add([]byte(s))
-	}
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		path := writeFuzzFile(t, dir, providersFile, b)
-		d, err := readProviders(path)
-		if err != nil {
-			var pe *providersFileError
-			if !errors.As(err, &pe) || pe.Path != path {
-				t.Fatalf("readProviders = %v (%T), want a providersFileError", err, err)
-			}
-		} else {
-			for id, cfg := range d.configs {
-				again, err := ipc.ValidateProvider(id, cfg)
-				if err != nil || !cmp.Equal(again, cfg) {
-					t.Fatalf("accepted provider %q does not validate as read: %v (%+v, then %+v)", id, err, cfg, again)
-				}
-			}
-			if err := d.save(); err != nil {
-				t.Fatalf("save: %v", err)
-			}
-			back, err := readProviders(path)
-			if err != nil {
-				t.Fatalf("providers.json as saved does not read back: %v", err)
-			}
-			if diff := cmp.Diff(d.configs, back.configs); diff != "" {
-				t.Fatalf("providers changed through a save (-before +after):\n%s", diff)
-			}
-			if !slices.Equal(slices.Sorted(maps.Keys(back.top)), slices.Sorted(maps.Keys(withKey(d.top, "providers")))) {
-				t.Fatalf("top-level keys changed through a save")
-			}
-		}
-		if planted, ok := withCanaries(b, "providers", "env"); ok {
-			if _, err := readProviders(writeFuzzFile(t, dir, providersFile, planted)); err != nil && strings.Contains(err.Error(), canary) {
-				t.Fatalf("an error quotes a private value: %v", err)
-			}
-		}
-	})
 }
