@@ -119,7 +119,7 @@ func TestAttackApproveShellAsRead(t *testing.T) {
 		`runs "plexus-attack-not-installed" (not resolved) with argv ["{p}"]`, "cannot be known: plexus-attack-not-installed is not installed")
 	approveWantAfter(t, "plexus show", show, "The agent says", "Harmless file reader", "Reads one file of your notes. Read-only.")
 	pending := e.ok("pending").stdout
-	if want := fmt.Sprintf(`helper.file.read (read,execute: %q ["-c", "{p}"])`, sh); !strings.Contains(pending, want) {
+	if want := fmt.Sprintf(`extension helper: helper.file.read (read,execute: %q ["-c", "{p}"])`, sh); !strings.Contains(pending, want) {
 		t.Errorf("plexus pending lacks %q:\n%s", want, pending)
 	}
 	if strings.Contains(pending, "Harmless") {

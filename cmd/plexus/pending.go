@@ -48,11 +48,12 @@ func pendingCommand() *cli.Command {
 						sens = it.Sensitivity
 					}
 				}
+				prefix := "" // what kind of decision, before the list of what it asks for
 				switch {
 				case p.Definition != nil:
 					asks = []string{"changed definition: " + p.Definition.EntryID}
 				case p.Extension != nil:
-					asks = []string{"extension " + p.Extension.Source + ":"}
+					prefix, asks = "extension "+p.Extension.Source+": ", nil
 					for i, id := range ids {
 						if rs[i] == nil {
 							asks = append(asks, id+" (reach not recorded)")
@@ -61,9 +62,9 @@ func pendingCommand() *cli.Command {
 						asks = append(asks, id+" ("+verbsString(rs[i].Verbs)+brief(id)+")")
 					}
 				case p.Kind != "" && p.Kind != plexus.PendingGrant:
-					asks = append([]string{p.Kind + ":"}, asks...)
+					prefix = p.Kind + ": "
 				}
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.AgentID), dash(strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.AgentID), dash(prefix+strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
 					dash(string(sens)), timeString(p.ExpiresAt), dash(termSafe(oneLine(p.Purpose, 60))))
 			}
 			if err := t.Flush(); err != nil {
