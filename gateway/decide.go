@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
@@ -20,166 +21,228 @@ import (
 // trust window the owner picks is authoritative, except that execute is never
 // standing.
 func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending, error) {
-	if d.DecidedBy == "" {
-		d.DecidedBy = plexus.ActorHuman
-	}
-	if d.Via == "" {
-		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest, "a decision must say via which channel it was made")
-	}
-	if d.Withdraw && d.Approve {
-		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest, "a decision cannot both approve and withdraw")
-	}
-	if d.TrustWindow != nil && !auth.ValidWindow(*d.TrustWindow) {
-		return plexus.Pending{}, plexus.Errorf(plexus.CodeInvalidRequest,
-			"trust window %+v is not valid (kinds: once, 1h, 1d, 7d, until-revoked, custom with ms > 0)", *d.TrustWindow)
+	if err := checkDecision(&d); err != nil {
+		return plexus.Pending{}, err
 	}
 	now := g.now()
-	var out plexus.Pending
-	var events []*plexus.Event
-	var minted *plexus.ScopedToken
-	var registered plexus.Source // an approved extension, brought online after the commit
-	var refresh string           // the source of an approved definition, rescanned after the commit
+	var eff decided
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, minted, registered, refresh = nil, nil, nil, ""
-		p, err := tx.Pending(d.PendingID)
-		if errors.Is(err, plexus.ErrNotFound) {
-			return plexus.Errorf(plexus.CodeNotFound, "no pending decision %q", d.PendingID)
-		} else if err != nil {
-			return err
-		}
-		if p.State != plexus.StatePending {
-			return plexus.Errorf(plexus.CodeConflict, "pending decision %s is already %s", p.ID, p.State)
-		}
-		if !now.Before(p.ExpiresAt) {
-			return plexus.Errorf(plexus.CodeConflict, "pending decision %s expired at %s", p.ID, p.ExpiresAt.Format("2006-01-02 15:04:05Z"))
-		}
-		p.DecidedAt, p.DecidedBy, p.Via, p.Reason = &now, d.DecidedBy, d.Via, auth.CleanPurpose(d.Reason)
-		actor := plexus.ActorHuman
-		if d.Via == plexus.ViaSystem {
-			actor = plexus.ActorSystem
-		}
-		if p.Kind == plexus.PendingDefinition {
-			pinned, err := g.decideDefinition(tx, p, d, actor, now)
-			if err != nil {
-				return err
-			}
-			refresh = pinned
-			out = *p
-			return nil
-		}
-		if !d.Approve {
-			action := actionOf(p.Kind, "denied")
-			p.State = plexus.StateDenied
-			if d.Withdraw {
-				p.State, action = plexus.StateWithdrawn, actionOf(p.Kind, "withdrawn")
-			}
-			if err := tx.PutPending(p); err != nil {
-				return err
-			}
-			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: action,
-				Target: p.ID, Payload: map[string]any{"decidedBy": d.DecidedBy, "via": d.Via, "reason": p.Reason, "capabilities": pendingIDs(p)}}); err != nil {
-				return err
-			}
-			ev := newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
-				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: p.State}, nil)
-			events = append(events, ev)
-			out = *p
-			return tx.Publish(ev)
-		}
-
-		if p.Kind == plexus.PendingExtension {
-			src, err := g.approveExtension(tx, p, d, now)
-			if err != nil {
-				return err
-			}
-			registered = src
-			p.State = plexus.StateApproved
-			if err := tx.PutPending(p); err != nil {
-				return err
-			}
-			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "extension.approved",
-				Target: p.ID, Payload: map[string]any{"decidedBy": d.DecidedBy, "via": d.Via, "source": p.Extension.Source,
-					"reason": p.Reason}}); err != nil {
-				return err
-			}
-			ev := newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
-				plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: plexus.StateApproved}, nil)
-			events = append(events, ev)
-			out = *p
-			return tx.Publish(ev)
-		}
-		items, err := narrowItems(p.Items, d)
-		if err != nil {
-			return err
-		}
-		sess := &plexus.Session{ID: p.SessionID, AgentID: p.AgentID, Kind: plexus.SessionAgent}
-		if s, err := tx.Session(p.SessionID); err == nil {
-			sess = s
-		}
-		var grants []plexus.Grant
-		for i, it := range items {
-			entry, ok := g.d.Registry.Entry(it.CapabilityID)
-			if !ok {
-				return plexus.Errorf(plexus.CodeConflict, "capability %s is no longer offered; deny this request instead", it.CapabilityID)
-			}
-			w := it.TrustWindow
-			if d.TrustWindow != nil {
-				w = *d.TrustWindow
-			}
-			a := grantAsk{entry: entry, verbs: it.Verbs, window: &w, constraint: it.Constraint}
-			gr := g.newGrant(sess, a, now, p.TraceID, p.BundleID, true)
-			gr.PendingID = p.ID
-			items[i].TrustWindow = gr.TrustWindow // the decided window, as stored and shown
-			if err := tx.PutGrant(gr); err != nil {
-				return err
-			}
-			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "grant.approved",
-				Target: it.CapabilityID, Payload: grantPayload(gr, map[string]any{"decidedBy": d.DecidedBy, "via": d.Via,
-					"pendingId": p.ID, "reason": p.Reason})}); err != nil {
-				return err
-			}
-			grants = append(grants, *gr)
-		}
-		p.State = plexus.StateApproved
-		p.Items = items
-		if err := tx.PutPending(p); err != nil {
-			return err
-		}
-		if _, err := g.liveSession(tx, p.SessionID); err == nil {
-			if minted, err = g.mint(tx, sess, grants, p.TraceID); err != nil {
-				return err
-			}
-		}
-		ev := newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
-			plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: plexus.StateApproved},
-			optionalResolved(p.ID, minted))
-		events = append(events, ev)
-		out = *p
-		return tx.Publish(ev)
+		var err error
+		eff, err = g.decide(tx, d, now)
+		return err
 	})
 	if err != nil {
 		return plexus.Pending{}, plexus.AsError(err)
 	}
-	if minted != nil {
-		g.mu.Lock()
-		g.resolved[out.ID] = minted
-		g.mu.Unlock()
+	g.afterDecision(ctx, eff)
+	return eff.out, nil
+}
+
+// decided is what a committed decision leaves for after its transaction.
+type decided struct {
+	out        plexus.Pending
+	events     []*plexus.Event     // committed with the decision, to publish live
+	minted     *plexus.ScopedToken // an approval's token, for the asking session's poll
+	registered plexus.Source       // an approved extension, brought online after the commit
+	refresh    string              // the source of an approved definition, rescanned after the commit
+}
+
+// checkDecision refuses a decision that cannot be applied to any request
+// and fills in who decided when the channel does not say.
+func checkDecision(d *plexus.Decision) error {
+	if d.DecidedBy == "" {
+		d.DecidedBy = plexus.ActorHuman
 	}
-	for _, ev := range events {
-		g.bus.publish(*ev)
+	if d.Via == "" {
+		return plexus.Errorf(plexus.CodeInvalidRequest, "a decision must say via which channel it was made")
 	}
-	if refresh != "" {
-		g.refreshSource(ctx, refresh)
+	if d.Withdraw && d.Approve {
+		return plexus.Errorf(plexus.CodeInvalidRequest, "a decision cannot both approve and withdraw")
 	}
-	if registered != nil {
-		// Persisted with the decision: should this fail, the next start
-		// brings it online from the stored manifest.
-		if err := g.bringOnlineSource(ctx, registered); err != nil {
-			g.log.Error("register an approved extension", "source", registered.ID(), "err", err)
+	if d.TrustWindow != nil && !auth.ValidWindow(*d.TrustWindow) {
+		return plexus.Errorf(plexus.CodeInvalidRequest,
+			"trust window %+v is not valid (kinds: once, 1h, 1d, 7d, until-revoked, custom with ms > 0)", *d.TrustWindow)
+	}
+	return nil
+}
+
+// decide applies d inside tx: the pending request is read and checked, then
+// stamped with who decided, and the step for its kind and answer writes the
+// state change with its journal row and event.
+func (g *Gateway) decide(tx plexus.StateTx, d plexus.Decision, now time.Time) (decided, error) {
+	p, err := tx.Pending(d.PendingID)
+	if errors.Is(err, plexus.ErrNotFound) {
+		return decided{}, plexus.Errorf(plexus.CodeNotFound, "no pending decision %q", d.PendingID)
+	} else if err != nil {
+		return decided{}, err
+	}
+	if err := decidable(p, now); err != nil {
+		return decided{}, err
+	}
+	p.DecidedAt, p.DecidedBy, p.Via, p.Reason = &now, d.DecidedBy, d.Via, auth.CleanPurpose(d.Reason)
+	actor := deciderActor(d.Via)
+	switch {
+	case p.Kind == plexus.PendingDefinition:
+		pinned, err := g.decideDefinition(tx, p, d, actor, now)
+		if err != nil {
+			return decided{}, err
+		}
+		return decided{out: *p, refresh: pinned}, nil
+	case !d.Approve:
+		row, ev := refusal(p, d, actor)
+		if err := commitDecision(tx, p, row, ev); err != nil {
+			return decided{}, err
+		}
+		return decided{out: *p, events: []*plexus.Event{ev}}, nil
+	case p.Kind == plexus.PendingExtension:
+		src, err := g.approveExtension(tx, p, d, now)
+		if err != nil {
+			return decided{}, err
+		}
+		p.State = plexus.StateApproved
+		row := &plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "extension.approved",
+			Target: p.ID, Payload: map[string]any{"decidedBy": d.DecidedBy, "via": d.Via, "source": p.Extension.Source,
+				"reason": p.Reason}}
+		ev := resolvedEvent(p, nil)
+		if err := commitDecision(tx, p, row, ev); err != nil {
+			return decided{}, err
+		}
+		return decided{out: *p, events: []*plexus.Event{ev}, registered: src}, nil
+	}
+	return g.approveGrants(tx, p, d, actor, now)
+}
+
+// decidable refuses a request that is no longer pending or has expired.
+func decidable(p *plexus.Pending, now time.Time) error {
+	if p.State != plexus.StatePending {
+		return plexus.Errorf(plexus.CodeConflict, "pending decision %s is already %s", p.ID, p.State)
+	}
+	if !now.Before(p.ExpiresAt) {
+		return plexus.Errorf(plexus.CodeConflict, "pending decision %s expired at %s", p.ID, p.ExpiresAt.Format("2006-01-02 15:04:05Z"))
+	}
+	return nil
+}
+
+// deciderActor is the journal's actor for a decision made via a channel:
+// the gateway itself for the system channel, the owner for every other.
+func deciderActor(via string) string {
+	if via == plexus.ViaSystem {
+		return plexus.ActorSystem
+	}
+	return plexus.ActorHuman
+}
+
+// refusal sets p denied (or withdrawn) and returns the row and the event
+// that record it. It performs no I/O.
+func refusal(p *plexus.Pending, d plexus.Decision, actor string) (*plexus.Activity, *plexus.Event) {
+	action := actionOf(p.Kind, "denied")
+	p.State = plexus.StateDenied
+	if d.Withdraw {
+		p.State, action = plexus.StateWithdrawn, actionOf(p.Kind, "withdrawn")
+	}
+	row := &plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: action,
+		Target: p.ID, Payload: map[string]any{"decidedBy": d.DecidedBy, "via": d.Via, "reason": p.Reason, "capabilities": pendingIDs(p)}}
+	return row, resolvedEvent(p, nil)
+}
+
+// resolvedEvent is the grant_resolved event of decided request p; tok, an
+// approval's token, rides only to the live subscriber of the asking
+// session, never into the journal.
+func resolvedEvent(p *plexus.Pending, tok *plexus.ScopedToken) *plexus.Event {
+	return newEvent(plexus.EventGrantResolved, p.AgentID, p.SessionID,
+		plexus.GrantResolvedEvent{Type: plexus.EventGrantResolved, PendingID: p.ID, Decision: p.State},
+		optionalResolved(p.ID, tok))
+}
+
+// commitDecision writes decided request p with its journal row and its
+// event, in the decision's transaction.
+func commitDecision(tx plexus.StateTx, p *plexus.Pending, row *plexus.Activity, ev *plexus.Event) error {
+	if err := tx.PutPending(p); err != nil {
+		return err
+	}
+	if err := tx.Record(row); err != nil {
+		return err
+	}
+	return tx.Publish(ev)
+}
+
+// approveGrants approves a grant request: each (narrowed) item becomes a
+// grant with its grant.approved row, the request is stored approved, and a
+// token is minted at once when the asking session is still live.
+func (g *Gateway) approveGrants(tx plexus.StateTx, p *plexus.Pending, d plexus.Decision, actor string, now time.Time) (decided, error) {
+	items, err := narrowItems(p.Items, d)
+	if err != nil {
+		return decided{}, err
+	}
+	sess := &plexus.Session{ID: p.SessionID, AgentID: p.AgentID, Kind: plexus.SessionAgent}
+	if s, err := tx.Session(p.SessionID); err == nil {
+		sess = s
+	}
+	var grants []plexus.Grant
+	for i, it := range items {
+		entry, ok := g.d.Registry.Entry(it.CapabilityID)
+		if !ok {
+			return decided{}, plexus.Errorf(plexus.CodeConflict, "capability %s is no longer offered; deny this request instead", it.CapabilityID)
+		}
+		w := it.TrustWindow
+		if d.TrustWindow != nil {
+			w = *d.TrustWindow
+		}
+		a := grantAsk{entry: entry, verbs: it.Verbs, window: &w, constraint: it.Constraint}
+		gr := g.newGrant(sess, a, now, p.TraceID, p.BundleID, true)
+		gr.PendingID = p.ID
+		items[i].TrustWindow = gr.TrustWindow // the decided window, as stored and shown
+		if err := tx.PutGrant(gr); err != nil {
+			return decided{}, err
+		}
+		if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: actor, AgentID: p.AgentID, ActionType: "grant.approved",
+			Target: it.CapabilityID, Payload: grantPayload(gr, map[string]any{"decidedBy": d.DecidedBy, "via": d.Via,
+				"pendingId": p.ID, "reason": p.Reason})}); err != nil {
+			return decided{}, err
+		}
+		grants = append(grants, *gr)
+	}
+	p.State = plexus.StateApproved
+	p.Items = items
+	if err := tx.PutPending(p); err != nil {
+		return decided{}, err
+	}
+	var minted *plexus.ScopedToken
+	if _, err := g.liveSession(tx, p.SessionID); err == nil {
+		if minted, err = g.mint(tx, sess, grants, p.TraceID); err != nil {
+			return decided{}, err
 		}
 	}
-	g.touch(out.ID)
-	return out, nil
+	ev := resolvedEvent(p, minted)
+	if err := tx.Publish(ev); err != nil {
+		return decided{}, err
+	}
+	return decided{out: *p, events: []*plexus.Event{ev}, minted: minted}, nil
+}
+
+// afterDecision does what follows a committed decision: the approved token
+// is held for the asking session's poll, the events go live, an approved
+// definition's source is rescanned and an approved extension brought online.
+func (g *Gateway) afterDecision(ctx context.Context, eff decided) {
+	if eff.minted != nil {
+		g.mu.Lock()
+		g.resolved[eff.out.ID] = eff.minted
+		g.mu.Unlock()
+	}
+	for _, ev := range eff.events {
+		g.bus.publish(*ev)
+	}
+	if eff.refresh != "" {
+		g.refreshSource(ctx, eff.refresh)
+	}
+	if eff.registered != nil {
+		// Persisted with the decision: should this fail, the next start
+		// brings it online from the stored manifest.
+		if err := g.bringOnlineSource(ctx, eff.registered); err != nil {
+			g.log.Error("register an approved extension", "source", eff.registered.ID(), "err", err)
+		}
+	}
+	g.touch(eff.out.ID)
 }
 
 // RevokeDecision revokes every grant an approved decision gave that still
@@ -445,4 +508,42 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	return nil
+}
+
+// AdminPending lists the decisions waiting for the owner, oldest first.
+func (g *Gateway) AdminPending(ctx context.Context, c Credentials) (plexus.PendingListResponse, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.PendingListResponse{}, err
+	}
+	var list []plexus.Pending
+	if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		list, err = tx.PendingList(plexus.StatePending)
+		return err
+	}); err != nil {
+		return plexus.PendingListResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not list pending decisions")
+	}
+	if list == nil {
+		list = []plexus.Pending{}
+	}
+	return plexus.PendingListResponse{Pending: list}, nil
+}
+
+// AdminShowPending returns one decision, whatever its state.
+func (g *Gateway) AdminShowPending(ctx context.Context, c Credentials, id string) (plexus.Pending, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.Pending{}, err
+	}
+	var p *plexus.Pending
+	err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		p, err = tx.Pending(id)
+		return err
+	})
+	if errors.Is(err, plexus.ErrNotFound) {
+		return plexus.Pending{}, plexus.Errorf(plexus.CodeNotFound, "no decision %q", id)
+	} else if err != nil {
+		return plexus.Pending{}, plexus.WrapError(plexus.CodeInternalError, err, "could not read the decision")
+	}
+	return *p, nil
 }

@@ -112,7 +112,9 @@ type Deps struct {
 	Binaries registry.Resolver
 }
 
-// Gateway implements [API].
+// Gateway decides every request the edges hand it. Its methods are grouped
+// by concept in files of their own (session.go, grantrequest.go, decide.go,
+// invoke.go, events.go …); each edge declares the subset it calls.
 type Gateway struct {
 	cfg   Config
 	d     Deps
@@ -140,8 +142,6 @@ type Gateway struct {
 	// put up the same changed definition twice.
 	pinMu sync.Mutex
 }
-
-var _ API = (*Gateway)(nil)
 
 // New returns a gateway. It does not start anything; call Run.
 func New(cfg Config, d Deps) (*Gateway, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
-	"github.com/plexus-gw/plexus/registry"
 )
 
 // grantAsk is one requested grant after validation.
@@ -26,189 +24,6 @@ type grantAsk struct {
 	// reach is what the entry touches, looked up before the transaction
 	// (resolving a program reads the file system); nil when not an extension's.
 	reach *plexus.Reach
-}
-
-// RequestGrants runs each requested grant through the Authorizer. Allowed
-// grants mint a token at once; pending ones become one pending decision (one
-// per request, so a task bundle pends as one Approve); denied or invalid ones
-// are listed as declined with a reason the agent can act on.
-func (g *Gateway) RequestGrants(ctx context.Context, c Credentials, req plexus.GrantRequest) (*plexus.ScopedToken, *plexus.GrantPendingResponse, error) {
-	sid := req.SessionID
-	if sid == "" {
-		sid = c.SessionID
-	} else if c.SessionID != "" && c.SessionID != sid {
-		return nil, nil, plexus.Errorf(plexus.CodeInvalidRequest, "sessionId in the body and the %s header differ", plexus.SessionHeader)
-	}
-	sess, err := g.session(ctx, sid)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(req.Grants) == 0 {
-		return nil, nil, plexus.Errorf(plexus.CodeInvalidRequest, "grants is empty: send {\"grants\": {\"<capabilityId>\": \"allow\"}}")
-	}
-	if len(req.Grants) > maxGrantsPerRequest {
-		return nil, nil, plexus.Errorf(plexus.CodeInvalidRequest, "at most %d grants per request", maxGrantsPerRequest)
-	}
-	if req.Bundle != nil && strings.TrimSpace(req.Bundle.Name) == "" {
-		return nil, nil, plexus.Errorf(plexus.CodeInvalidRequest, "bundle.name is required")
-	}
-
-	ids := make([]string, 0, len(req.Grants))
-	for id := range req.Grants {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-
-	var asks []grantAsk
-	var relinquish []string
-	var declined []plexus.Declined
-	for _, id := range ids {
-		d := req.Grants[id]
-		if d.Decision == plexus.DecisionDeny {
-			relinquish = append(relinquish, id)
-			continue
-		}
-		a, reason := g.validateAsk(id, d)
-		if reason != "" {
-			declined = append(declined, plexus.Declined{ID: id, Reason: reason})
-			continue
-		}
-		a.reach = registry.EntryReach(a.entry, g.d.Binaries)
-		asks = append(asks, a)
-	}
-
-	now := g.now()
-	traceID := auth.NewTraceID()
-	bundleID := ""
-	if req.Bundle != nil {
-		bundleID = auth.NewID("bndl_")
-	}
-	var tok *plexus.ScopedToken
-	var pend *plexus.Pending
-	var revokedEvents []*plexus.Event
-	var touched []string // decisions whose grants were relinquished
-	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		tok, pend, revokedEvents, touched = nil, nil, nil, nil
-		for _, id := range relinquish {
-			r, err := g.revokeScope(tx, sess.AgentID, id, "relinquished by the agent", sess.AgentID, plexus.ViaAgent, traceID)
-			if err != nil {
-				return err
-			}
-			revokedEvents = append(revokedEvents, r.events...)
-			touched = append(touched, r.pendingID)
-		}
-		var allowed []plexus.Grant
-		var pendingItems []plexus.PendingItem
-		var narration []plexus.PendingNarration
-		for _, a := range asks {
-			prior, tomb, err := g.priorGrant(tx, sess, a)
-			if err != nil {
-				return err
-			}
-			dec := g.d.Authorizer.Authorize(ctx, plexus.AuthorizationContext{
-				SessionID: sess.ID, AgentID: sess.AgentID, Anonymous: sess.Kind == plexus.SessionAnon,
-				Entry: a.entry, RequestedVerbs: a.verbs, HasPriorApproval: prior != nil, RevokedTombstone: tomb,
-			})
-			switch dec.Outcome {
-			case plexus.OutcomeAllow:
-				gr := prior
-				if gr == nil {
-					gr = g.newGrant(sess, a, now, traceID, bundleID, false)
-					if err := tx.PutGrant(gr); err != nil {
-						return err
-					}
-					if err := tx.Record(&plexus.Activity{TraceID: traceID, Actor: plexus.ActorSystem, AgentID: sess.AgentID,
-						ActionType: "grant.approved", Target: a.entry.ID, Payload: grantPayload(gr, map[string]any{
-							"decidedBy": "authorizer:" + g.d.Authorizer.Policy(), "via": plexus.ViaSystem, "reason": dec.Reason})}); err != nil {
-						return err
-					}
-				}
-				allowed = append(allowed, *gr)
-			case plexus.OutcomePending:
-				w := g.d.Trust.ChooseWindow(a.entry.Provenance, a.verbs, a.window, false)
-				if sess.Kind == plexus.SessionAnon {
-					w = plexus.TrustWindow{Kind: plexus.WindowOnce}
-				}
-				item := plexus.PendingItem{CapabilityID: a.entry.ID, Verbs: a.verbs, TrustWindow: w, Constraint: a.constraint,
-					Provenance: a.entry.Provenance, Sensitivity: a.entry.Sensitivity, Members: auth.SynthesizeMembers(a.entry)}
-				pendingItems = append(pendingItems, item)
-				n := auth.Narrate(a.entry, a.verbs, sess.AgentID, a.purpose, w)
-				n.Reach = a.reach
-				narration = append(narration, n)
-			default:
-				reason := dec.Reason
-				if reason == "" {
-					reason = "denied by policy " + g.d.Authorizer.Policy()
-				}
-				declined = append(declined, plexus.Declined{ID: a.entry.ID, Reason: reason})
-				if err := tx.Record(&plexus.Activity{TraceID: traceID, Actor: plexus.ActorSystem, AgentID: sess.AgentID,
-					ActionType: "grant.denied", Target: a.entry.ID, Payload: map[string]any{"reason": reason, "via": plexus.ViaSystem}}); err != nil {
-					return err
-				}
-			}
-		}
-		if len(pendingItems) > 0 {
-			pend = &plexus.Pending{ID: auth.NewID("pend_"), Kind: plexus.PendingGrant, AgentID: sess.AgentID, SessionID: sess.ID,
-				State: plexus.StatePending, CreatedAt: now, ExpiresAt: now.Add(g.cfg.PendingTTL), Items: pendingItems,
-				Narration: narration, Purpose: firstPurpose(asks), BundleID: bundleID, Bundle: req.Bundle, TraceID: traceID,
-				SameUser: g.sameUser(c)}
-			if err := tx.PutPending(pend); err != nil {
-				return err
-			}
-			ids := make([]string, len(pendingItems))
-			for i, it := range pendingItems {
-				ids[i] = it.CapabilityID
-			}
-			payload := map[string]any{"capabilities": ids, "purpose": pend.Purpose, "bundle": bundleName(req.Bundle), "sessionId": sess.ID}
-			if pend.SameUser {
-				payload["sameUser"] = true
-			}
-			if err := tx.Record(&plexus.Activity{TraceID: traceID, Actor: sess.AgentID, AgentID: sess.AgentID,
-				ActionType: "grant.requested", Target: pend.ID, Payload: payload}); err != nil {
-				return err
-			}
-		}
-		if len(allowed) > 0 {
-			// A token backed by one grant joins that grant's story, so the
-			// calls made under it are found by the approval's trace id.
-			mintTrace := traceID
-			if len(allowed) == 1 && allowed[0].TraceID != "" {
-				mintTrace = allowed[0].TraceID
-			}
-			t, err := g.mint(tx, sess, allowed, mintTrace)
-			if err != nil {
-				return err
-			}
-			tok = t
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, plexus.AsError(err)
-	}
-	for _, ev := range revokedEvents {
-		g.bus.publish(*ev)
-	}
-	g.touch(touched...)
-	if pend != nil {
-		g.touch(pend.ID)
-		if tok != nil {
-			tok.Declined = nil
-		}
-		return nil, &plexus.GrantPendingResponse{Status: plexus.CodeGrantPendingUser, PendingID: pend.ID,
-			Pending: pendingIDs(pend), StatusURL: g.url("/grants/status?pendingId=" + pend.ID),
-			PartialToken: tok, PendingNarration: pend.Narration, Declined: declined}, nil
-	}
-	if tok == nil {
-		if len(relinquish) > 0 && len(declined) == 0 {
-			return &plexus.ScopedToken{Scopes: []plexus.TokenScope{}}, nil, nil
-		}
-		e := plexus.Errorf(plexus.CodeGrantRequired, "no grant could be issued: %s", declinedText(declined))
-		e.Detail = map[string]any{"declined": declined}
-		return nil, nil, e
-	}
-	tok.Declined = declined
-	return tok, nil, nil
 }
 
 // validateAsk turns one wire decision into a grantAsk, or a reason to decline.
@@ -554,4 +369,12 @@ func declinedText(ds []plexus.Declined) string {
 		parts[i] = d.ID + ": " + d.Reason
 	}
 	return strings.Join(parts, "; ")
+}
+
+// AdminGrants lists every agent's standing grants.
+func (g *Gateway) AdminGrants(ctx context.Context, c Credentials) (plexus.GrantsListResponse, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.GrantsListResponse{}, err
+	}
+	return g.grantsList(ctx, "")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -64,96 +63,32 @@ func (g *Gateway) invokeMember(ctx context.Context, req plexus.InvokeRequest, ic
 	return g.pipeline(ctx, req, ic, true)
 }
 
+// pipeline runs one call through its steps: [Gateway.admit] reads what the
+// journal knows of the token, session and grant; a used once grant is
+// answered as a retry or refused ([Gateway.retryOfUsed]); the input is
+// validated; [Gateway.begin] commits the invoke.started row (consuming a once
+// grant) before anything can change; [Gateway.dispatch] calls the transport;
+// and [outcome] computes the response and its outcome row, which
+// [Gateway.finish] commits before the response leaves.
 func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, member bool) plexus.InvokeResponse {
 	start := time.Now()
 	now := g.now()
 
-	// jti registry and session liveness, re-checked on every call (and before
-	// every workflow member, so a revoke mid-fan-out halts the rest).
-	var rec *plexus.TokenRecord
-	var backing *plexus.Grant
 	entry, known := g.d.Registry.Entry(req.ID)
-	var scope *plexus.TokenScope
-	var denial *plexus.Error
-	usedOnce := false
-	err := func(tx authReader) error {
-		var err error
-		rec, err = tx.Token(ic.JTI)
-		if errors.Is(err, plexus.ErrNotFound) {
-			denial = plexus.Errorf(plexus.CodeTokenRevoked, "token is not known to this gateway; request the grant again")
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if rec.RevokedAt != nil {
-			denial = plexus.Errorf(plexus.CodeTokenRevoked, "token was revoked (%s); request the grant again with PUT /grants", rec.RevokeReason)
-			return nil
-		}
-		if _, err := g.liveSession(tx, ic.SessionID); err != nil {
-			denial = plexus.AsError(err)
-			return nil
-		}
-		if !known {
-			denial = plexus.Errorf(plexus.CodeUnknownCapability, "no capability %q (re-fetch GET /manifest)", req.ID)
-			return nil
-		}
-		scope = covering(ic.Scopes, entry, req.Input, member, g.resolver(entry))
-		if scope == nil {
-			denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant covers %s (%s) for this input", entry.ID, verbList(entry.Grants))
-			return nil
-		}
-		grantFor := scope.ID
-		if scope.SynthesizedFor != "" {
-			grantFor = scope.SynthesizedFor
-		}
-		backing, err = tx.Grant(ic.AgentID, grantFor)
-		if errors.Is(err, plexus.ErrNotFound) {
-			denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant backs this token for %s", grantFor)
-			return nil
-		} else if err != nil {
-			return err
-		}
-		switch {
-		case backing.RevokedAt != nil:
-			denial = plexus.Errorf(plexus.CodeTokenRevoked, "the grant for %s was revoked", grantFor)
-		case backing.Standing && !now.Before(backing.ExpiresAt):
-			denial = plexus.Errorf(plexus.CodeGrantRequired, "the trust window for %s ended; request it again", grantFor)
-		case backing.UsedAt != nil && scope.SynthesizedFor == "":
-			usedOnce = true // denied below, unless this is a retry of the call that used it
-		}
-		return nil
-	}(cachedReader{ctx: ctx, g: g})
+	ad, err := g.admit(cachedReader{ctx: ctx, g: g}, req, ic, entry, known, member, now)
 	if err != nil {
 		return deny(req.ID, plexus.WrapError(plexus.CodeInternalError, err, "could not check the token"), "")
 	}
-	if ic.TraceID == "" && rec != nil {
-		ic.TraceID = rec.TraceID // denials join the token's story too
+	if ic.TraceID == "" && ad.rec != nil {
+		ic.TraceID = ad.rec.TraceID // denials join the token's story too
 	}
-	if denial != nil {
-		return g.denyAudited(ctx, req, ic, denial)
+	if ad.denial != nil {
+		return g.denyAudited(ctx, req, ic, ad.denial)
 	}
-	mutating := false
-	for _, v := range entry.Grants {
-		mutating = mutating || v.Mutating()
-	}
+	mutating := mutates(entry.Grants)
 	idemKey, idemHash := g.idempotencyScope(req, ic, mutating)
-	if usedOnce {
-		// The once grant served its call. A retry of that very call with
-		// its idempotencyKey (the client lost the answer) gets the answer
-		// again, or what the journal knows of it; anything else is a second
-		// use.
-		if idemKey != "" {
-			if prev, ok := g.idem.get(idemKey, now); ok {
-				return prev
-			}
-			if refusal, err := g.priorCall(ctx, idemHash, now); err != nil {
-				return g.auditUnavailable(req.ID, err)
-			} else if refusal != nil {
-				return g.denyAudited(ctx, req, ic, refusal)
-			}
-		}
-		return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeGrantRequired,
-			"the once grant for %s was already used; request it again", backing.CapabilityID))
+	if ad.usedOnce {
+		return g.retryOfUsed(ctx, req, ic, ad.backing, idemKey, idemHash, now)
 	}
 	if verr := g.val.validate(entry, req.Input); verr != nil {
 		verr.CapabilityID = req.ID
@@ -170,10 +105,10 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	// a once grant): a journal that cannot take the row refuses the call
 	// before it has any effect (started.go).
 	payload := g.invokePayload(entry, req, ic, idemHash, member)
-	once := !backing.Standing && scope.SynthesizedFor == ""
+	once := ad.once()
 	var st started
 	if mutating || once {
-		st, err = g.begin(ctx, req.ID, ic, backing, once, payload, idemHash, now)
+		st, err = g.begin(ctx, req.ID, ic, ad.backing, once, payload, idemHash, now)
 		if err != nil {
 			return g.auditUnavailable(req.ID, err)
 		}
@@ -184,6 +119,47 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 	}
 
 	res := g.dispatch(ctx, entry, req, ic)
+	resp, row := outcome(req, ic, res, payload, time.Since(start), st.row)
+	return g.finish(ctx, req.ID, resp, row, st.row, idemKey, now)
+}
+
+// retryOfUsed answers a call on a once grant that has served its call. A
+// retry of that very call with its idempotencyKey (the client lost the
+// answer) gets the answer again, or what the journal knows of it; anything
+// else is a second use.
+func (g *Gateway) retryOfUsed(ctx context.Context, req plexus.InvokeRequest, ic plexus.InvokeContext, backing *plexus.Grant, idemKey, idemHash string, now time.Time) plexus.InvokeResponse {
+	if idemKey != "" {
+		if prev, ok := g.idem.get(idemKey, now); ok {
+			return prev
+		}
+		if refusal, err := g.priorCall(ctx, idemHash, now); err != nil {
+			return g.auditUnavailable(req.ID, err)
+		} else if refusal != nil {
+			return g.denyAudited(ctx, req, ic, refusal)
+		}
+	}
+	return g.denyAudited(ctx, req, ic, plexus.Errorf(plexus.CodeGrantRequired,
+		"the once grant for %s was already used; request it again", backing.CapabilityID))
+}
+
+// mutates reports whether a capability requiring verbs can change
+// something (a write or execute verb): its calls get a started row and
+// idempotency.
+func mutates(verbs []plexus.Verb) bool {
+	for _, v := range verbs {
+		if v.Mutating() {
+			return true
+		}
+	}
+	return false
+}
+
+// outcome computes what a dispatched call answers and the outcome row that
+// must be committed before the answer leaves: invoke.ok or invoke.failed,
+// with the call's audit payload (completed in place with its duration, its
+// started row's id and its error code). It performs no I/O.
+func outcome(req plexus.InvokeRequest, ic plexus.InvokeContext, res plexus.TransportResult, payload map[string]any,
+	elapsed time.Duration, startedRow *plexus.Activity) (plexus.InvokeResponse, *plexus.Activity) {
 	resp := plexus.InvokeResponse{ID: req.ID, OK: res.OK, MCPResult: res.MCPResult}
 	if res.OK {
 		resp.Output = res.Data
@@ -194,23 +170,29 @@ func (g *Gateway) pipeline(ctx context.Context, req plexus.InvokeRequest, ic ple
 			resp.Output = nil
 		}
 	}
-	payload["durationMs"] = time.Since(start).Milliseconds()
-	if st.row != nil {
-		payload["startedId"] = st.row.AuditID()
+	payload["durationMs"] = elapsed.Milliseconds()
+	if startedRow != nil {
+		payload["startedId"] = startedRow.AuditID()
 	}
 	action := plexus.ActionInvokeOK
 	if !res.OK {
 		action = plexus.ActionInvokeFailed
 		payload["errorCode"] = string(res.Error.Code)
 	}
-	a := &plexus.Activity{TraceID: ic.TraceID, Actor: ic.AgentID, AgentID: ic.AgentID, ActionType: action, Target: req.ID, Payload: payload}
-	// The call was dispatched: its row is written even when the caller has
-	// gone away meanwhile (a streamed /invoke closed mid-call), since what
-	// the call did, or was stopped from doing, happened all the same.
-	if err := g.record(context.WithoutCancel(ctx), false, a); err != nil {
-		return g.outcomeUnrecorded(req.ID, st.row, action, err)
+	row := &plexus.Activity{TraceID: ic.TraceID, Actor: ic.AgentID, AgentID: ic.AgentID, ActionType: action, Target: req.ID, Payload: payload}
+	return resp, row
+}
+
+// finish commits a dispatched call's outcome row and releases its answer,
+// remembered for its idempotencyKey. The row is written even when the
+// caller has gone away meanwhile (a streamed /invoke closed mid-call), since
+// what the call did, or was stopped from doing, happened all the same; when
+// it cannot be written the answer is withheld ([Gateway.outcomeUnrecorded]).
+func (g *Gateway) finish(ctx context.Context, id string, resp plexus.InvokeResponse, row, startedRow *plexus.Activity, idemKey string, now time.Time) plexus.InvokeResponse {
+	if err := g.record(context.WithoutCancel(ctx), false, row); err != nil {
+		return g.outcomeUnrecorded(id, startedRow, row.ActionType, err)
 	}
-	resp.AuditID = a.AuditID()
+	resp.AuditID = row.AuditID()
 	if idemKey != "" {
 		g.idem.put(idemKey, resp, now)
 	}

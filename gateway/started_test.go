@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/journal"
 )
 
 // TestIdempotencyScope: a keyed write or execute call is named by its
@@ -50,4 +54,86 @@ func TestIdempotencyScope(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBegin, on a real journal: the started row of a call is committed
+// before dispatch, with the consumption of its once grant in the same
+// transaction; a second use of the grant, or a repeat of a keyed call the
+// journal already holds, is refused with nothing written.
+func TestBegin(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	ic := plexus.InvokeContext{AgentID: "claude", JTI: "tok_1", TraceID: "tr_1"}
+	setup := func(t *testing.T) (*Gateway, *journal.DB, *plexus.Grant) {
+		db := mustJournal(t)
+		once := &plexus.Grant{ID: "grant_1", PendingID: "pend_1", StandingGrant: plexus.StandingGrant{AgentID: "claude",
+			CapabilityID: "fs.write", Verbs: []plexus.Verb{plexus.VerbWrite}, GrantedAt: now,
+			TrustWindow: plexus.TrustWindow{Kind: plexus.WindowOnce}}}
+		mustUpdate(t, db, func(tx plexus.StateTx) error {
+			if err := tx.PutAgent(&plexus.Agent{ID: "claude", CreatedAt: now}); err != nil {
+				return err
+			}
+			return tx.PutGrant(once)
+		})
+		return &Gateway{d: Deps{Store: db}, cache: newAuthCache()}, db, once
+	}
+
+	t.Run("OnceConsumed", func(t *testing.T) {
+		g, db, once := setup(t)
+		st, err := g.begin(ctx, "fs.write", ic, once, true, map[string]any{"jti": "tok_1"}, "", now)
+		if err != nil || st.refusal != nil || st.row == nil || st.row.ID == 0 || st.decision != "pend_1" {
+			t.Fatalf("begin = %+v, %v; want a committed started row and the decision pend_1", st, err)
+		}
+		if got, want := actions(t, db), []string{"grant.used", plexus.ActionInvokeStarted}; !slices.Equal(got, want) {
+			t.Errorf("rows = %v, want %v", got, want)
+		}
+		var used *plexus.Grant
+		if err := db.View(ctx, func(tx plexus.StateTx) error {
+			var err error
+			used, err = tx.Grant("claude", "fs.write")
+			return err
+		}); err != nil || used.UsedAt == nil {
+			t.Fatalf("grant after begin = %+v, %v; want it used", used, err)
+		}
+
+		st, err = g.begin(ctx, "fs.write", ic, once, true, map[string]any{"jti": "tok_1"}, "", now)
+		if err != nil || st.refusal == nil || st.refusal.Code != plexus.CodeGrantRequired || st.row != nil {
+			t.Fatalf("second begin = %+v, %v; want a grant_required refusal and no row", st, err)
+		}
+		if got := len(actions(t, db)); got != 2 {
+			t.Errorf("%d rows after the refused second use, want 2", got)
+		}
+	})
+
+	t.Run("KeyedRepeat", func(t *testing.T) {
+		g, db, _ := setup(t)
+		standing := &plexus.Grant{ID: "grant_2", StandingGrant: plexus.StandingGrant{AgentID: "claude", CapabilityID: "fs.write", Standing: true}}
+		st, err := g.begin(ctx, "fs.write", ic, standing, false, map[string]any{"idemHash": "h1"}, "h1", now)
+		if err != nil || st.refusal != nil || st.row == nil {
+			t.Fatalf("begin = %+v, %v; want a started row", st, err)
+		}
+		st, err = g.begin(ctx, "fs.write", ic, standing, false, map[string]any{"idemHash": "h1"}, "h1", now)
+		if err != nil || st.refusal == nil || detailOf(st.refusal)["outcome"] != "unknown" || st.row != nil {
+			t.Fatalf("repeat = %+v, %v; want a refusal whose outcome is unknown, and no row", st, err)
+		}
+		if got, want := actions(t, db), []string{plexus.ActionInvokeStarted}; !slices.Equal(got, want) {
+			t.Errorf("rows = %v, want %v", got, want)
+		}
+	})
+
+	t.Run("ErrJournalClosed", func(t *testing.T) {
+		g, db, once := setup(t)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := g.begin(ctx, "fs.write", ic, once, true, map[string]any{}, "", now); err == nil {
+			t.Fatalf("begin on a closed journal = %+v, nil; want an error (nothing may run)", st)
+		}
+	})
+}
+
+// detailOf is e's detail map, nil when it has none.
+func detailOf(e *plexus.Error) map[string]any {
+	m, _ := e.Detail.(map[string]any)
+	return m
 }

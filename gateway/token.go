@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
@@ -91,101 +92,136 @@ func (g *Gateway) Refresh(ctx context.Context, c Credentials, req plexus.Refresh
 // may revoke its own jti or its own grants. Only the tokens that carry the
 // revoked scope die: the agent's other tokens stand.
 func (g *Gateway) Revoke(ctx context.Context, c Credentials, req plexus.RevokeRequest) (plexus.RevokeResponse, error) {
-	byJTI := req.JTI != ""
-	byScope := req.AgentID != "" || req.CapabilityID != ""
-	switch {
-	case byJTI && byScope:
-		return plexus.RevokeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "revoke by jti, or by agentId and capabilityId, not both")
-	case !byJTI && !byScope:
-		return plexus.RevokeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "name a jti, or an agentId and a capabilityId")
-	case byScope && (req.AgentID == "" || req.CapabilityID == ""):
-		return plexus.RevokeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "revoke by scope needs both agentId and capabilityId")
+	byJTI, err := checkRevokeRequest(req)
+	if err != nil {
+		return plexus.RevokeResponse{}, err
 	}
 	actor, agent, via, err := g.revoker(ctx, c)
 	if err != nil {
 		return plexus.RevokeResponse{}, err
 	}
-	reason := auth.CleanPurpose(req.Reason)
-	if reason == "" {
-		reason = "revoked by " + actorName(actor)
+	rv := revokeBy{actor: actor, agent: agent, via: via, reason: auth.CleanPurpose(req.Reason), now: g.now(), traceID: auth.NewTraceID()}
+	if rv.reason == "" {
+		rv.reason = "revoked by " + actorName(actor)
 	}
-	now := g.now()
-	traceID := auth.NewTraceID()
-	var out plexus.RevokeResponse
-	var events []*plexus.Event
-	var decision string // the decision whose grant was revoked, if any
+	var out revoked
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, decision = nil, ""
-		out = plexus.RevokeResponse{RevokedJTIs: []string{}}
+		var err error
 		if byJTI {
-			rec, err := tx.Token(req.JTI)
-			if errors.Is(err, plexus.ErrNotFound) {
-				return plexus.Errorf(plexus.CodeNotFound, "unknown jti")
-			} else if err != nil {
-				return err
-			}
-			if agent != "" && rec.AgentID != agent {
-				return plexus.Errorf(plexus.CodeNotFound, "unknown jti") // never confirm another agent's token exists
-			}
-			if rec.TraceID != "" {
-				traceID = rec.TraceID
-			}
-			ok, err := tx.RevokeToken(rec.JTI, reason, now)
-			if err != nil {
-				return err
-			}
-			a := &plexus.Activity{TraceID: traceID, Actor: actor, AgentID: rec.AgentID, ActionType: "token.revoked",
-				Target: rec.JTI, Payload: map[string]any{"reason": reason, "via": via}}
-			if err := tx.Record(a); err != nil {
-				return err
-			}
-			out.AuditID = a.AuditID()
-			if ok {
-				out.RevokedJTIs = append(out.RevokedJTIs, rec.JTI)
-				ev := revokedEvent(rec, reason)
-				events = append(events, ev)
-				if err := tx.Publish(ev); err != nil {
-					return err
-				}
-			}
-			out.OK = ok
-			return nil
+			out, err = revokeJTI(tx, rv, req.JTI)
+		} else {
+			out, err = g.revokeGrant(tx, rv, req.AgentID, req.CapabilityID)
 		}
-		if agent != "" && req.AgentID != agent {
-			return plexus.Errorf(plexus.CodeNotFound, "no grant for that agent and capability")
-		}
-		gr, err := tx.Grant(req.AgentID, req.CapabilityID)
-		if err == nil && gr.RevokedAt == nil {
-			if gr.TraceID != "" {
-				traceID = gr.TraceID
-			}
-		} else if err != nil && !errors.Is(err, plexus.ErrNotFound) {
-			return err
-		}
-		r, err := g.revokeScope(tx, req.AgentID, req.CapabilityID, reason, actor, via, traceID)
-		if err != nil {
-			return err
-		}
-		if !r.removed && len(r.jtis) == 0 {
-			// Nothing stood: say so, and journal nothing (the tx rolls back).
-			return plexus.Errorf(plexus.CodeNotFound, "%s holds no grant or live token for %s", req.AgentID, req.CapabilityID)
-		}
-		events = r.events
-		decision = r.pendingID
-		out.RevokedJTIs = append(out.RevokedJTIs, r.jtis...)
-		out.GrantRemoved = r.removed
-		out.AuditID = r.auditID
-		out.OK = r.removed || len(r.jtis) > 0
-		return nil
+		return err
 	})
 	if err != nil {
 		return plexus.RevokeResponse{}, plexus.AsError(err)
 	}
-	for _, ev := range events {
+	for _, ev := range out.events {
 		g.bus.publish(*ev)
 	}
-	g.touch(decision)
+	g.touch(out.decision)
+	return out.resp, nil
+}
+
+// checkRevokeRequest tells a revocation by jti from one by agent and
+// capability, and refuses a request that names both, or neither, or half a
+// scope.
+func checkRevokeRequest(req plexus.RevokeRequest) (byJTI bool, err error) {
+	byJTI = req.JTI != ""
+	byScope := req.AgentID != "" || req.CapabilityID != ""
+	switch {
+	case byJTI && byScope:
+		return false, plexus.Errorf(plexus.CodeInvalidRequest, "revoke by jti, or by agentId and capabilityId, not both")
+	case !byJTI && !byScope:
+		return false, plexus.Errorf(plexus.CodeInvalidRequest, "name a jti, or an agentId and a capabilityId")
+	case byScope && (req.AgentID == "" || req.CapabilityID == ""):
+		return false, plexus.Errorf(plexus.CodeInvalidRequest, "revoke by scope needs both agentId and capabilityId")
+	}
+	return byJTI, nil
+}
+
+// revokeBy is who revokes, why and when. agent, when set, is the only
+// agent whose tokens and grants the revoker may touch (an agent revoking its
+// own).
+type revokeBy struct {
+	actor, agent, via, reason string
+	now                       time.Time
+	traceID                   string // the row's trace when the revoked record has none
+}
+
+// revoked is what a revocation committed.
+type revoked struct {
+	resp     plexus.RevokeResponse
+	events   []*plexus.Event // committed token_revoked events, to publish live
+	decision string          // the decision whose grant was revoked, if any
+}
+
+// revokeJTI revokes one token in tx and journals token.revoked (even when
+// it was revoked already: the request is on record).
+func revokeJTI(tx plexus.StateTx, rv revokeBy, jti string) (revoked, error) {
+	out := revoked{resp: plexus.RevokeResponse{RevokedJTIs: []string{}}}
+	rec, err := tx.Token(jti)
+	if errors.Is(err, plexus.ErrNotFound) {
+		return revoked{}, plexus.Errorf(plexus.CodeNotFound, "unknown jti")
+	} else if err != nil {
+		return revoked{}, err
+	}
+	if rv.agent != "" && rec.AgentID != rv.agent {
+		return revoked{}, plexus.Errorf(plexus.CodeNotFound, "unknown jti") // never confirm another agent's token exists
+	}
+	traceID := rv.traceID
+	if rec.TraceID != "" {
+		traceID = rec.TraceID
+	}
+	ok, err := tx.RevokeToken(rec.JTI, rv.reason, rv.now)
+	if err != nil {
+		return revoked{}, err
+	}
+	a := &plexus.Activity{TraceID: traceID, Actor: rv.actor, AgentID: rec.AgentID, ActionType: "token.revoked",
+		Target: rec.JTI, Payload: map[string]any{"reason": rv.reason, "via": rv.via}}
+	if err := tx.Record(a); err != nil {
+		return revoked{}, err
+	}
+	out.resp.AuditID = a.AuditID()
+	if ok {
+		out.resp.RevokedJTIs = append(out.resp.RevokedJTIs, rec.JTI)
+		ev := revokedEvent(rec, rv.reason)
+		out.events = append(out.events, ev)
+		if err := tx.Publish(ev); err != nil {
+			return revoked{}, err
+		}
+	}
+	out.resp.OK = ok
 	return out, nil
+}
+
+// revokeGrant revokes agentID's grant for capabilityID and the live tokens
+// carrying it, in tx. When nothing stood it answers not_found and journals
+// nothing (the transaction rolls back).
+func (g *Gateway) revokeGrant(tx plexus.StateTx, rv revokeBy, agentID, capabilityID string) (revoked, error) {
+	if rv.agent != "" && agentID != rv.agent {
+		return revoked{}, plexus.Errorf(plexus.CodeNotFound, "no grant for that agent and capability")
+	}
+	traceID := rv.traceID
+	gr, err := tx.Grant(agentID, capabilityID)
+	if err == nil && gr.RevokedAt == nil {
+		if gr.TraceID != "" {
+			traceID = gr.TraceID
+		}
+	} else if err != nil && !errors.Is(err, plexus.ErrNotFound) {
+		return revoked{}, err
+	}
+	r, err := g.revokeScope(tx, agentID, capabilityID, rv.reason, rv.actor, rv.via, traceID)
+	if err != nil {
+		return revoked{}, err
+	}
+	if !r.removed && len(r.jtis) == 0 {
+		return revoked{}, plexus.Errorf(plexus.CodeNotFound, "%s holds no grant or live token for %s", agentID, capabilityID)
+	}
+	resp := plexus.RevokeResponse{RevokedJTIs: append([]string{}, r.jtis...), GrantRemoved: r.removed, AuditID: r.auditID,
+		OK: r.removed || len(r.jtis) > 0}
+	return revoked{resp: resp, events: r.events, decision: r.pendingID}, nil
 }
 
 // revoker resolves who is revoking: the owner (connection-key) or an agent

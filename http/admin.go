@@ -19,7 +19,7 @@ import (
 // adminFail answers err for a request the edge refuses, unless the caller
 // is not the owner, in which case that is the answer.
 func (s *Server) adminFail(w nethttp.ResponseWriter, r *nethttp.Request, c gateway.Credentials, err error) {
-	if aerr := s.api.AdminCheck(r.Context(), c); aerr != nil {
+	if aerr := s.b.Owner.AdminCheck(r.Context(), c); aerr != nil {
 		s.writeError(w, r, aerr)
 		return
 	}
@@ -69,7 +69,7 @@ func (s *Server) handleConnectAgent(w nethttp.ResponseWriter, r *nethttp.Request
 		s.adminFail(w, r, c, err)
 		return
 	}
-	resp, err := s.api.ConnectAgent(r.Context(), c, req)
+	resp, err := s.b.Admin.ConnectAgent(r.Context(), c, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -84,12 +84,12 @@ func (s *Server) handleRevokeAgent(w nethttp.ResponseWriter, r *nethttp.Request)
 		s.adminFail(w, r, c, err)
 		return
 	}
-	resp, err := s.api.RevokeAgent(r.Context(), c, req)
+	resp, err := s.b.Admin.RevokeAgent(r.Context(), c, req)
 	s.reply(w, r, resp, err)
 }
 
 func (s *Server) handleAdminAgents(w nethttp.ResponseWriter, r *nethttp.Request) {
-	agents, err := s.api.AdminAgents(r.Context(), credentials(r))
+	agents, err := s.b.Admin.AdminAgents(r.Context(), credentials(r))
 	if agents == nil {
 		agents = []plexus.Agent{}
 	}
@@ -97,17 +97,17 @@ func (s *Server) handleAdminAgents(w nethttp.ResponseWriter, r *nethttp.Request)
 }
 
 func (s *Server) handleAdminGrants(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.AdminGrants(r.Context(), credentials(r))
+	resp, err := s.b.Decisions.AdminGrants(r.Context(), credentials(r))
 	s.reply(w, r, resp, err)
 }
 
 func (s *Server) handleAdminPending(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.AdminPending(r.Context(), credentials(r))
+	resp, err := s.b.Decisions.AdminPending(r.Context(), credentials(r))
 	s.reply(w, r, resp, err)
 }
 
 func (s *Server) handleAdminShowPending(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.AdminShowPending(r.Context(), credentials(r), r.PathValue("id"))
+	resp, err := s.b.Decisions.AdminShowPending(r.Context(), credentials(r), r.PathValue("id"))
 	s.reply(w, r, resp, err)
 }
 
@@ -133,23 +133,23 @@ func (s *Server) handleDecide(pathAction string) nethttp.HandlerFunc {
 			s.adminFail(w, r, c, plexus.Errorf(plexus.CodeInvalidRequest, `action must be "approve" or "deny"`))
 			return
 		}
-		resp, err := s.api.AdminDecide(r.Context(), c, r.PathValue("id"), req)
+		resp, err := s.b.Decisions.AdminDecide(r.Context(), c, r.PathValue("id"), req)
 		s.reply(w, r, resp, err)
 	}
 }
 
 func (s *Server) handleRotateKey(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.RotateKey(r.Context(), credentials(r))
+	resp, err := s.b.Admin.RotateKey(r.Context(), credentials(r))
 	s.reply(w, r, resp, err)
 }
 
 func (s *Server) handleStatus(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.Status(r.Context(), credentials(r))
+	resp, err := s.b.Admin.Status(r.Context(), credentials(r))
 	s.reply(w, r, resp, err)
 }
 
 func (s *Server) handleSources(w nethttp.ResponseWriter, r *nethttp.Request) {
-	cfgs, err := s.api.Sources(r.Context(), credentials(r))
+	cfgs, err := s.b.Sources.Sources(r.Context(), credentials(r))
 	views := make([]SourceView, 0, len(cfgs))
 	for _, c := range cfgs {
 		views = append(views, sourceView(c))
@@ -167,7 +167,7 @@ func (s *Server) handleAddSource(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	cfg := plexus.SourceConfig{ID: req.ID, Kind: req.Kind, Provenance: req.Provenance, Config: req.Config}
-	got, err := s.api.AddSource(r.Context(), c, cfg, gateway.SourceOptions{Replace: r.URL.Query().Get("replace") == "true"})
+	got, err := s.b.Sources.AddSource(r.Context(), c, cfg, gateway.SourceOptions{Replace: r.URL.Query().Get("replace") == "true"})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -177,7 +177,7 @@ func (s *Server) handleAddSource(w nethttp.ResponseWriter, r *nethttp.Request) {
 
 func (s *Server) handleRemoveSource(w nethttp.ResponseWriter, r *nethttp.Request) {
 	id := r.PathValue("id")
-	err := s.api.RemoveSource(r.Context(), credentials(r), id, gateway.SourceOptions{PurgeGrants: r.URL.Query().Get("purge") == "grants"})
+	err := s.b.Sources.RemoveSource(r.Context(), credentials(r), id, gateway.SourceOptions{PurgeGrants: r.URL.Query().Get("purge") == "grants"})
 	s.reply(w, r, RemoveSourceResponse{OK: true, ID: id}, err)
 }
 
@@ -190,7 +190,7 @@ func (s *Server) handleAddExtension(w nethttp.ResponseWriter, r *nethttp.Request
 		s.adminFail(w, r, c, err)
 		return
 	}
-	resp, err := s.api.AddExtension(r.Context(), c, req.Manifest)
+	resp, err := s.b.Extensions.AddExtension(r.Context(), c, req.Manifest)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -201,11 +201,11 @@ func (s *Server) handleAddExtension(w nethttp.ResponseWriter, r *nethttp.Request
 // handleRemoveExtension is DELETE /extensions/{source}, for the owner.
 func (s *Server) handleRemoveExtension(w nethttp.ResponseWriter, r *nethttp.Request) {
 	source := r.PathValue("source")
-	err := s.api.RemoveExtension(r.Context(), credentials(r), source)
+	err := s.b.Extensions.RemoveExtension(r.Context(), credentials(r), source)
 	s.reply(w, r, RemoveSourceResponse{OK: true, ID: source}, err)
 }
 
 func (s *Server) handleIntegration(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.Integration(r.Context(), credentials(r), r.PathValue("agentId"))
+	resp, err := s.b.Admin.Integration(r.Context(), credentials(r), r.PathValue("agentId"))
 	s.reply(w, r, resp, err)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func (s *Server) handleWellKnown(w nethttp.ResponseWriter, r *nethttp.Request) {
-	s.writeJSON(w, r, nethttp.StatusOK, s.api.WellKnown())
+	s.writeJSON(w, r, nethttp.StatusOK, s.b.Agents.WellKnown())
 }
 
 func (s *Server) handleEnroll(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -17,7 +17,7 @@ func (s *Server) handleEnroll(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp, err := s.api.Enroll(r.Context(), r.RemoteAddr, req)
+	resp, err := s.b.Agents.Enroll(r.Context(), r.RemoteAddr, req)
 	s.reply(w, r, resp, err)
 }
 
@@ -29,7 +29,7 @@ func (s *Server) handleHandshake(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp, err := s.api.Handshake(r.Context(), credentials(r), req)
+	resp, err := s.b.Agents.Handshake(r.Context(), credentials(r), req)
 	s.reply(w, r, resp, err)
 }
 
@@ -47,7 +47,7 @@ func (s *Server) handleRequestGrants(w nethttp.ResponseWriter, r *nethttp.Reques
 		s.writeError(w, r, err)
 		return
 	}
-	tok, pending, err := s.api.RequestGrants(r.Context(), c, req)
+	tok, pending, err := s.b.Grants.RequestGrants(r.Context(), c, req)
 	switch {
 	case err != nil:
 		s.writeError(w, r, err)
@@ -61,7 +61,7 @@ func (s *Server) handleRequestGrants(w nethttp.ResponseWriter, r *nethttp.Reques
 }
 
 func (s *Server) handleStandingGrants(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.StandingGrants(r.Context(), credentials(r))
+	resp, err := s.b.Grants.StandingGrants(r.Context(), credentials(r))
 	s.reply(w, r, resp, err)
 }
 
@@ -71,7 +71,7 @@ func (s *Server) handleGrantStatus(w nethttp.ResponseWriter, r *nethttp.Request)
 		s.writeError(w, r, plexus.Errorf(plexus.CodeInvalidRequest, "the pendingId query parameter is required"))
 		return
 	}
-	resp, err := s.api.GrantStatus(r.Context(), credentials(r), id)
+	resp, err := s.b.Grants.GrantStatus(r.Context(), credentials(r), id)
 	s.reply(w, r, resp, err)
 }
 
@@ -86,7 +86,7 @@ func (s *Server) handleRefresh(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp, err := s.api.Refresh(r.Context(), c, req)
+	resp, err := s.b.Grants.Refresh(r.Context(), c, req)
 	s.reply(w, r, resp, err)
 }
 
@@ -96,12 +96,12 @@ func (s *Server) handleRevoke(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp, err := s.api.Revoke(r.Context(), credentials(r), req)
+	resp, err := s.b.Grants.Revoke(r.Context(), credentials(r), req)
 	s.reply(w, r, resp, err)
 }
 
 func (s *Server) handleManifest(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.api.Manifest(r.Context(), credentials(r))
+	resp, err := s.b.Agents.Manifest(r.Context(), credentials(r))
 	s.reply(w, r, resp, err)
 }
 
@@ -142,7 +142,7 @@ func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.invokeStream(w, r, req)
 		return
 	}
-	s.writeInvoke(w, r, s.api.Invoke(r.Context(), credentials(r), req))
+	s.writeInvoke(w, r, s.b.Invoke.Invoke(r.Context(), credentials(r), req))
 }
 
 // writeInvoke writes an InvokeResponse as JSON with the status of its error

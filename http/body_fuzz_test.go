@@ -125,7 +125,7 @@ func FuzzBodies(f *testing.F) {
 		ep := endpoints[int(which)%len(endpoints)]
 		api := &stubAPI{InvokeResp: plexus.InvokeResponse{ID: "x", OK: true, AuditID: "evt_1"},
 			Token: &plexus.ScopedToken{Token: "t"}}
-		srv := New(api, Options{Addr: "127.0.0.1:7077", MaxBodyBytes: fuzzMaxBody})
+		srv := New(api.backend(), Options{Addr: "127.0.0.1:7077", MaxBodyBytes: fuzzMaxBody})
 		req := httptest.NewRequest(ep.method, ep.path, strings.NewReader(body))
 		req.Host = "127.0.0.1:7077"
 		req.Header.Set("Authorization", "Bearer tok")

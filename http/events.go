@@ -39,7 +39,7 @@ func (s *Server) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request) {
 	stop := context.AfterFunc(s.streams, cancel)
 	defer stop()
 
-	events, err := s.api.Subscribe(ctx, credentials(r), last)
+	events, err := s.b.Events.Subscribe(ctx, credentials(r), last)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

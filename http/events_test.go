@@ -72,7 +72,7 @@ func nextEvent(tb testing.TB, br *bufio.Reader) []string {
 func TestEvents(t *testing.T) {
 	t.Run("Delivery", func(t *testing.T) {
 		api := &stubAPI{Events: make(chan plexus.Event, 4), SubCtx: make(chan context.Context, 1)}
-		ts := mustServe(t, api, Options{})
+		ts := mustServe(t, Backend{Events: stubEvents{api}}, Options{})
 		resp, br, _ := openStream(t, ts.Addr, map[string]string{"Last-Event-ID": "41", plexus.SessionHeader: "sess_1"}, "")
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 			t.Fatalf("status %d content-type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -108,7 +108,7 @@ func TestEvents(t *testing.T) {
 	t.Run("LastEventIDQuery", func(t *testing.T) {
 		api := &stubAPI{Events: make(chan plexus.Event)}
 		close(api.Events)
-		ts := mustServe(t, api, Options{})
+		ts := mustServe(t, Backend{Events: stubEvents{api}}, Options{})
 		openStream(t, ts.Addr, nil, "?lastEventId=7")
 		if _, _, arg := api.Last(t); arg != int64(7) {
 			t.Errorf("last = %v, want 7", arg)
@@ -121,7 +121,7 @@ func TestEvents(t *testing.T) {
 
 	t.Run("BadLastEventID", func(t *testing.T) {
 		api := &stubAPI{}
-		ts := mustServe(t, api, Options{})
+		ts := mustServe(t, Backend{Events: stubEvents{api}}, Options{})
 		for _, v := range []string{"x", "-1", "1.5"} {
 			resp := ts.do(t, "GET", "/events", map[string]string{"Last-Event-ID": v}, "")
 			if resp.Status != 400 || errorOf(t, resp).Code != plexus.CodeInvalidRequest {
@@ -135,7 +135,7 @@ func TestEvents(t *testing.T) {
 
 	t.Run("SubscribeError", func(t *testing.T) {
 		api := &stubAPI{Err: &plexus.Error{Code: plexus.CodeSessionExpired, Message: "gone"}}
-		ts := mustServe(t, api, Options{})
+		ts := mustServe(t, Backend{Events: stubEvents{api}}, Options{})
 		resp := ts.do(t, "GET", "/events", nil, "")
 		if resp.Status != 401 || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("got %d %q", resp.Status, resp.Header.Get("Content-Type"))
@@ -150,7 +150,7 @@ func TestEvents(t *testing.T) {
 		// A Debug logger puts the status-recording writer in the chain, so
 		// the deadlines are cleared through its Unwrap.
 		debug := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		ts := mustServe(t, api, Options{Logger: debug, Heartbeat: 20 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond})
+		ts := mustServe(t, Backend{Events: stubEvents{api}}, Options{Logger: debug, Heartbeat: 20 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond})
 		_, br, _ := openStream(t, ts.Addr, nil, "")
 		deadline := time.Now().Add(400 * time.Millisecond)
 		pings := 0
@@ -171,7 +171,7 @@ func TestEvents(t *testing.T) {
 
 	t.Run("ClientGoesAway", func(t *testing.T) {
 		api := &stubAPI{Events: make(chan plexus.Event), SubCtx: make(chan context.Context, 1)}
-		ts := mustServe(t, api, Options{})
+		ts := mustServe(t, Backend{Events: stubEvents{api}}, Options{})
 		ts.do(t, "GET", "/nope", nil, "") // the accept loop is up
 		baseline := settledGoroutines()
 		_, _, cancel := openStream(t, ts.Addr, nil, "")
@@ -190,7 +190,7 @@ func TestEvents(t *testing.T) {
 		// hold its stream (and its slot) forever once the socket buffers
 		// fill: the frame deadline ends it.
 		api := &stubAPI{Events: make(chan plexus.Event), SubCtx: make(chan context.Context, 1)}
-		ts := mustServe(t, api, Options{Heartbeat: 20 * time.Millisecond})
+		ts := mustServe(t, Backend{Events: stubEvents{api}}, Options{Heartbeat: 20 * time.Millisecond})
 		conn, err := net.Dial("tcp", ts.Addr)
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +215,7 @@ func TestEvents(t *testing.T) {
 
 	t.Run("ShutdownEndsStreams", func(t *testing.T) {
 		api := &stubAPI{Events: make(chan plexus.Event), SubCtx: make(chan context.Context, 1)}
-		srv := New(api, Options{Addr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second})
+		srv := New(Backend{Events: stubEvents{api}}, Options{Addr: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second})
 		ln, err := srv.Listen()
 		if err != nil {
 			t.Fatal(err)
@@ -273,4 +273,18 @@ func waitGoroutines(tb testing.TB, baseline int) {
 
 // Compile-time check that the stub's Subscribe matches the interface's
 // channel direction.
-var _ func(context.Context, gateway.Credentials, int64) (<-chan plexus.Event, error) = (&stubAPI{}).Subscribe
+var _ func(context.Context, gateway.Credentials, int64) (<-chan plexus.Event, error) = stubEvents{&stubAPI{}}.Subscribe
+
+// stubEvents is the EventsAPI of a stubAPI.
+type stubEvents struct{ *stubAPI }
+
+func (s stubEvents) Subscribe(ctx context.Context, c gateway.Credentials, last int64) (<-chan plexus.Event, error) {
+	s.record("Subscribe", c, last)
+	if s.Err != nil {
+		return nil, s.Err
+	}
+	if s.SubCtx != nil {
+		s.SubCtx <- ctx
+	}
+	return s.Events, nil
+}

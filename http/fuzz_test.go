@@ -22,7 +22,7 @@ func FuzzInvokeBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		api := &stubAPI{InvokeResp: plexus.InvokeResponse{ID: "x", OK: true, AuditID: "evt_1"}}
-		srv := New(api, Options{Addr: "127.0.0.1:7077", MaxBodyBytes: 4096})
+		srv := New(api.backend(), Options{Addr: "127.0.0.1:7077", MaxBodyBytes: 4096})
 		req := httptest.NewRequest(nethttp.MethodPost, "/invoke", strings.NewReader(body))
 		req.Host = "127.0.0.1:7077"
 		req.Header.Set("Authorization", "Bearer tok")

@@ -34,7 +34,7 @@ func (s *Server) providerRoutes() {
 
 // providers checks the caller is the owner and that providers are served.
 func (s *Server) providers(w nethttp.ResponseWriter, r *nethttp.Request) (ProvidersAPI, bool) {
-	if err := s.api.AdminCheck(r.Context(), credentials(r)); err != nil {
+	if err := s.b.Owner.AdminCheck(r.Context(), credentials(r)); err != nil {
 		s.writeError(w, r, err)
 		return nil, false
 	}

@@ -11,44 +11,62 @@ import (
 // discoveryPath is where a lost client starts over.
 const discoveryPath = "/.well-known/plexus"
 
-// routes registers every endpoint. Anything unmatched falls to fallback,
-// which answers 404 or 405 in the uniform envelope (net/http's own answers
-// are plain text).
+// routes registers the endpoints of every group the backend serves.
+// Anything unmatched falls to fallback, which answers 404 or 405 in the
+// uniform envelope (net/http's own answers are plain text).
 func (s *Server) routes() {
-	m := s.mux
+	m, b := s.mux, s.b
 	// Agent plane (§2).
-	m.HandleFunc("GET "+discoveryPath, s.handleWellKnown)
-	m.HandleFunc("POST /agents/enroll", s.handleEnroll)
-	m.HandleFunc("POST /link/handshake", s.handleHandshake)
-	m.HandleFunc("PUT /grants", s.handleRequestGrants)
-	m.HandleFunc("GET /grants", s.handleStandingGrants)
-	m.HandleFunc("GET /grants/status", s.handleGrantStatus)
-	m.HandleFunc("POST /grants/refresh", s.handleRefresh)
-	m.HandleFunc("POST /grants/revoke", s.handleRevoke)
-	m.HandleFunc("POST /invoke", s.handleInvoke)
-	m.HandleFunc("GET /manifest", s.handleManifest)
-	m.HandleFunc("GET /events", s.handleEvents)
-	m.HandleFunc("POST /extensions", s.handleRegisterExtension)
-	m.HandleFunc("DELETE /extensions/{source}", s.handleRemoveExtension)
+	if b.Agents != nil {
+		m.HandleFunc("GET "+discoveryPath, s.handleWellKnown)
+		m.HandleFunc("POST /agents/enroll", s.handleEnroll)
+		m.HandleFunc("POST /link/handshake", s.handleHandshake)
+		m.HandleFunc("GET /manifest", s.handleManifest)
+	}
+	if b.Grants != nil {
+		m.HandleFunc("PUT /grants", s.handleRequestGrants)
+		m.HandleFunc("GET /grants", s.handleStandingGrants)
+		m.HandleFunc("GET /grants/status", s.handleGrantStatus)
+		m.HandleFunc("POST /grants/refresh", s.handleRefresh)
+		m.HandleFunc("POST /grants/revoke", s.handleRevoke)
+	}
+	if b.Invoke != nil {
+		m.HandleFunc("POST /invoke", s.handleInvoke)
+	}
+	if b.Events != nil {
+		m.HandleFunc("GET /events", s.handleEvents)
+	}
+	if b.Extensions != nil {
+		m.HandleFunc("POST /extensions", s.handleRegisterExtension)
+		m.HandleFunc("DELETE /extensions/{source}", s.handleRemoveExtension)
+		m.HandleFunc("POST /admin/api/extensions", s.handleAddExtension)
+	}
 
 	// Owner plane, connection-key gated by the gateway.
-	m.HandleFunc("POST /admin/api/agents/connect", s.handleConnectAgent)
-	m.HandleFunc("POST /admin/api/agents/revoke", s.handleRevokeAgent)
-	m.HandleFunc("GET /admin/api/agents", s.handleAdminAgents)
-	m.HandleFunc("GET /admin/api/grants", s.handleAdminGrants)
-	m.HandleFunc("GET /admin/api/pending", s.handleAdminPending)
-	m.HandleFunc("GET /admin/api/pending/{id}", s.handleAdminShowPending)
-	m.HandleFunc("POST /admin/api/pending/{id}/approve", s.handleDecide("approve"))
-	m.HandleFunc("POST /admin/api/pending/{id}/deny", s.handleDecide("deny"))
-	m.HandleFunc("POST /admin/api/pending/{id}", s.handleDecide(""))
-	m.HandleFunc("POST /admin/api/key/rotate", s.handleRotateKey)
-	m.HandleFunc("GET /admin/api/status", s.handleStatus)
-	m.HandleFunc("GET /admin/api/sources", s.handleSources)
-	m.HandleFunc("POST /admin/api/sources", s.handleAddSource)
-	m.HandleFunc("POST /admin/api/extensions", s.handleAddExtension)
-	m.HandleFunc("DELETE /admin/api/sources/{id}", s.handleRemoveSource)
-	m.HandleFunc("GET /integration/{agentId}", s.handleIntegration)
-	s.providerRoutes()
+	if b.Admin != nil {
+		m.HandleFunc("POST /admin/api/agents/connect", s.handleConnectAgent)
+		m.HandleFunc("POST /admin/api/agents/revoke", s.handleRevokeAgent)
+		m.HandleFunc("GET /admin/api/agents", s.handleAdminAgents)
+		m.HandleFunc("POST /admin/api/key/rotate", s.handleRotateKey)
+		m.HandleFunc("GET /admin/api/status", s.handleStatus)
+		m.HandleFunc("GET /integration/{agentId}", s.handleIntegration)
+	}
+	if b.Decisions != nil {
+		m.HandleFunc("GET /admin/api/grants", s.handleAdminGrants)
+		m.HandleFunc("GET /admin/api/pending", s.handleAdminPending)
+		m.HandleFunc("GET /admin/api/pending/{id}", s.handleAdminShowPending)
+		m.HandleFunc("POST /admin/api/pending/{id}/approve", s.handleDecide("approve"))
+		m.HandleFunc("POST /admin/api/pending/{id}/deny", s.handleDecide("deny"))
+		m.HandleFunc("POST /admin/api/pending/{id}", s.handleDecide(""))
+	}
+	if b.Sources != nil {
+		m.HandleFunc("GET /admin/api/sources", s.handleSources)
+		m.HandleFunc("POST /admin/api/sources", s.handleAddSource)
+		m.HandleFunc("DELETE /admin/api/sources/{id}", s.handleRemoveSource)
+	}
+	if b.Owner != nil {
+		s.providerRoutes()
+	}
 
 	m.HandleFunc("/", s.fallback)
 }
@@ -100,7 +118,7 @@ func (s *Server) handleRegisterExtension(w nethttp.ResponseWriter, r *nethttp.Re
 		s.writeError(w, r, err)
 		return
 	}
-	resp, err := s.api.RegisterExtension(r.Context(), c, req)
+	resp, err := s.b.Extensions.RegisterExtension(r.Context(), c, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -1,7 +1,8 @@
 // Package http is the loopback HTTP edge of Plexus: it binds the listener,
 // guards every request against DNS rebinding and foreign origins, decodes the
 // wire bodies of specs/plexus-protocol-m0.txt §2, hands them with the caller's
-// raw credentials to a [gateway.API], and maps the answer's error code to an
+// raw credentials to the gateway through the narrow interfaces of a
+// [Backend] (backend.go), and maps the answer's error code to an
 // HTTP status through one table (status.go).
 //
 // It must never interpret a credential (the gateway decides what a bearer,
@@ -24,8 +25,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/plexus-gw/plexus/gateway"
 )
 
 // Defaults applied to the zero value of each [Options] field.
@@ -75,7 +74,7 @@ type Options struct {
 // [Server.Listen] and run it with [Server.Serve], or mount [Server.Handler].
 // Serve may be called once.
 type Server struct {
-	api     gateway.API
+	b       Backend
 	opts    Options
 	log     *slog.Logger
 	origins map[string]bool // canonical allowed origins
@@ -96,10 +95,10 @@ type Server struct {
 	endStreams context.CancelFunc
 }
 
-// New returns a server that answers with api. It does not bind.
-func New(api gateway.API, opts Options) *Server {
-	if api == nil {
-		panic("plexushttp.New: nil gateway.API")
+// New returns a server that answers with b. It does not bind.
+func New(b Backend, opts Options) *Server {
+	if b.Owner == nil && (b.Admin != nil || b.Decisions != nil || b.Sources != nil || b.Extensions != nil || opts.Providers != nil) {
+		panic("plexushttp.New: an owner-plane group without Backend.Owner")
 	}
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
@@ -117,7 +116,7 @@ func New(api gateway.API, opts Options) *Server {
 	opts.Heartbeat = orDefault(opts.Heartbeat, DefaultHeartbeat)
 	opts.ShutdownTimeout = orDefault(opts.ShutdownTimeout, DefaultShutdownTimeout)
 
-	s := &Server{api: api, opts: opts, log: opts.Logger}
+	s := &Server{b: b, opts: opts, log: opts.Logger}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	if _, p, err := net.SplitHostPort(opts.Addr); err == nil {
 		if n, err := strconv.Atoi(p); err == nil {

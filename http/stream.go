@@ -63,7 +63,7 @@ func (s *Server) invokeStream(w nethttp.ResponseWriter, r *nethttp.Request, req 
 		}
 		send(plexus.EventInvokeProgress, ev)
 	}
-	resp := s.api.InvokeStream(r.Context(), credentials(r), req, sink)
+	resp := s.b.Invoke.InvokeStream(r.Context(), credentials(r), req, sink)
 	if streaming {
 		send("result", resp)
 		return

@@ -1,11 +1,13 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/gateway"
 )
 
 func TestInvokeStream(t *testing.T) {
@@ -36,7 +38,7 @@ func TestInvokeStream(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			api := &stubAPI{InvokeResp: tc.resp, Progress: tc.progress}
-			ts := mustServe(t, api, Options{})
+			ts := mustServe(t, Backend{Invoke: stubInvoke{api}}, Options{})
 			hdr := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer t"}
 			if tc.accept != "" {
 				hdr["Accept"] = tc.accept
@@ -91,4 +93,20 @@ func TestInvokeStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stubInvoke is the InvokeAPI of a stubAPI.
+type stubInvoke struct{ *stubAPI }
+
+func (s stubInvoke) Invoke(_ context.Context, c gateway.Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
+	s.record("Invoke", c, req)
+	return s.InvokeResp
+}
+
+func (s stubInvoke) InvokeStream(_ context.Context, c gateway.Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse {
+	s.record("InvokeStream", c, req)
+	for _, ev := range s.Progress {
+		sink(ev)
+	}
+	return s.InvokeResp
 }

@@ -17,8 +17,11 @@ import (
 	"github.com/plexus-gw/plexus/gateway"
 )
 
-// stubAPI is a gateway.API that records every call. Err, when set, is what
-// every error-returning method answers; the other fields shape successes.
+// stubAPI is the state of a stubbed gateway: it records every call, and
+// its fields shape the answers. Err, when set, is what every error-returning
+// method answers. Each handler group's stub (stubAgents, stubInvoke,
+// stubEvents, stubAdmin …, beside the tests of that group) is a view of it
+// with only that group's methods; backend serves every group from it.
 type stubAPI struct {
 	mu    sync.Mutex
 	calls []string
@@ -37,7 +40,14 @@ type stubAPI struct {
 	SubCtx      chan context.Context // receives each Subscribe ctx
 }
 
-var _ gateway.API = (*stubAPI)(nil)
+// backend serves every handler group from s.
+func (s *stubAPI) backend() Backend {
+	return Backend{Agents: stubAgents{s}, Grants: stubGrants{s}, Invoke: stubInvoke{s}, Events: stubEvents{s},
+		Extensions: stubExtensions{s}, Owner: stubOwner{s}, Admin: stubAdmin{s}, Decisions: stubDecisions{s}, Sources: stubSources{s}}
+}
+
+// backend lets a test serve only the groups it names.
+func (b Backend) backend() Backend { return b }
 
 func (s *stubAPI) record(name string, c gateway.Credentials, arg any) {
 	s.mu.Lock()
@@ -66,163 +76,6 @@ func (s *stubAPI) Last(tb testing.TB) (string, gateway.Credentials, any) {
 	return s.calls[n], s.creds[n], s.args[n]
 }
 
-func (s *stubAPI) WellKnown() plexus.WellKnownDocument {
-	s.record("WellKnown", gateway.Credentials{}, nil)
-	return plexus.WellKnownDocument{Gateway: plexus.GatewayInfo{Name: "plexus", Protocol: plexus.ProtocolFamily}}
-}
-
-func (s *stubAPI) Enroll(_ context.Context, remote string, req plexus.EnrollRequest) (plexus.EnrollResponse, error) {
-	s.record("Enroll", gateway.Credentials{Remote: remote}, req)
-	return plexus.EnrollResponse{PAT: "plx_agent_x", AgentID: "a1"}, s.Err
-}
-
-func (s *stubAPI) Handshake(_ context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error) {
-	s.record("Handshake", c, req)
-	return plexus.HandshakeResponse{SessionID: "sess_1"}, s.Err
-}
-
-func (s *stubAPI) Manifest(_ context.Context, c gateway.Credentials) (plexus.ManifestResponse, error) {
-	s.record("Manifest", c, nil)
-	return plexus.ManifestResponse{}, s.Err
-}
-
-func (s *stubAPI) RequestGrants(_ context.Context, c gateway.Credentials, req plexus.GrantRequest) (*plexus.ScopedToken, *plexus.GrantPendingResponse, error) {
-	s.record("RequestGrants", c, req)
-	return s.Token, s.Pending, s.Err
-}
-
-func (s *stubAPI) GrantStatus(_ context.Context, c gateway.Credentials, id string) (plexus.GrantStatusResponse, error) {
-	s.record("GrantStatus", c, id)
-	return plexus.GrantStatusResponse{PendingID: id, State: plexus.StatePending}, s.Err
-}
-
-func (s *stubAPI) Refresh(_ context.Context, c gateway.Credentials, req plexus.RefreshRequest) (plexus.RefreshResponse, error) {
-	s.record("Refresh", c, req)
-	return plexus.RefreshResponse{}, s.Err
-}
-
-func (s *stubAPI) Revoke(_ context.Context, c gateway.Credentials, req plexus.RevokeRequest) (plexus.RevokeResponse, error) {
-	s.record("Revoke", c, req)
-	return plexus.RevokeResponse{OK: true}, s.Err
-}
-
-func (s *stubAPI) StandingGrants(_ context.Context, c gateway.Credentials) (plexus.GrantsListResponse, error) {
-	s.record("StandingGrants", c, nil)
-	return plexus.GrantsListResponse{Grants: []plexus.StandingGrant{}}, s.Err
-}
-
-func (s *stubAPI) Invoke(_ context.Context, c gateway.Credentials, req plexus.InvokeRequest) plexus.InvokeResponse {
-	s.record("Invoke", c, req)
-	return s.InvokeResp
-}
-
-func (s *stubAPI) InvokeStream(_ context.Context, c gateway.Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse {
-	s.record("InvokeStream", c, req)
-	for _, ev := range s.Progress {
-		sink(ev)
-	}
-	return s.InvokeResp
-}
-
-func (s *stubAPI) Subscribe(ctx context.Context, c gateway.Credentials, last int64) (<-chan plexus.Event, error) {
-	s.record("Subscribe", c, last)
-	if s.Err != nil {
-		return nil, s.Err
-	}
-	if s.SubCtx != nil {
-		s.SubCtx <- ctx
-	}
-	return s.Events, nil
-}
-
-func (s *stubAPI) AdminCheck(_ context.Context, c gateway.Credentials) error {
-	s.record("AdminCheck", c, nil)
-	return s.AdminErr
-}
-
-func (s *stubAPI) ConnectAgent(_ context.Context, c gateway.Credentials, req plexus.ConnectRequest) (plexus.ConnectResponse, error) {
-	s.record("ConnectAgent", c, req)
-	return plexus.ConnectResponse{AgentID: req.AgentID}, s.Err
-}
-
-func (s *stubAPI) RevokeAgent(_ context.Context, c gateway.Credentials, req plexus.AgentRevokeRequest) (plexus.AgentRevokeResponse, error) {
-	s.record("RevokeAgent", c, req)
-	return plexus.AgentRevokeResponse{OK: true}, s.Err
-}
-
-func (s *stubAPI) AdminGrants(_ context.Context, c gateway.Credentials) (plexus.GrantsListResponse, error) {
-	s.record("AdminGrants", c, nil)
-	return plexus.GrantsListResponse{}, s.Err
-}
-
-func (s *stubAPI) AdminShowPending(_ context.Context, c gateway.Credentials, id string) (plexus.Pending, error) {
-	s.record("AdminShowPending", c, id)
-	return plexus.Pending{ID: id}, s.Err
-}
-
-func (s *stubAPI) AdminPending(_ context.Context, c gateway.Credentials) (plexus.PendingListResponse, error) {
-	s.record("AdminPending", c, nil)
-	return plexus.PendingListResponse{}, s.Err
-}
-
-func (s *stubAPI) AdminDecide(_ context.Context, c gateway.Credentials, id string, req plexus.DecideRequest) (plexus.Pending, error) {
-	s.record("AdminDecide", c, []any{id, req})
-	return plexus.Pending{ID: id}, s.Err
-}
-
-func (s *stubAPI) RotateKey(_ context.Context, c gateway.Credentials) (plexus.KeyRotateResponse, error) {
-	s.record("RotateKey", c, nil)
-	return plexus.KeyRotateResponse{}, s.Err
-}
-
-func (s *stubAPI) Integration(_ context.Context, c gateway.Credentials, agentID string) (plexus.IntegrationResponse, error) {
-	s.record("Integration", c, agentID)
-	return plexus.IntegrationResponse{AgentID: agentID}, s.Err
-}
-
-func (s *stubAPI) AdminAgents(_ context.Context, c gateway.Credentials) ([]plexus.Agent, error) {
-	s.record("AdminAgents", c, nil)
-	return nil, s.Err
-}
-
-func (s *stubAPI) RegisterExtension(_ context.Context, c gateway.Credentials, req plexus.ExtensionRegisterRequest) (plexus.ExtensionRegisterResponse, error) {
-	s.record("RegisterExtension", c, req)
-	return plexus.ExtensionRegisterResponse{}, s.Err
-}
-
-func (s *stubAPI) AddExtension(_ context.Context, c gateway.Credentials, m plexus.ExtensionManifest) (plexus.ExtensionRegisterResponse, error) {
-	s.record("AddExtension", c, m)
-	return plexus.ExtensionRegisterResponse{OK: true, Source: m.Source}, s.Err
-}
-
-func (s *stubAPI) RemoveExtension(_ context.Context, c gateway.Credentials, source string) error {
-	s.record("RemoveExtension", c, source)
-	return s.Err
-}
-
-func (s *stubAPI) AddSource(_ context.Context, c gateway.Credentials, cfg plexus.SourceConfig, _ gateway.SourceOptions) (plexus.SourceConfig, error) {
-	s.record("AddSource", c, cfg)
-	if s.AddedSource != nil {
-		return *s.AddedSource, s.Err
-	}
-	return cfg, s.Err
-}
-
-func (s *stubAPI) RemoveSource(_ context.Context, c gateway.Credentials, id string, _ gateway.SourceOptions) error {
-	s.record("RemoveSource", c, id)
-	return s.Err
-}
-
-func (s *stubAPI) Sources(_ context.Context, c gateway.Credentials) ([]plexus.SourceConfig, error) {
-	s.record("Sources", c, nil)
-	return s.SourceList, s.Err
-}
-
-func (s *stubAPI) Status(_ context.Context, c gateway.Credentials) (plexus.StatusResponse, error) {
-	s.record("Status", c, nil)
-	return plexus.StatusResponse{}, s.Err
-}
-
 // testServer is a Server serving on a real 127.0.0.1:0 listener.
 type testServer struct {
 	*Server
@@ -232,12 +85,12 @@ type testServer struct {
 
 // mustServe starts srv on a fresh loopback port; cleanup stops it and
 // fails the test if Serve does not return cleanly.
-func mustServe(tb testing.TB, api gateway.API, opts Options) *testServer {
+func mustServe(tb testing.TB, api interface{ backend() Backend }, opts Options) *testServer {
 	tb.Helper()
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
-	srv := New(api, opts)
+	srv := New(api.backend(), opts)
 	ln, err := srv.Listen()
 	if err != nil {
 		tb.Fatal(err)

@@ -259,7 +259,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		d.ln.Close()
 		return nil, err
 	}
-	d.srv = plexushttp.New(d.gw, plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: home.Network.AllowedOrigins, Logger: log,
+	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: home.Network.AllowedOrigins, Logger: log,
 		Providers: d.providers})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		d.ln.Close()
