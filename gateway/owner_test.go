@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
-	"github.com/plexus-gw/plexus/registry"
 )
 
 // TestAdminCheckThrottle, on a real journal with the auth throttle and the
@@ -29,21 +27,7 @@ func TestAdminCheckThrottle(t *testing.T) {
 	clk := plexustest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	home := plexustest.TempHome(t)
 	db := plexustest.MustOpenHomeJournal(t, home, clk.Now)
-	signer, err := auth.NewSigner(home.SigningKey, "plexus", clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher, err := auth.NewHasher(home.HashKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(Config{}, Deps{Store: db, Events: db, Registry: registry.New(registry.Options{Clock: clk.Now}),
-		Signer: signer, Hasher: hasher, Authorizer: auth.UserConfirmAuthorizer{}, ConnectionKey: home.ConnectionKey,
-		Sources:  func(plexus.SourceConfig) (plexus.Source, error) { return nil, errors.New("no sources in this test") },
-		Throttle: auth.NewThrottle(clk.Now), Clock: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := mustGateway(t, home, db, clk.Now, func(d *Deps) { d.Throttle = auth.NewThrottle(clk.Now) })
 	wrongKey := plexus.PrefixConnectionKey + strings.Repeat("w", 43)
 	wrong := Credentials{Bearer: wrongKey, Remote: "127.0.0.1:50000"}
 	owner := Credentials{ConnectionKey: home.ConnectionKey, Remote: "127.0.0.1:50001"}
