@@ -5,10 +5,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plexus-gw/plexus/internal/plexustest"
 )
 
 func TestThrottle(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	th := NewThrottle(clk.Now)
 	const ip = "127.0.0.1"
 
@@ -60,7 +62,7 @@ func TestThrottle(t *testing.T) {
 }
 
 func TestThrottleSettings(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	th := NewThrottle(clk.Now)
 	th.MaxFailures, th.BaseBackoff, th.MaxBackoff = 2, 10*time.Millisecond, 25*time.Millisecond
 	th.Fail("k")
@@ -78,7 +80,7 @@ func TestThrottleSettings(t *testing.T) {
 }
 
 func TestThrottleBoundedMemory(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	th := NewThrottle(clk.Now)
 	th.MaxKeys = 10
 	for i := range 10 {
@@ -105,7 +107,7 @@ func TestThrottleBoundedMemory(t *testing.T) {
 // presenting a fresh value each time) stays within MaxKeys and cannot push
 // out a blocked key to unblock it.
 func TestThrottleDistinctFlood(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	th := NewThrottle(clk.Now)
 	th.MaxKeys = 100
 	for range DefaultMaxFailures {
@@ -142,7 +144,7 @@ func TestRateLimiter(t *testing.T) {
 	if _, err := NewRateLimiter(1, 0, nil); err == nil {
 		t.Error("NewRateLimiter(burst 0) succeeded")
 	}
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	rl, err := NewRateLimiter(2, 3, clk.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestRateLimiter(t *testing.T) {
 }
 
 func TestRateLimiterBoundedMemory(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	rl, _ := NewRateLimiter(1, 2, clk.Now)
 	rl.MaxKeys = 5
 	for i := range 50 {
@@ -187,7 +189,7 @@ func TestRateLimiterBoundedMemory(t *testing.T) {
 }
 
 func TestLimitsConcurrent(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	th := NewThrottle(clk.Now)
 	th.MaxKeys = 16
 	rl, _ := NewRateLimiter(1000, 10, clk.Now)

@@ -8,38 +8,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 )
 
 const testIssuer = "plexus-test"
 
 var t0 = time.Date(2026, 6, 23, 10, 0, 0, 0, time.UTC)
-
-// fakeClock is a settable clock, safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *fakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
 func mustKey(tb testing.TB) []byte {
 	tb.Helper()
@@ -93,7 +73,7 @@ func payloadMap(c Claims) map[string]any {
 }
 
 func TestSignerRoundTrip(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	s := mustSigner(t, mustKey(t), clk.Now)
 	want := testClaims(t0)
 	tok, err := s.Mint(want)
@@ -141,7 +121,7 @@ func TestNewSignerShortKey(t *testing.T) {
 }
 
 func TestVerifyTamperMatrix(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	key := mustKey(t)
 	s := mustSigner(t, key, clk.Now)
 	good, err := s.Mint(testClaims(t0))
@@ -269,7 +249,7 @@ func TestVerifyTamperMatrix(t *testing.T) {
 }
 
 func TestVerifyErrorMessages(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	s := mustSigner(t, mustKey(t), clk.Now)
 	_, err := s.Verify("garbage")
 	pe := plexus.AsError(err)
@@ -285,7 +265,7 @@ func TestVerifyErrorMessages(t *testing.T) {
 }
 
 func TestVerifyAllowExpired(t *testing.T) {
-	clk := &fakeClock{t: t0}
+	clk := plexustest.NewClock(t0)
 	key := mustKey(t)
 	s := mustSigner(t, key, clk.Now)
 	tok, err := s.Mint(testClaims(t0))

@@ -11,26 +11,12 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 )
 
-// clock is a manual clock shared by a test's fake gateway and its client.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 6, 23, 10, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newClock is a manual clock shared by a test's fake gateway and its client.
+func newClock() *plexustest.Clock {
+	return plexustest.NewClock(time.Date(2026, 6, 23, 10, 0, 0, 0, time.UTC))
 }
 
 // Fixed credentials of the fake gateway.
@@ -67,7 +53,7 @@ type fakeToken struct {
 type fakeGateway struct {
 	t     *testing.T
 	srv   *httptest.Server
-	clock *clock
+	clock *plexustest.Clock
 
 	mu       sync.Mutex
 	entries  []plexus.Entry
@@ -87,7 +73,7 @@ type fakeGateway struct {
 	invokeToks  []string
 }
 
-func newFakeGateway(t *testing.T, c *clock) *fakeGateway {
+func newFakeGateway(t *testing.T, c *plexustest.Clock) *fakeGateway {
 	t.Helper()
 	g := &fakeGateway{
 		t: t, clock: c,

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -136,7 +137,7 @@ func TestCommitDecision(t *testing.T) {
 			State: plexus.StatePending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Items: []plexus.PendingItem{{CapabilityID: "fs.write"}}}
 	}
 	setup := func(t *testing.T) *journal.DB {
-		db := mustJournal(t)
+		db := plexustest.MustOpenJournal(t)
 		mustUpdate(t, db, func(tx plexus.StateTx) error {
 			if err := tx.PutAgent(&plexus.Agent{ID: "claude", CreatedAt: now}); err != nil {
 				return err

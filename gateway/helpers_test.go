@@ -1,32 +1,43 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"path/filepath"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/registry"
+	"github.com/plexus-gw/plexus/scaffold"
 )
 
-// mustJournal opens a real journal.db (with its audit mirror and anchor) in
-// t.TempDir(), closed at cleanup.
-func mustJournal(tb testing.TB) *journal.DB {
+// mustGateway is a gateway over db with home's keys, reading clock (nil:
+// the real one, or the bubble's under testing/synctest), an empty registry
+// and no sources; edit, when set, adjusts its dependencies first.
+func mustGateway(tb testing.TB, home *scaffold.Home, db *journal.DB, clock func() time.Time, edit func(*Deps)) *Gateway {
 	tb.Helper()
-	dir := tb.TempDir()
-	db, err := journal.Open(context.Background(), filepath.Join(dir, "journal.db"), journal.Options{
-		AuditDir: filepath.Join(dir, "audit"), AnchorPath: filepath.Join(dir, "journal.anchor"),
-		ChainKey: bytes.Repeat([]byte{0x5a}, journal.MinChainKeyBytes)})
+	signer, err := auth.NewSigner(home.SigningKey, "plexus", clock)
 	if err != nil {
-		tb.Fatalf("open journal: %v", err)
+		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Errorf("close journal: %v", err)
-		}
-	})
-	return db
+	hasher, err := auth.NewHasher(home.HashKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d := Deps{Store: db, Events: db, Registry: registry.New(registry.Options{Clock: clock}),
+		Signer: signer, Hasher: hasher, Authorizer: auth.UserConfirmAuthorizer{}, ConnectionKey: home.ConnectionKey,
+		Sources: func(plexus.SourceConfig) (plexus.Source, error) { return nil, errors.New("no sources in this test") },
+		Clock:   clock}
+	if edit != nil {
+		edit(&d)
+	}
+	g, err := New(Config{}, d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
 }
 
 // mustUpdate runs fn in a journal transaction, failing the test on error.

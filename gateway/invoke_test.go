@@ -1,13 +1,18 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/internal/plexustest"
+	"github.com/plexus-gw/plexus/journal"
 )
 
 // TestBackingState: the grant behind a call denies it once revoked or past
@@ -125,5 +130,80 @@ func TestOutcome(t *testing.T) {
 				t.Errorf("outcome row (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestInvokeRateLimited, on a real journal with auth's rate limiter and the
+// gateway on one clock: an agent past its burst is refused rate_limited as
+// soon as its token is verified, with one invoke.denied row for the whole
+// flood, then a summary with the count when the window ends; another agent
+// keeps its own bucket, and the agent is let through again once its bucket
+// refills.
+func TestInvokeRateLimited(t *testing.T) {
+	ctx := context.Background()
+	clk := plexustest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	home := plexustest.TempHome(t)
+	db := plexustest.MustOpenHomeJournal(t, home, clk.Now)
+	limiter, err := auth.NewRateLimiter(1, 2, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustGateway(t, home, db, clk.Now, func(d *Deps) { d.Limiter = limiter })
+	token := func(agent string) string {
+		now := clk.Now()
+		tok, err := g.d.Signer.Mint(auth.Claims{SessionID: "sess_" + agent, RegisteredClaims: jwt.RegisteredClaims{
+			Subject: agent, ID: "tok_" + agent, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	claude, codex := Credentials{Bearer: token("claude")}, Credentials{Bearer: token("codex")}
+	code := func(c Credentials) plexus.ErrorCode {
+		resp := g.Invoke(ctx, c, plexus.InvokeRequest{ID: "fs.read"})
+		if resp.OK || resp.Error == nil {
+			t.Fatalf("invoke = %+v, want a denial (nothing is granted in this test)", resp)
+		}
+		return resp.Error.Code
+	}
+	limited := func() []plexus.Activity {
+		var out []plexus.Activity
+		rows, err := db.Activity(ctx, journal.Filter{Type: "invoke.denied"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Payload["errorCode"] == string(plexus.CodeRateLimited) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+
+	for i := range 2 {
+		if got := code(claude); got == plexus.CodeRateLimited {
+			t.Fatalf("call %d within the burst: rate_limited", i+1)
+		}
+	}
+	for i := range 3 {
+		if got := code(claude); got != plexus.CodeRateLimited {
+			t.Fatalf("call %d past the burst: %s, want rate_limited", i+3, got)
+		}
+	}
+	if got := code(codex); got == plexus.CodeRateLimited {
+		t.Errorf("another agent: rate_limited by claude's calls")
+	}
+	if rows := limited(); len(rows) != 1 || rows[0].AgentID != "claude" {
+		t.Fatalf("rate_limited rows = %+v, want one, for claude (the rest coalesce)", rows)
+	}
+
+	clk.Advance(DefaultDenialWindow) // refills the bucket and ends the window
+	if got := code(claude); got == plexus.CodeRateLimited {
+		t.Errorf("after the bucket refilled: rate_limited")
+	}
+	g.flushDenials(ctx, false)
+	rows := limited()
+	if len(rows) != 2 || rows[1].Payload["coalesced"] != true || rows[1].Payload["count"] != json.Number("2") {
+		t.Errorf("rate_limited rows = %+v, want the first and a summary counting 2 more", rows)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -65,7 +66,7 @@ func TestBegin(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	ic := plexus.InvokeContext{AgentID: "claude", JTI: "tok_1", TraceID: "tr_1"}
 	setup := func(t *testing.T) (*Gateway, *journal.DB, *plexus.Grant) {
-		db := mustJournal(t)
+		db := plexustest.MustOpenJournal(t)
 		once := &plexus.Grant{ID: "grant_1", PendingID: "pend_1", StandingGrant: plexus.StandingGrant{AgentID: "claude",
 			CapabilityID: "fs.write", Verbs: []plexus.Verb{plexus.VerbWrite}, GrantedAt: now,
 			TrustWindow: plexus.TrustWindow{Kind: plexus.WindowOnce}}}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -43,7 +44,7 @@ func TestCheckRevokeRequest(t *testing.T) {
 // nothing of it and writes nothing.
 func TestRevokeJTI(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	db := mustJournal(t)
+	db := plexustest.MustOpenJournal(t)
 	mustUpdate(t, db, func(tx plexus.StateTx) error {
 		if err := tx.PutAgent(&plexus.Agent{ID: "claude", CreatedAt: now}); err != nil {
 			return err

@@ -10,26 +10,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/registry"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newClock() *plexustest.Clock {
+	return plexustest.NewClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // statusLog records OnSourceStatus calls.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -211,28 +212,13 @@ func eventWhere[T any](t testing.TB, ch <-chan sseEvent, typ string, match func(
 	}
 }
 
-// fakeClock is the daemon's injectable clock (daemonOptions.Clock): it stands
-// still until a test moves it, so tokens, windows, codes and pendings expire
-// when the test says, never by sleeping. Safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-// newFakeClock starts at the current second, so the audit mirror's daily
-// files and retention see a realistic date.
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newFakeClock is the daemon's injectable clock (daemonOptions.Clock): it
+// stands still until a test moves it, so tokens, windows, codes and pendings
+// expire when the test says, never by sleeping. It starts at the current
+// second, so the audit mirror's daily files and retention see a realistic
+// date.
+func newFakeClock() *plexustest.Clock {
+	return plexustest.NewClock(time.Now().UTC().Truncate(time.Second))
 }
 
 // raw sends body as is and returns the status and the body of the answer. A

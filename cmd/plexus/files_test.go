@@ -17,6 +17,7 @@ import (
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/inbox"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
 )
@@ -34,7 +35,7 @@ const filesOwner = "owner@example.test"
 // "docs") and one enrolled agent, "claude", whose events are being read.
 type filesEnv struct {
 	*testDaemon
-	clock  *fakeClock
+	clock  *plexustest.Clock
 	pat    string
 	sid    string
 	events <-chan sseEvent
@@ -54,7 +55,7 @@ func newFilesEnv(t *testing.T, home string) *filesEnv {
 
 // startFilesDaemon starts a daemon on home ("" for a new one) whose file
 // moves are made by filesOwner.
-func startFilesDaemon(t *testing.T, home string, clock *fakeClock) *testDaemon {
+func startFilesDaemon(t *testing.T, home string, clock *plexustest.Clock) *testDaemon {
 	t.Helper()
 	return startTestDaemon(t, daemonOptions{Home: home, Clock: clock.Now, Owner: func() string { return filesOwner }})
 }

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/transports/ipc"
 )
 
 func TestTokens(t *testing.T) {
-	clock := &fakeClock{now: t0}
+	clock := plexustest.NewClock(t0)
 	tk := ipc.NewTokens(30*time.Second, clock.Now)
 	t.Run("OK", func(t *testing.T) {
 		tok := tk.Issue("a")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/transports/ipc"
 )
 
@@ -36,23 +37,6 @@ func (a tokenAuth) Authenticate(token string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
 }
 
 type refusal struct {
@@ -94,7 +78,7 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 type testServer struct {
 	srv     *ipc.Server
 	path    string
-	clock   *fakeClock
+	clock   *plexustest.Clock
 	refused *refusals
 	served  chan error
 }
@@ -117,7 +101,7 @@ func startServer(tb testing.TB, edit func(*ipc.ServerOptions)) *testServer {
 	tb.Helper()
 	ts := &testServer{
 		path:    filepath.Join(shortDir(tb), "run", "s.sock"),
-		clock:   &fakeClock{now: t0},
+		clock:   plexustest.NewClock(t0),
 		refused: &refusals{},
 		served:  make(chan error, 1),
 	}

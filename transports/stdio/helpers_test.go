@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/stdio"
 )
@@ -46,24 +47,9 @@ func (s secrets) Secret(name string) (string, error) {
 	return v, nil
 }
 
-// clock is a settable clock for backoffs and health.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newClock is a settable clock for backoffs and health.
+func newClock() *plexustest.Clock {
+	return plexustest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // logBuf collects log output safely across goroutines.

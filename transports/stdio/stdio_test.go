@@ -176,7 +176,7 @@ func TestCrash(t *testing.T) {
 	}
 	wantErr(t, f.call(t, tool("pid"), nil), plexus.CodeSourceUnavailable, "restarting in 100ms")
 
-	clk.Add(100 * time.Millisecond)
+	clk.Advance(100 * time.Millisecond)
 	if got := f.pid(t); got == pid {
 		t.Errorf("pid %d after the restart, want a new process", got)
 	}
@@ -199,16 +199,16 @@ func TestBackoff(t *testing.T) {
 		wantErr(t, f.call(t, tool("crash"), nil), plexus.CodeTransportError, "exited")
 		r := f.call(t, tool("pid"), nil)
 		wantErr(t, r, plexus.CodeSourceUnavailable, fmt.Sprintf("restarting in %s", want))
-		clk.Add(want - time.Millisecond)
+		clk.Advance(want - time.Millisecond)
 		wantErr(t, f.call(t, tool("pid"), nil), plexus.CodeSourceUnavailable, "restarting in 1ms")
-		clk.Add(time.Millisecond)
+		clk.Advance(time.Millisecond)
 	}
 	for _, want := range []time.Duration{100, 200, 400, 400} {
 		crash(want * time.Millisecond)
 	}
 	// A process that ran longer than ResetAfter starts the count again.
 	f.pid(t)
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	crash(100 * time.Millisecond)
 }
 
@@ -350,7 +350,7 @@ func TestUnavailable(t *testing.T) {
 		t.Errorf("health %+v, want unavailable naming the binary", h)
 	}
 	wantErr(t, f.call(t, d, nil), plexus.CodeSourceUnavailable, "restarting in 1s")
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	wantErr(t, f.call(t, d, nil), plexus.CodeSourceUnavailable, "cannot be found")
 	if h := f.t.Health("elsewhere"); h.Status != plexus.HealthUnknown {
 		t.Errorf("health of an unknown source %+v, want unknown", h)

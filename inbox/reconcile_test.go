@@ -1,4 +1,4 @@
-package main
+package inbox_test
 
 // The reconciler over a real journal, with a stand-in for the gateway's
 // decision function, for states the daemon reaches only through a crash or
@@ -15,6 +15,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/inbox"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -49,22 +50,12 @@ func (a *approveOnly) RevokeDecision(context.Context, string, string, string, st
 	return 0, errors.New("approveOnly: no revocation expected")
 }
 
-// reconcileHome is a home with the four decision folders and a journal.
+// reconcileHome is a scaffolded home (the four decision folders among the
+// rest) and its journal.
 func reconcileHome(t *testing.T) (string, *journal.DB) {
 	t.Helper()
-	home := t.TempDir()
-	for _, f := range []string{plexus.FolderInbox, plexus.FolderActive, plexus.FolderRejected, plexus.FolderArchive} {
-		if err := os.Mkdir(filepath.Join(home, f), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db, err := journal.Open(context.Background(), filepath.Join(home, "journal.db"),
-		journal.Options{ChainKey: bytes.Repeat([]byte{1}, journal.MinChainKeyBytes)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return home, db
+	home := plexustest.TempHome(t)
+	return home.Dir, plexustest.MustOpenHomeJournal(t, home, nil)
 }
 
 // reconcilePending is a write grant put up at now; approved (as if by a
