@@ -36,3 +36,14 @@ type Reach struct {
 	Verbs    []Verb `json:"verbs,omitempty"`
 	Why      string `json:"why,omitempty"`
 }
+
+// ReachOf is the reach the gateway recorded in narration for entry id, or
+// nil when it recorded none (a decision that predates the check).
+func ReachOf(narration []PendingNarration, id string) *Reach {
+	for i := range narration {
+		if narration[i].ID == id && narration[i].Reach != nil {
+			return narration[i].Reach
+		}
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
@@ -26,9 +27,53 @@ func (g *Gateway) ConnectAgent(ctx context.Context, c Credentials, req plexus.Co
 		return plexus.ConnectResponse{}, plexus.Errorf(plexus.CodeInvalidRequest,
 			"agentId %q must be 1-64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit", req.AgentID)
 	}
+	asks, err := g.startingAsks(req.Grants)
+	if err != nil {
+		return plexus.ConnectResponse{}, err
+	}
+	code, err := auth.NewEnrollCode()
+	if err != nil {
+		return plexus.ConnectResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not mint a code")
+	}
+	now := g.now()
+	traceID := auth.NewTraceID()
+	resp := plexus.ConnectResponse{AgentID: req.AgentID, Code: code, ExpiresAt: now.Add(g.cfg.EnrollCodeTTL),
+		InstallCommand: g.installCommand(code), Grants: []plexus.StandingGrant{}}
+	via := g.adminVia(c)
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
+		agent, err := tx.Agent(req.AgentID)
+		if agent, err = connectingAgent(agent, err, req, now); err != nil {
+			return err
+		}
+		if err := tx.PutAgent(agent); err != nil {
+			return err
+		}
+		if err := tx.PutEnrollCode(&plexus.EnrollCode{Hash: g.d.Hasher.Hash(code), AgentID: agent.ID, CreatedAt: now,
+			ExpiresAt: resp.ExpiresAt, TraceID: traceID}); err != nil {
+			return err
+		}
+		if resp.Grants, err = g.putStartingGrants(tx, agent.ID, asks, via, now, traceID); err != nil {
+			return err
+		}
+		ids := make([]string, 0, len(asks))
+		for _, a := range asks {
+			ids = append(ids, a.entry.ID)
+		}
+		return tx.Record(&plexus.Activity{TraceID: traceID, Actor: plexus.ActorHuman, AgentID: agent.ID, ActionType: "agent.connected",
+			Target: agent.ID, Payload: map[string]any{"grants": ids, "codeExpiresAt": resp.ExpiresAt, "via": via}})
+	})
+	if err != nil {
+		return plexus.ConnectResponse{}, plexus.AsError(err)
+	}
+	return resp, nil
+}
+
+// startingAsks validates the starting grants of a connect request. Any
+// grant it cannot give refuses the whole request, naming each.
+func (g *Gateway) startingAsks(grants []plexus.ConnectGrant) ([]grantAsk, error) {
 	var asks []grantAsk
 	var declined []plexus.Declined
-	for _, cg := range req.Grants {
+	for _, cg := range grants {
 		a, reason := g.validateAsk(cg.CapabilityID, plexus.GrantDecision{Decision: plexus.DecisionAllow, Verbs: cg.Verbs,
 			TrustWindow: cg.TrustWindow, Constraint: cg.Constraint})
 		if reason == "" && slices.Contains(a.verbs, plexus.VerbExecute) {
@@ -45,59 +90,47 @@ func (g *Gateway) ConnectAgent(ctx context.Context, c Credentials, req plexus.Co
 	if len(declined) > 0 {
 		e := plexus.Errorf(plexus.CodeInvalidRequest, "cannot grant: %s", declinedText(declined))
 		e.Detail = map[string]any{"declined": declined}
-		return plexus.ConnectResponse{}, e
+		return nil, e
 	}
-	code, err := auth.NewEnrollCode()
-	if err != nil {
-		return plexus.ConnectResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not mint a code")
+	return asks, nil
+}
+
+// connectingAgent is the agent a connect request stores, from the lookup
+// of its id (found, or err): a new one, or the existing one relabelled. A
+// revoked agent's id is never reused.
+func connectingAgent(agent *plexus.Agent, err error, req plexus.ConnectRequest, now time.Time) (*plexus.Agent, error) {
+	switch {
+	case errors.Is(err, plexus.ErrNotFound):
+		agent = &plexus.Agent{ID: req.AgentID, Label: clip(req.Label, 80), CreatedAt: now}
+	case err != nil:
+		return nil, err
+	case agent.RevokedAt != nil:
+		return nil, plexus.Errorf(plexus.CodeConflict, "agent %s was revoked; agent ids are not reused, pick another", req.AgentID)
 	}
-	now := g.now()
-	traceID := auth.NewTraceID()
-	resp := plexus.ConnectResponse{AgentID: req.AgentID, Code: code, ExpiresAt: now.Add(g.cfg.EnrollCodeTTL),
-		InstallCommand: g.installCommand(code), Grants: []plexus.StandingGrant{}}
-	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		resp.Grants = resp.Grants[:0]
-		agent, err := tx.Agent(req.AgentID)
-		switch {
-		case errors.Is(err, plexus.ErrNotFound):
-			agent = &plexus.Agent{ID: req.AgentID, Label: clip(req.Label, 80), CreatedAt: now}
-		case err != nil:
-			return err
-		case agent.RevokedAt != nil:
-			return plexus.Errorf(plexus.CodeConflict, "agent %s was revoked; agent ids are not reused, pick another", req.AgentID)
-		}
-		if req.Label != "" {
-			agent.Label = clip(req.Label, 80)
-		}
-		if err := tx.PutAgent(agent); err != nil {
-			return err
-		}
-		if err := tx.PutEnrollCode(&plexus.EnrollCode{Hash: g.d.Hasher.Hash(code), AgentID: agent.ID, CreatedAt: now,
-			ExpiresAt: resp.ExpiresAt, TraceID: traceID}); err != nil {
-			return err
-		}
-		sess := &plexus.Session{AgentID: agent.ID, Kind: plexus.SessionAgent}
-		ids := make([]string, 0, len(asks))
-		for _, a := range asks {
-			gr := g.newGrant(sess, a, now, traceID, "", true)
-			if err := tx.PutGrant(gr); err != nil {
-				return err
-			}
-			if err := tx.Record(&plexus.Activity{TraceID: traceID, Actor: plexus.ActorHuman, AgentID: agent.ID,
-				ActionType: "grant.approved", Target: a.entry.ID, Payload: grantPayload(gr, map[string]any{
-					"decidedBy": plexus.ActorHuman, "via": g.adminVia(c), "reason": "starting grant at connect"})}); err != nil {
-				return err
-			}
-			resp.Grants = append(resp.Grants, gr.StandingGrant)
-			ids = append(ids, a.entry.ID)
-		}
-		return tx.Record(&plexus.Activity{TraceID: traceID, Actor: plexus.ActorHuman, AgentID: agent.ID, ActionType: "agent.connected",
-			Target: agent.ID, Payload: map[string]any{"grants": ids, "codeExpiresAt": resp.ExpiresAt, "via": g.adminVia(c)}})
-	})
-	if err != nil {
-		return plexus.ConnectResponse{}, plexus.AsError(err)
+	if req.Label != "" {
+		agent.Label = clip(req.Label, 80)
 	}
-	return resp, nil
+	return agent, nil
+}
+
+// putStartingGrants stores the owner's starting grants of agentID, each
+// with its grant.approved row, inside tx.
+func (g *Gateway) putStartingGrants(tx plexus.StateTx, agentID string, asks []grantAsk, via string, now time.Time, traceID string) ([]plexus.StandingGrant, error) {
+	sess := &plexus.Session{AgentID: agentID, Kind: plexus.SessionAgent}
+	out := make([]plexus.StandingGrant, 0, len(asks))
+	for _, a := range asks {
+		gr := g.newGrant(sess, a, now, traceID, "", true)
+		if err := tx.PutGrant(gr); err != nil {
+			return nil, err
+		}
+		if err := tx.Record(&plexus.Activity{TraceID: traceID, Actor: plexus.ActorHuman, AgentID: agentID,
+			ActionType: "grant.approved", Target: a.entry.ID, Payload: grantPayload(gr, map[string]any{
+				"decidedBy": plexus.ActorHuman, "via": via, "reason": "starting grant at connect"})}); err != nil {
+			return nil, err
+		}
+		out = append(out, gr.StandingGrant)
+	}
+	return out, nil
 }
 
 func (g *Gateway) installCommand(code string) string {
@@ -116,70 +149,80 @@ func (g *Gateway) RevokeAgent(ctx context.Context, c Credentials, req plexus.Age
 	if reason == "" {
 		reason = "agent revoked by the owner"
 	}
-	out := plexus.AgentRevokeResponse{AgentID: req.AgentID}
-	var events []*plexus.Event
-	var touched []string
+	var ended agentEnded
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, touched = nil, nil
-		out = plexus.AgentRevokeResponse{AgentID: req.AgentID, RevokedJTIs: []string{}, RevokedSessions: []string{}}
-		agent, err := tx.Agent(req.AgentID)
-		if errors.Is(err, plexus.ErrNotFound) {
-			return plexus.Errorf(plexus.CodeNotFound, "no agent %q", req.AgentID)
-		} else if err != nil {
+		var err error
+		if ended, err = endAgent(tx, req.AgentID, reason, now); err != nil {
 			return err
 		}
-		if agent.RevokedAt != nil {
-			return plexus.Errorf(plexus.CodeConflict, "agent %s is already revoked", agent.ID)
-		}
-		agent.RevokedAt = &now
-		if err := tx.PutAgent(agent); err != nil {
-			return err
-		}
-		sids, err := tx.RevokeSessions(plexus.SessionAgent, agent.ID, 0, now)
-		if err != nil {
-			return err
-		}
-		out.RevokedSessions = append(out.RevokedSessions, sids...)
-		toks, err := tx.LiveTokens(agent.ID, "", "", now)
-		if err != nil {
-			return err
-		}
-		for i := range toks {
-			if ok, err := tx.RevokeToken(toks[i].JTI, reason, now); err != nil {
-				return err
-			} else if ok {
-				out.RevokedJTIs = append(out.RevokedJTIs, toks[i].JTI)
-				ev := revokedEvent(&toks[i], reason)
-				if err := tx.Publish(ev); err != nil {
-					return err
-				}
-				events = append(events, ev)
-			}
-		}
-		grants, err := tx.Grants(agent.ID, now)
-		if err != nil {
-			return err
-		}
-		for _, gr := range grants {
-			if err := tx.RevokeGrant(gr.ID, now); err != nil {
-				return err
-			}
-			touched = append(touched, gr.PendingID)
-		}
-		out.RevokedGrants = len(grants)
-		out.OK = true
-		return tx.Record(&plexus.Activity{Actor: plexus.ActorHuman, AgentID: agent.ID, ActionType: "agent.revoked", Target: agent.ID,
-			Payload: map[string]any{"reason": reason, "via": g.adminVia(c), "sessions": len(sids), "revokedJtis": out.RevokedJTIs,
-				"grants": len(grants)}})
+		return tx.Record(&plexus.Activity{Actor: plexus.ActorHuman, AgentID: req.AgentID, ActionType: "agent.revoked", Target: req.AgentID,
+			Payload: map[string]any{"reason": reason, "via": g.adminVia(c), "sessions": len(ended.resp.RevokedSessions),
+				"revokedJtis": ended.resp.RevokedJTIs, "grants": ended.resp.RevokedGrants}})
 	})
 	if err != nil {
 		return plexus.AgentRevokeResponse{}, plexus.AsError(err)
 	}
-	for _, ev := range events {
+	for _, ev := range ended.events {
 		g.bus.publish(*ev)
 	}
-	g.bus.end(out.RevokedSessions)
-	g.touch(touched...)
+	g.bus.end(ended.resp.RevokedSessions)
+	g.touch(ended.touched...)
+	return ended.resp, nil
+}
+
+// agentEnded is what revoking an agent ended, inside the transaction: the
+// answer, the token_revoked events to publish after commit and the
+// decisions whose grants were revoked.
+type agentEnded struct {
+	resp    plexus.AgentRevokeResponse
+	events  []*plexus.Event
+	touched []string
+}
+
+// endAgent marks agentID revoked and ends its sessions, its live tokens and
+// its grants, inside tx. An unknown or already revoked agent is refused.
+func endAgent(tx plexus.StateTx, agentID, reason string, now time.Time) (agentEnded, error) {
+	out := agentEnded{resp: plexus.AgentRevokeResponse{AgentID: agentID, RevokedJTIs: []string{}, RevokedSessions: []string{}}}
+	agent, err := tx.Agent(agentID)
+	if errors.Is(err, plexus.ErrNotFound) {
+		return agentEnded{}, plexus.Errorf(plexus.CodeNotFound, "no agent %q", agentID)
+	} else if err != nil {
+		return agentEnded{}, err
+	}
+	if agent.RevokedAt != nil {
+		return agentEnded{}, plexus.Errorf(plexus.CodeConflict, "agent %s is already revoked", agent.ID)
+	}
+	agent.RevokedAt = &now
+	if err := tx.PutAgent(agent); err != nil {
+		return agentEnded{}, err
+	}
+	sids, err := tx.RevokeSessions(plexus.SessionAgent, agent.ID, 0, now)
+	if err != nil {
+		return agentEnded{}, err
+	}
+	out.resp.RevokedSessions = append(out.resp.RevokedSessions, sids...)
+	toks, err := tx.LiveTokens(agent.ID, "", "", now)
+	if err != nil {
+		return agentEnded{}, err
+	}
+	jtis, events, err := revokeTokens(tx, toks, reason, now)
+	if err != nil {
+		return agentEnded{}, err
+	}
+	out.resp.RevokedJTIs = append(out.resp.RevokedJTIs, jtis...)
+	out.events = events
+	grants, err := tx.Grants(agent.ID, now)
+	if err != nil {
+		return agentEnded{}, err
+	}
+	for _, gr := range grants {
+		if err := tx.RevokeGrant(gr.ID, now); err != nil {
+			return agentEnded{}, err
+		}
+		out.touched = append(out.touched, gr.PendingID)
+	}
+	out.resp.RevokedGrants = len(grants)
+	out.resp.OK = true
 	return out, nil
 }
 

@@ -251,8 +251,36 @@ func (g *Gateway) afterDecision(ctx context.Context, eff decided) {
 // extension registration it removes the extension, purging its grants. It reports how many
 // grants it revoked; none is not an error (they may have ended already).
 func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via, reason string) (int, error) {
+	decidedBy, reason, err := checkRevocation(decidedBy, via, reason)
+	if err != nil {
+		return 0, err
+	}
+	var eff decisionRevoked
+	err = g.update(ctx, true, func(tx plexus.StateTx) error {
+		var err error
+		eff, err = g.revokeDecided(tx, pendingID, decidedBy, via, reason)
+		return err
+	})
+	if err != nil {
+		return 0, plexus.AsError(err)
+	}
+	return g.afterRevokeDecision(ctx, pendingID, eff, decidedBy, via)
+}
+
+// decisionRevoked is what revoking a decision did inside the transaction,
+// and what remains to do after commit.
+type decisionRevoked struct {
+	events    []*plexus.Event // token_revoked, to publish
+	grants    int             // grants revoked
+	uninstall string          // the source of an approved extension decision
+	refresh   string          // the source of an approved definition, unpinned
+}
+
+// checkRevocation refuses a revocation that names no channel and fills the
+// defaults of who revoked and why.
+func checkRevocation(decidedBy, via, reason string) (string, string, error) {
 	if via == "" {
-		return 0, plexus.Errorf(plexus.CodeInvalidRequest, "a revocation must say via which channel it was made")
+		return "", "", plexus.Errorf(plexus.CodeInvalidRequest, "a revocation must say via which channel it was made")
 	}
 	if decidedBy == "" {
 		decidedBy = plexus.ActorHuman
@@ -261,82 +289,94 @@ func (g *Gateway) RevokeDecision(ctx context.Context, pendingID, decidedBy, via,
 	if reason == "" {
 		reason = "revoked by the owner"
 	}
-	var events []*plexus.Event
-	var n int
-	var uninstall string // the source of an approved extension decision
-	var refresh string   // the source of an approved definition, unpinned
-	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		events, n, uninstall, refresh = nil, 0, "", ""
-		p, err := tx.Pending(pendingID)
-		if errors.Is(err, plexus.ErrNotFound) {
-			return plexus.Errorf(plexus.CodeNotFound, "no decision %q", pendingID)
-		} else if err != nil {
-			return err
-		}
-		if p.State != plexus.StateApproved {
-			return plexus.Errorf(plexus.CodeConflict, "decision %s is %s: it granted nothing to revoke", p.ID, p.State)
-		}
-		if p.Extension != nil {
-			uninstall = p.Extension.Source
-			return nil
-		}
-		if p.Definition != nil {
-			unpinned, err := g.revokeDefinition(tx, p, decidedBy, via, reason)
-			if err != nil {
-				return err
-			}
-			refresh = unpinned
-			return nil
-		}
-		now := g.now()
-		for _, it := range p.Items {
-			gr, err := tx.Grant(p.AgentID, it.CapabilityID)
-			if errors.Is(err, plexus.ErrNotFound) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			if gr.PendingID != p.ID || !gr.Live(now) {
-				continue // ended already, or replaced by a newer decision
-			}
-			r, err := g.revokeScope(tx, p.AgentID, it.CapabilityID, reason, plexus.ActorHuman, via, p.TraceID)
-			if err != nil {
-				return err
-			}
-			events = append(events, r.events...)
-			n++
-		}
-		if n == 0 {
-			return nil
-		}
-		return tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: plexus.ActorHuman, AgentID: p.AgentID,
-			ActionType: "decision.revoked", Target: p.ID, Payload: map[string]any{"decidedBy": decidedBy, "via": via,
-				"reason": reason, "grants": n}})
-	})
-	if err != nil {
-		return 0, plexus.AsError(err)
+	return decidedBy, reason, nil
+}
+
+// revocable refuses to revoke a decision that granted nothing.
+func revocable(p *plexus.Pending) error {
+	if p.State != plexus.StateApproved {
+		return plexus.Errorf(plexus.CodeConflict, "decision %s is %s: it granted nothing to revoke", p.ID, p.State)
 	}
-	if refresh != "" {
-		g.refreshSource(ctx, refresh)
+	return nil
+}
+
+// revokeDecided revokes, inside tx, what the approved decision pendingID
+// gave: an extension is left to uninstall after commit, a definition is
+// unpinned, and each grant still standing from it is revoked with its
+// tokens, under one decision.revoked row.
+func (g *Gateway) revokeDecided(tx plexus.StateTx, pendingID, decidedBy, via, reason string) (decisionRevoked, error) {
+	p, err := tx.Pending(pendingID)
+	if errors.Is(err, plexus.ErrNotFound) {
+		return decisionRevoked{}, plexus.Errorf(plexus.CodeNotFound, "no decision %q", pendingID)
+	} else if err != nil {
+		return decisionRevoked{}, err
+	}
+	if err := revocable(p); err != nil {
+		return decisionRevoked{}, err
+	}
+	if p.Extension != nil {
+		return decisionRevoked{uninstall: p.Extension.Source}, nil
+	}
+	if p.Definition != nil {
+		unpinned, err := g.revokeDefinition(tx, p, decidedBy, via, reason)
+		if err != nil {
+			return decisionRevoked{}, err
+		}
+		return decisionRevoked{refresh: unpinned}, nil
+	}
+	var out decisionRevoked
+	now := g.now()
+	for _, it := range p.Items {
+		gr, err := tx.Grant(p.AgentID, it.CapabilityID)
+		if errors.Is(err, plexus.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return decisionRevoked{}, err
+		}
+		if gr.PendingID != p.ID || !gr.Live(now) {
+			continue // ended already, or replaced by a newer decision
+		}
+		r, err := g.revokeScope(tx, p.AgentID, it.CapabilityID, reason, plexus.ActorHuman, via, p.TraceID)
+		if err != nil {
+			return decisionRevoked{}, err
+		}
+		out.events = append(out.events, r.events...)
+		out.grants++
+	}
+	if out.grants == 0 {
+		return out, nil
+	}
+	return out, tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: plexus.ActorHuman, AgentID: p.AgentID,
+		ActionType: "decision.revoked", Target: p.ID, Payload: map[string]any{"decidedBy": decidedBy, "via": via,
+			"reason": reason, "grants": out.grants}})
+}
+
+// afterRevokeDecision does, after commit, what a revoked decision leaves:
+// refresh the source of an unpinned definition, uninstall an extension, or
+// publish the token_revoked events. It answers how many grants (or the one
+// definition or extension) it revoked.
+func (g *Gateway) afterRevokeDecision(ctx context.Context, pendingID string, eff decisionRevoked, decidedBy, via string) (int, error) {
+	if eff.refresh != "" {
+		g.refreshSource(ctx, eff.refresh)
 		g.touch(pendingID)
 		return 1, nil
 	}
-	if uninstall != "" {
+	if eff.uninstall != "" {
 		// An installed extension's decision: revoking it uninstalls the
 		// extension, with its grants.
-		if _, ok := g.d.Registry.Source(uninstall); !ok {
+		if _, ok := g.d.Registry.Source(eff.uninstall); !ok {
 			return 0, nil
 		}
-		if err := g.removeSource(ctx, uninstall, true, decidedBy, via); err != nil {
+		if err := g.removeSource(ctx, eff.uninstall, true, decidedBy, via); err != nil {
 			return 0, err
 		}
 		return 1, nil
 	}
-	for _, ev := range events {
+	for _, ev := range eff.events {
 		g.bus.publish(*ev)
 	}
 	g.touch(pendingID)
-	return n, nil
+	return eff.grants, nil
 }
 
 func optionalResolved(pendingID string, tok *plexus.ScopedToken) any {

@@ -197,3 +197,84 @@ func TestCommitDecision(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckRevocation: a revocation must name its channel; who revoked
+// defaults to the owner and the reason to a plain one.
+func TestCheckRevocation(t *testing.T) {
+	tests := []struct {
+		name, by, via, reason string
+		wantBy, wantReason    string
+		code                  plexus.ErrorCode
+	}{
+		{name: "OKDefaults", via: plexus.ViaCLI, wantBy: plexus.ActorHuman, wantReason: "revoked by the owner"},
+		{name: "OKGiven", by: "alice", via: plexus.ViaFile, reason: "done", wantBy: "alice", wantReason: "done"},
+		{name: "ErrNoChannel", reason: "done", code: plexus.CodeInvalidRequest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			by, reason, err := checkRevocation(tc.by, tc.via, tc.reason)
+			var code plexus.ErrorCode
+			if err != nil {
+				code = plexus.AsError(err).Code
+			}
+			if code != tc.code || by != tc.wantBy || reason != tc.wantReason {
+				t.Errorf("checkRevocation = %q, %q, %v; want %q, %q, code %q", by, reason, err, tc.wantBy, tc.wantReason, tc.code)
+			}
+		})
+	}
+}
+
+// TestRevokeDecided, on a real journal: revoking an approved decision ends
+// the grant it gave (with its token) under one decision.revoked row, leaves
+// a grant a newer decision replaced, and refuses an unknown decision or
+// one that granted nothing.
+func TestRevokeDecided(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	db := plexustest.MustOpenJournal(t)
+	g := &Gateway{now: func() time.Time { return now }}
+	put := func(p plexus.Pending) {
+		mustUpdate(t, db, func(tx plexus.StateTx) error { return tx.PutPending(&p) })
+	}
+	mustUpdate(t, db, func(tx plexus.StateTx) error {
+		if err := tx.PutAgent(&plexus.Agent{ID: "claude", CreatedAt: now}); err != nil {
+			return err
+		}
+		for _, gr := range []plexus.Grant{
+			{ID: "gr_a", PendingID: "pend_ok", StandingGrant: plexus.StandingGrant{AgentID: "claude", CapabilityID: "a"}},
+			{ID: "gr_b", PendingID: "pend_newer", StandingGrant: plexus.StandingGrant{AgentID: "claude", CapabilityID: "b"}},
+		} {
+			gr.Verbs, gr.GrantedAt, gr.ExpiresAt, gr.Standing = []plexus.Verb{plexus.VerbRead}, now, now.Add(time.Hour), true
+			if err := tx.PutGrant(&gr); err != nil {
+				return err
+			}
+		}
+		return tx.PutToken(&plexus.TokenRecord{JTI: "tok_a", AgentID: "claude", SessionID: "sess_1", IssuedAt: now,
+			ExpiresAt: now.Add(time.Hour), Scopes: []plexus.TokenScope{{ID: "a", Verbs: []plexus.Verb{plexus.VerbRead}}}})
+	})
+	items := []plexus.PendingItem{{CapabilityID: "a"}, {CapabilityID: "b"}}
+	put(plexus.Pending{ID: "pend_ok", Kind: plexus.PendingGrant, AgentID: "claude", State: plexus.StateApproved, Items: items,
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour), TraceID: "tr_ok"})
+	put(plexus.Pending{ID: "pend_denied", Kind: plexus.PendingGrant, AgentID: "claude", State: plexus.StateDenied, Items: items,
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+	revoke := func(id string) (decisionRevoked, error) {
+		var out decisionRevoked
+		err := db.Update(t.Context(), true, func(tx plexus.StateTx) error {
+			var err error
+			out, err = g.revokeDecided(tx, id, plexus.ActorHuman, plexus.ViaCLI, "done")
+			return err
+		})
+		return out, err
+	}
+	for id, code := range map[string]plexus.ErrorCode{"pend_nope": plexus.CodeNotFound, "pend_denied": plexus.CodeConflict} {
+		if _, err := revoke(id); plexus.AsError(err) == nil || plexus.AsError(err).Code != code {
+			t.Errorf("revoke %s: err = %v; want %s", id, err, code)
+		}
+	}
+	got, err := revoke("pend_ok")
+	if err != nil || got.grants != 1 || len(got.events) != 1 || got.uninstall != "" || got.refresh != "" {
+		t.Fatalf("revoke = %+v, %v; want the one grant of pend_ok revoked with its token's event", got, err)
+	}
+	if want := []string{"grant.revoked", "decision.revoked"}; !slices.Equal(actions(t, db), want) {
+		t.Errorf("rows = %v; want %v", actions(t, db), want)
+	}
+}

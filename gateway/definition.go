@@ -57,78 +57,118 @@ func (g *Gateway) CheckPins(ctx context.Context, source string, defs []Definitio
 	if settled {
 		return map[string]bool{}, nil
 	}
-	held := map[string]bool{}
+	var cmp pinComparison
 	var created []string
 	now := g.now()
 	err := g.update(ctx, true, func(tx plexus.StateTx) error {
-		clear(held)
-		created = created[:0]
 		pins, err := tx.Pins(source)
 		if err != nil {
 			return err
 		}
-		first := len(pins) == 0
-		byEntry := make(map[string]plexus.Pin, len(pins))
-		for _, p := range pins {
-			byEntry[p.EntryID] = p
-		}
-		var waiting map[string]bool // entry|hash of undecided definition decisions
-		var pinned []string
-		for _, d := range defs {
-			pin, ok := byEntry[d.EntryID]
-			if !ok {
-				if err := tx.PutPin(&plexus.Pin{Source: source, EntryID: d.EntryID, Hash: d.Hash, Definition: d.Raw, PinnedAt: now}); err != nil {
-					return err
-				}
-				pinned = append(pinned, d.EntryID)
-				continue
-			}
-			if pin.Hash == d.Hash {
-				continue
-			}
-			held[d.EntryID] = true
-			if waiting == nil {
-				if waiting, err = waitingDefinitions(tx); err != nil {
-					return err
-				}
-			}
-			if waiting[d.EntryID+"|"+d.Hash] {
-				continue
-			}
-			p := &plexus.Pending{ID: auth.NewID("pend_"), Kind: plexus.PendingDefinition, State: plexus.StatePending,
-				CreatedAt: now, ExpiresAt: now.Add(DefinitionTTL), TraceID: auth.NewTraceID(),
-				Definition: &plexus.DefinitionChange{Source: source, EntryID: d.EntryID, Primitive: d.Primitive, Name: d.Name,
-					OldHash: pin.Hash, NewHash: d.Hash, Old: pin.Definition, New: d.Raw},
-				Narration: []plexus.PendingNarration{{ID: d.EntryID, Summary: fmt.Sprintf(
-					"%s changed its definition of %s after you added it; it is held out of every agent's manifest until you approve the new one.",
-					source, d.EntryID),
-					NotificationLine: fmt.Sprintf("%s changed the definition of %s: held until you approve it", source, d.EntryID)}},
-			}
-			if err := tx.PutPending(p); err != nil {
-				return err
-			}
-			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: plexus.ActorSystem, ActionType: "definition.changed",
-				Target: d.EntryID, Payload: map[string]any{"source": source, "pendingId": p.ID, "oldHash": pin.Hash, "newHash": d.Hash}}); err != nil {
-				return err
-			}
-			waiting[d.EntryID+"|"+d.Hash] = true
-			created = append(created, p.ID)
-		}
-		if len(pinned) == 0 {
-			return nil
-		}
-		action := "definition.pinned"
-		if first {
-			action = "source.pinned"
-		}
-		return tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: action, Target: source,
-			Payload: map[string]any{"entries": pinned}})
+		cmp = comparePins(pins, defs)
+		created, err = commitPins(tx, source, cmp, now)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("check pins of %s: %w", source, err)
 	}
 	g.touch(created...)
-	return held, nil
+	return cmp.held, nil
+}
+
+// pinComparison is how a source's definitions stand against its pins.
+type pinComparison struct {
+	first   bool            // the source had no pins: it was just added
+	fresh   []Definition    // definitions with no pin yet, to pin as they are
+	changed []pinChange     // definitions whose hash differs from the pin
+	held    map[string]bool // entry ids of changed, held out of the manifest
+}
+
+// pinChange is one definition that differs from what the owner accepted.
+type pinChange struct {
+	def Definition
+	pin plexus.Pin
+}
+
+// comparePins sorts defs, in order, into fresh, changed and settled
+// (pinned as they are, left out).
+func comparePins(pins []plexus.Pin, defs []Definition) pinComparison {
+	out := pinComparison{first: len(pins) == 0, held: map[string]bool{}}
+	byEntry := make(map[string]plexus.Pin, len(pins))
+	for _, p := range pins {
+		byEntry[p.EntryID] = p
+	}
+	for _, d := range defs {
+		pin, ok := byEntry[d.EntryID]
+		switch {
+		case !ok:
+			out.fresh = append(out.fresh, d)
+		case pin.Hash != d.Hash:
+			out.held[d.EntryID] = true
+			out.changed = append(out.changed, pinChange{def: d, pin: pin})
+		}
+	}
+	return out
+}
+
+// commitPins pins the fresh definitions of cmp with one row, and puts up
+// each changed one for the owner with its definition.changed row unless
+// the owner was already asked about that hash, inside tx. It answers the
+// ids of the decisions it created.
+func commitPins(tx plexus.StateTx, source string, cmp pinComparison, now time.Time) ([]string, error) {
+	var pinned []string
+	for _, d := range cmp.fresh {
+		if err := tx.PutPin(&plexus.Pin{Source: source, EntryID: d.EntryID, Hash: d.Hash, Definition: d.Raw, PinnedAt: now}); err != nil {
+			return nil, err
+		}
+		pinned = append(pinned, d.EntryID)
+	}
+	var created []string
+	if len(cmp.changed) > 0 {
+		waiting, err := waitingDefinitions(tx)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cmp.changed {
+			if waiting[c.def.EntryID+"|"+c.def.Hash] {
+				continue
+			}
+			p := definitionPending(source, c, now)
+			if err := tx.PutPending(p); err != nil {
+				return nil, err
+			}
+			if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: plexus.ActorSystem, ActionType: "definition.changed",
+				Target: c.def.EntryID, Payload: map[string]any{"source": source, "pendingId": p.ID, "oldHash": c.pin.Hash, "newHash": c.def.Hash}}); err != nil {
+				return nil, err
+			}
+			waiting[c.def.EntryID+"|"+c.def.Hash] = true
+			created = append(created, p.ID)
+		}
+	}
+	if len(pinned) == 0 {
+		return created, nil
+	}
+	action := "definition.pinned"
+	if cmp.first {
+		action = "source.pinned"
+	}
+	return created, tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: action, Target: source,
+		Payload: map[string]any{"entries": pinned}})
+}
+
+// definitionPending is the decision that puts a changed definition up for
+// the owner.
+func definitionPending(source string, c pinChange, now time.Time) *plexus.Pending {
+	d := c.def
+	return &plexus.Pending{ID: auth.NewID("pend_"), Kind: plexus.PendingDefinition, State: plexus.StatePending,
+		CreatedAt: now, ExpiresAt: now.Add(DefinitionTTL), TraceID: auth.NewTraceID(),
+		Definition: &plexus.DefinitionChange{Source: source, EntryID: d.EntryID, Primitive: d.Primitive, Name: d.Name,
+			OldHash: c.pin.Hash, NewHash: d.Hash, Old: c.pin.Definition, New: d.Raw},
+		Narration: []plexus.PendingNarration{{ID: d.EntryID, Summary: fmt.Sprintf(
+			"%s changed its definition of %s after you added it; it is held out of every agent's manifest until you approve the new one.",
+			source, d.EntryID),
+			NotificationLine: fmt.Sprintf("%s changed the definition of %s: held until you approve it", source, d.EntryID)}},
+	}
 }
 
 // allPinned reports whether every definition has a pin of its hash.

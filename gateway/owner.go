@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
@@ -45,7 +46,7 @@ func (g *Gateway) adminVia(c Credentials) string {
 	return plexus.ViaAdminAPI
 }
 
-func (g *Gateway) keyEpoch(tx plexus.StateTx) (int64, error) {
+func keyEpoch(tx plexus.StateTx) (int64, error) {
 	v, err := tx.Meta(metaKeyEpoch)
 	if errors.Is(err, plexus.ErrNotFound) {
 		return 1, nil
@@ -67,49 +68,15 @@ func (g *Gateway) RotateKey(ctx context.Context, c Credentials) (plexus.KeyRotat
 		return plexus.KeyRotateResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not generate a key")
 	}
 	now := g.now()
-	out := plexus.KeyRotateResponse{ConnectionKey: key}
-	var events []*plexus.Event
 	newHash := g.d.Hasher.Hash(key)
+	var rot keyRotation
 	var prevHash []byte
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		events = nil
-		out.RevokedSessions, out.RevokedJTIs = []string{}, []string{}
-		epoch, err := g.keyEpoch(tx)
-		if err != nil {
+		var err error
+		if rot, err = endKeySessions(tx, now); err != nil {
 			return err
 		}
-		epoch++
-		if err := tx.SetMeta(metaKeyEpoch, strconv.FormatInt(epoch, 10)); err != nil {
-			return err
-		}
-		for _, kind := range []plexus.SessionKind{plexus.SessionAdmin, plexus.SessionAnon} {
-			sids, err := tx.RevokeSessions(kind, "", epoch, now)
-			if err != nil {
-				return err
-			}
-			out.RevokedSessions = append(out.RevokedSessions, sids...)
-			for _, sid := range sids {
-				toks, err := tx.LiveTokens("", "", sid, now)
-				if err != nil {
-					return err
-				}
-				for i := range toks {
-					if ok, err := tx.RevokeToken(toks[i].JTI, "connection-key rotated", now); err != nil {
-						return err
-					} else if ok {
-						out.RevokedJTIs = append(out.RevokedJTIs, toks[i].JTI)
-						ev := revokedEvent(&toks[i], "connection-key rotated")
-						if err := tx.Publish(ev); err != nil {
-							return err
-						}
-						events = append(events, ev)
-					}
-				}
-			}
-		}
-		if err := tx.Record(&plexus.Activity{Actor: plexus.ActorHuman, ActionType: "key.rotated", Target: "connection-key",
-			Payload: map[string]any{"epoch": epoch, "sessions": len(out.RevokedSessions), "revokedJtis": out.RevokedJTIs,
-				"via": g.adminVia(c)}}); err != nil {
+		if err := tx.Record(keyRotatedRow(rot, g.adminVia(c))); err != nil {
 			return err
 		}
 		// Last, so that a failure to persist the key rolls everything back
@@ -119,29 +86,92 @@ func (g *Gateway) RotateKey(ctx context.Context, c Credentials) (plexus.KeyRotat
 				return fmt.Errorf("save connection-key: %w", err)
 			}
 		}
-		// The key changes in memory inside this transaction, under the
-		// writer lock: an admin handshake checks the key again inside its
-		// own transaction, so it either committed before this one (and its
-		// session was ended above) or sees the new key.
-		g.mu.Lock()
-		if !bytes.Equal(g.keyHash, newHash) {
-			prevHash = g.keyHash
-		}
-		g.keyHash = newHash
-		g.mu.Unlock()
+		prevHash = g.swapKeyHash(newHash)
 		return nil
 	})
 	if err != nil {
-		g.mu.Lock()
-		if prevHash != nil && bytes.Equal(g.keyHash, newHash) {
-			g.keyHash = prevHash // the commit failed: the old key stays in force
-		}
-		g.mu.Unlock()
+		g.restoreKeyHash(prevHash, newHash)
 		return plexus.KeyRotateResponse{}, plexus.AsError(err)
 	}
-	for _, ev := range events {
+	for _, ev := range rot.events {
 		g.bus.publish(*ev)
 	}
-	g.bus.end(out.RevokedSessions)
+	g.bus.end(rot.sessions)
+	return plexus.KeyRotateResponse{ConnectionKey: key, RevokedSessions: rot.sessions, RevokedJTIs: rot.jtis}, nil
+}
+
+// keyRotation is what rotating the connection-key ended, inside the
+// transaction: the new epoch, the sessions opened under the old key and
+// their tokens, with the token_revoked events to publish after commit.
+type keyRotation struct {
+	epoch    int64
+	sessions []string
+	jtis     []string
+	events   []*plexus.Event
+}
+
+// endKeySessions moves the key epoch on and ends every admin and anon
+// session of an older epoch with its live tokens, inside tx.
+func endKeySessions(tx plexus.StateTx, now time.Time) (keyRotation, error) {
+	out := keyRotation{sessions: []string{}, jtis: []string{}}
+	epoch, err := keyEpoch(tx)
+	if err != nil {
+		return keyRotation{}, err
+	}
+	out.epoch = epoch + 1
+	if err := tx.SetMeta(metaKeyEpoch, strconv.FormatInt(out.epoch, 10)); err != nil {
+		return keyRotation{}, err
+	}
+	for _, kind := range []plexus.SessionKind{plexus.SessionAdmin, plexus.SessionAnon} {
+		sids, err := tx.RevokeSessions(kind, "", out.epoch, now)
+		if err != nil {
+			return keyRotation{}, err
+		}
+		out.sessions = append(out.sessions, sids...)
+		for _, sid := range sids {
+			toks, err := tx.LiveTokens("", "", sid, now)
+			if err != nil {
+				return keyRotation{}, err
+			}
+			jtis, events, err := revokeTokens(tx, toks, "connection-key rotated", now)
+			if err != nil {
+				return keyRotation{}, err
+			}
+			out.jtis = append(out.jtis, jtis...)
+			out.events = append(out.events, events...)
+		}
+	}
 	return out, nil
+}
+
+// keyRotatedRow is the key.rotated row of a rotation.
+func keyRotatedRow(rot keyRotation, via string) *plexus.Activity {
+	return &plexus.Activity{Actor: plexus.ActorHuman, ActionType: "key.rotated", Target: "connection-key",
+		Payload: map[string]any{"epoch": rot.epoch, "sessions": len(rot.sessions), "revokedJtis": rot.jtis, "via": via}}
+}
+
+// swapKeyHash puts the new key in force and returns the hash it replaced
+// (nil when the key did not change). It runs inside the rotation's
+// transaction, under the writer lock: an admin handshake checks the key
+// again inside its own transaction, so it either committed before the
+// rotation (and its session was ended) or sees the new key.
+func (g *Gateway) swapKeyHash(newHash []byte) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var prev []byte
+	if !bytes.Equal(g.keyHash, newHash) {
+		prev = g.keyHash
+	}
+	g.keyHash = newHash
+	return prev
+}
+
+// restoreKeyHash puts the old key back in force after a rotation whose
+// commit failed.
+func (g *Gateway) restoreKeyHash(prev, newHash []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if prev != nil && bytes.Equal(g.keyHash, newHash) {
+		g.keyHash = prev
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
@@ -77,54 +78,14 @@ func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRe
 	now := g.now()
 	var agentID string
 	var fail *plexus.Error
+	patHash := g.d.Hasher.Hash(pat)
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
-		ec, err := tx.EnrollCode(hash)
-		if errors.Is(err, plexus.ErrNotFound) {
-			fail = plexus.Errorf(plexus.CodeUnknownCode, "unknown enrollment code")
-			return fail
-		} else if err != nil {
-			return err
-		}
-		switch {
-		case ec.ConsumedAt != nil:
-			fail = plexus.Errorf(plexus.CodeCodeConsumed, "this enrollment code was already redeemed")
-			return fail
-		case !now.Before(ec.ExpiresAt):
-			fail = plexus.Errorf(plexus.CodeCodeExpired, "this enrollment code expired; ask the owner for a new one (plexus agents connect %s)", ec.AgentID)
+		var err error
+		agentID, fail, err = redeemCode(tx, hash, patHash, remote, now)
+		if fail != nil {
 			return fail
 		}
-		agent, err := tx.Agent(ec.AgentID)
-		if err != nil {
-			return err
-		}
-		if agent.RevokedAt != nil {
-			fail = plexus.Errorf(plexus.CodeUnknownCode, "the agent this code was issued for has been revoked")
-			return fail
-		}
-		ok, err := tx.ConsumeEnrollCode(hash, now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			fail = plexus.Errorf(plexus.CodeCodeConsumed, "this enrollment code was already redeemed")
-			return fail
-		}
-		replaced := agent.PATHash != nil
-		agent.PATHash = g.d.Hasher.Hash(pat)
-		agent.EnrolledAt = &now
-		if err := tx.PutAgent(agent); err != nil {
-			return err
-		}
-		if replaced {
-			// A new PAT replaces the old one: sessions opened under the
-			// old PAT end with it (their tokens die with the session).
-			if _, err := tx.RevokeSessions(plexus.SessionAgent, agent.ID, 0, now); err != nil {
-				return err
-			}
-		}
-		agentID = agent.ID
-		return tx.Record(&plexus.Activity{TraceID: ec.TraceID, Actor: agent.ID, AgentID: agent.ID,
-			ActionType: "agent.enrolled", Target: agent.ID, Payload: map[string]any{"remote": remote}})
+		return err
 	})
 	if fail != nil {
 		g.credentialFailed(ctx, bucket, remote, "enroll", string(fail.Code))
@@ -135,6 +96,62 @@ func (g *Gateway) Enroll(ctx context.Context, remote string, req plexus.EnrollRe
 	}
 	g.credentialOK(bucket)
 	return plexus.EnrollResponse{PAT: pat, AgentID: agentID}, nil
+}
+
+// redeemCode consumes the enrollment code of hash and stores patHash as its
+// agent's PAT, with the agent.enrolled row, inside tx. A code that cannot
+// be redeemed answers its typed refusal as fail and changes nothing.
+func redeemCode(tx plexus.StateTx, hash, patHash []byte, remote string, now time.Time) (agentID string, fail *plexus.Error, err error) {
+	ec, err := tx.EnrollCode(hash)
+	if errors.Is(err, plexus.ErrNotFound) {
+		return "", plexus.Errorf(plexus.CodeUnknownCode, "unknown enrollment code"), nil
+	} else if err != nil {
+		return "", nil, err
+	}
+	if fail := codeRefusal(ec, now); fail != nil {
+		return "", fail, nil
+	}
+	agent, err := tx.Agent(ec.AgentID)
+	if err != nil {
+		return "", nil, err
+	}
+	if agent.RevokedAt != nil {
+		return "", plexus.Errorf(plexus.CodeUnknownCode, "the agent this code was issued for has been revoked"), nil
+	}
+	ok, err := tx.ConsumeEnrollCode(hash, now)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok {
+		return "", plexus.Errorf(plexus.CodeCodeConsumed, "this enrollment code was already redeemed"), nil
+	}
+	replaced := agent.PATHash != nil
+	agent.PATHash = patHash
+	agent.EnrolledAt = &now
+	if err := tx.PutAgent(agent); err != nil {
+		return "", nil, err
+	}
+	if replaced {
+		// A new PAT replaces the old one: sessions opened under the
+		// old PAT end with it (their tokens die with the session).
+		if _, err := tx.RevokeSessions(plexus.SessionAgent, agent.ID, 0, now); err != nil {
+			return "", nil, err
+		}
+	}
+	return agent.ID, nil, tx.Record(&plexus.Activity{TraceID: ec.TraceID, Actor: agent.ID, AgentID: agent.ID,
+		ActionType: "agent.enrolled", Target: agent.ID, Payload: map[string]any{"remote": remote}})
+}
+
+// codeRefusal answers why an enrollment code cannot be redeemed at now
+// (consumed, or expired), or nil.
+func codeRefusal(ec *plexus.EnrollCode, now time.Time) *plexus.Error {
+	switch {
+	case ec.ConsumedAt != nil:
+		return plexus.Errorf(plexus.CodeCodeConsumed, "this enrollment code was already redeemed")
+	case !now.Before(ec.ExpiresAt):
+		return plexus.Errorf(plexus.CodeCodeExpired, "this enrollment code expired; ask the owner for a new one (plexus agents connect %s)", ec.AgentID)
+	}
+	return nil
 }
 
 // Handshake opens a session. The PAT path (Authorization: Bearer plx_agent_…)
@@ -255,7 +272,7 @@ func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string,
 			fail = plexus.Errorf(plexus.CodeUnauthorized, "wrong connection-key")
 			return fail
 		}
-		epoch, err := g.keyEpoch(tx)
+		epoch, err := keyEpoch(tx)
 		if err != nil {
 			return err
 		}

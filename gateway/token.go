@@ -284,20 +284,8 @@ func (g *Gateway) revokeScope(tx plexus.StateTx, agentID, capabilityID, reason, 
 	if err != nil {
 		return revocation{}, err
 	}
-	for i := range toks {
-		ok, err := tx.RevokeToken(toks[i].JTI, reason, now)
-		if err != nil {
-			return revocation{}, err
-		}
-		if !ok {
-			continue
-		}
-		out.jtis = append(out.jtis, toks[i].JTI)
-		ev := revokedEvent(&toks[i], reason)
-		if err := tx.Publish(ev); err != nil {
-			return revocation{}, err
-		}
-		out.events = append(out.events, ev)
+	if out.jtis, out.events, err = revokeTokens(tx, toks, reason, now); err != nil {
+		return revocation{}, err
 	}
 	a := &plexus.Activity{TraceID: traceID, Actor: actor, AgentID: agentID, ActionType: "grant.revoked", Target: capabilityID,
 		Payload: map[string]any{"reason": reason, "via": via, "grantRemoved": out.removed, "revokedJtis": out.jtis}}
@@ -306,6 +294,30 @@ func (g *Gateway) revokeScope(tx plexus.StateTx, agentID, capabilityID, reason, 
 	}
 	out.auditID = a.AuditID()
 	return out, nil
+}
+
+// revokeTokens revokes each of toks still live, inside tx, and queues its
+// token_revoked event; it answers the jtis it revoked and the events to
+// publish after commit.
+func revokeTokens(tx plexus.StateTx, toks []plexus.TokenRecord, reason string, now time.Time) ([]string, []*plexus.Event, error) {
+	var jtis []string
+	var events []*plexus.Event
+	for i := range toks {
+		ok, err := tx.RevokeToken(toks[i].JTI, reason, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			continue
+		}
+		jtis = append(jtis, toks[i].JTI)
+		ev := revokedEvent(&toks[i], reason)
+		if err := tx.Publish(ev); err != nil {
+			return nil, nil, err
+		}
+		events = append(events, ev)
+	}
+	return jtis, events, nil
 }
 
 func revokedEvent(rec *plexus.TokenRecord, reason string) *plexus.Event {

@@ -38,13 +38,8 @@ func (s *Server) handleHandshake(w nethttp.ResponseWriter, r *nethttp.Request) {
 // the owner: the request was taken, its outcome comes later.
 func (s *Server) handleRequestGrants(w nethttp.ResponseWriter, r *nethttp.Request) {
 	var req plexus.GrantRequest
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	c := credentials(r)
-	if err := reconcileSession(&c, &req.SessionID); err != nil {
-		s.writeError(w, r, err)
+	c, ok := s.decodeSession(w, r, &req, &req.SessionID)
+	if !ok {
 		return
 	}
 	tok, pending, err := s.b.Grants.RequestGrants(r.Context(), c, req)
@@ -77,13 +72,8 @@ func (s *Server) handleGrantStatus(w nethttp.ResponseWriter, r *nethttp.Request)
 
 func (s *Server) handleRefresh(w nethttp.ResponseWriter, r *nethttp.Request) {
 	var req plexus.RefreshRequest
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	c := credentials(r)
-	if err := reconcileSession(&c, &req.SessionID); err != nil {
-		s.writeError(w, r, err)
+	c, ok := s.decodeSession(w, r, &req, &req.SessionID)
+	if !ok {
 		return
 	}
 	resp, err := s.b.Grants.Refresh(r.Context(), c, req)

@@ -170,6 +170,22 @@ func credentials(r *nethttp.Request) gateway.Credentials {
 	return c
 }
 
+// decodeSession decodes the body of a request that names its session into
+// req and reconciles sessionID (a field of req) with the header's. When it
+// answers false it has written the error.
+func (s *Server) decodeSession(w nethttp.ResponseWriter, r *nethttp.Request, req any, sessionID *string) (gateway.Credentials, bool) {
+	if err := s.decode(w, r, req, false); err != nil {
+		s.writeError(w, r, err)
+		return gateway.Credentials{}, false
+	}
+	c := credentials(r)
+	if err := reconcileSession(&c, sessionID); err != nil {
+		s.writeError(w, r, err)
+		return gateway.Credentials{}, false
+	}
+	return c, true
+}
+
 // reconcileSession lets a session id arrive in the body or the header. A
 // missing one is filled from the other; two different ones are refused
 // rather than guessing which the caller meant.

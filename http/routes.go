@@ -109,13 +109,8 @@ func (s *Server) fallback(w nethttp.ResponseWriter, r *nethttp.Request) {
 // agent's extension waits for the owner.
 func (s *Server) handleRegisterExtension(w nethttp.ResponseWriter, r *nethttp.Request) {
 	var req plexus.ExtensionRegisterRequest
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	c := credentials(r)
-	if err := reconcileSession(&c, &req.SessionID); err != nil {
-		s.writeError(w, r, err)
+	c, ok := s.decodeSession(w, r, &req, &req.SessionID)
+	if !ok {
 		return
 	}
 	resp, err := s.b.Extensions.RegisterExtension(r.Context(), c, req)

@@ -142,23 +142,8 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Handler returns the guarded handler with every route. The Host guard
-// expects the port of Options.Addr unless Listen or Serve has learnt another.
-func (s *Server) Handler() nethttp.Handler { return s.handler }
-
 // Port returns the port the Host guard currently accepts.
 func (s *Server) Port() int { return int(s.port.Load()) }
-
-// Listen binds Options.Addr synchronously and records the bound port, so
-// "127.0.0.1:0" works and a bind error surfaces before anything is served.
-func (s *Server) Listen() (net.Listener, error) {
-	ln, err := net.Listen("tcp", s.opts.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", s.opts.Addr, err)
-	}
-	s.learnPort(ln)
-	return ln, nil
-}
 
 func (s *Server) learnPort(ln net.Listener) {
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {

@@ -223,7 +223,7 @@ func (w body) reaches(p plexus.Pending) {
 		}
 	case p.Definition == nil:
 		for _, it := range p.Items {
-			if reachOf(p.Narration, it.CapabilityID) != nil {
+			if plexus.ReachOf(p.Narration, it.CapabilityID) != nil {
 				ids = append(ids, it.CapabilityID)
 			}
 		}
@@ -233,7 +233,7 @@ func (w body) reaches(p plexus.Pending) {
 	}
 	lines := []string{"## What it reaches", "", "Read from each entry's route by Plexus (not from the agent's words): this is what runs.", ""}
 	for _, id := range ids {
-		r := reachOf(p.Narration, id)
+		r := plexus.ReachOf(p.Narration, id)
 		if r == nil {
 			lines = append(lines, "- "+code(id)+": Plexus did not record what it reaches (the request predates this check); deny it and ask again.")
 			continue
@@ -455,7 +455,7 @@ func (w body) extension(m plexus.ExtensionManifest, narration []plexus.PendingNa
 		}
 		id := extEntryID(m.Source, d.Name)
 		vs := d.Grants
-		if r := reachOf(narration, id); r != nil && len(r.Verbs) > 0 {
+		if r := plexus.ReachOf(narration, id); r != nil && len(r.Verbs) > 0 {
 			vs = r.Verbs
 		}
 		verbs := "no verbs"

@@ -249,7 +249,7 @@ func extensionOf(m plexus.ExtensionManifest, narration []plexus.PendingNarration
 		}
 		id := extEntryID(m.Source, d.Name)
 		e := fmEntry{ID: oneLine(id), Kind: oneLine(string(d.Kind)), Verbs: words(d.Grants), Transport: oneLine(string(t))}
-		if r := reachOf(narration, id); r != nil {
+		if r := plexus.ReachOf(narration, id); r != nil {
 			if !slices.Equal(plexus.NormalizeVerbs(r.Verbs), plexus.NormalizeVerbs(d.Grants)) && len(r.Verbs) > 0 {
 				e.Verbs, e.Declared = words(r.Verbs), words(d.Grants)
 			}
@@ -262,15 +262,6 @@ func extensionOf(m plexus.ExtensionManifest, narration []plexus.PendingNarration
 		x.Secrets = append(x.Secrets, oneLine(sr.Name))
 	}
 	return x
-}
-
-// reachOf finds the reach the gateway recorded for entry id, or nil.
-func reachOf(narration []plexus.PendingNarration, id string) *plexus.Reach {
-	i := slices.IndexFunc(narration, func(n plexus.PendingNarration) bool { return n.ID == id && n.Reach != nil })
-	if i < 0 {
-		return nil
-	}
-	return narration[i].Reach
 }
 
 func fmReachOf(r plexus.Reach) *fmReach {

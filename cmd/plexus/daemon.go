@@ -100,18 +100,12 @@ type daemon struct {
 // startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
 // journal, loads the owner's sources and binds the listener. It does not
 // serve yet: call run.
-func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
+func startDaemon(ctx context.Context, o daemonOptions) (*daemon, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if _, err := scaffold.Init(o.Home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
-		return nil, fmt.Errorf("initialize %s: %w", o.Home, err)
-	}
-	if err := scaffold.Verify(o.Home); err != nil {
-		return nil, err
-	}
-	home, err := scaffold.Load(o.Home)
+	home, err := prepareHome(o.Home)
 	if err != nil {
 		return nil, err
 	}
@@ -119,24 +113,78 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	if addr == "" {
 		addr = net.JoinHostPort(home.Network.Bind, strconv.Itoa(home.Network.Port))
 	}
-
 	db, err := journal.Open(ctx, home.Journal, journal.Options{AuditDir: home.Audit, Logger: log, Clock: o.Clock,
 		ChainKey: home.ChainKey, AnchorPath: home.Anchor})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			db.Close()
-		}
-	}()
+	d := &daemon{home: home, db: db, log: log}
+	if err := d.start(ctx, o, addr); err != nil {
+		d.closeStarted()
+		return nil, err
+	}
+	return d, nil
+}
+
+// prepareHome initializes PLEXUS_HOME on first start, verifies it and
+// loads it.
+func prepareHome(dir string) (*scaffold.Home, error) {
+	if _, err := scaffold.Init(dir, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+		return nil, fmt.Errorf("initialize %s: %w", dir, err)
+	}
+	if err := scaffold.Verify(dir); err != nil {
+		return nil, err
+	}
+	return scaffold.Load(dir)
+}
+
+// start wires the daemon on its open journal, in order: the registry and
+// its transports, the listener, the gateway, the files-as-API services and
+// the MCP servers, then loads the owner's sources. What it started before
+// an error is closed by closeStarted.
+func (d *daemon) start(ctx context.Context, o daemonOptions, addr string) error {
+	deps, err := gatewayDeps(d.home, o)
+	if err != nil {
+		return err
+	}
+	mcpTransport, err := d.addTransports(o)
+	if err != nil {
+		return err
+	}
+	// Bind before anything serves, so the base URL and the Host guard know
+	// the real port (":0" in tests) and a taken port fails at start.
+	d.ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another plexus running? set --addr or network.json)", addr, err)
+	}
+	if err := d.newGateway(o, deps); err != nil {
+		return err
+	}
+	// Before any child starts: what a crashed run left goes first.
+	d.reapChildren(ctx)
+	if err := d.newServices(o, mcpTransport); err != nil {
+		return err
+	}
+	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
+		Providers: d.providers})
+	if err := d.gw.LoadSources(ctx); err != nil {
+		return err
+	}
+	d.providers.Load(ctx)
+	return nil
+}
+
+// gatewayDeps builds the gateway's credentials and policies from the home's
+// keys and the options: the hasher, the signer, the rate limiter and the
+// authorizer (the owner confirms, unless a test says otherwise).
+func gatewayDeps(home *scaffold.Home, o daemonOptions) (gateway.Deps, error) {
 	hasher, err := auth.NewHasher(home.HashKey)
 	if err != nil {
-		return nil, fmt.Errorf("hash-key: %w", err)
+		return gateway.Deps{}, fmt.Errorf("hash-key: %w", err)
 	}
 	signer, err := auth.NewSigner(home.SigningKey, "plexus", o.Clock)
 	if err != nil {
-		return nil, fmt.Errorf("signing-key: %w", err)
+		return gateway.Deps{}, fmt.Errorf("signing-key: %w", err)
 	}
 	rate := o.RateLimit
 	if rate == 0 {
@@ -144,19 +192,23 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 	}
 	limiter, err := auth.NewRateLimiter(rate, int(rate*4), o.Clock)
 	if err != nil {
-		return nil, err
+		return gateway.Deps{}, err
 	}
 	authorizer := o.Authorizer
 	if authorizer == nil {
 		authorizer = auth.UserConfirmAuthorizer{}
 	}
+	return gateway.Deps{Signer: signer, Hasher: hasher, Limiter: limiter, Authorizer: authorizer}, nil
+}
 
-	d = &daemon{home: home, db: db, log: log}
+// addTransports builds the registry and every transport, and answers the
+// mcp transport the MCP servers' manager feeds.
+func (d *daemon) addTransports(o daemonOptions) (*mcpclient.Transport, error) {
 	// The registry calls back into the gateway, which needs the registry:
 	// the callbacks close over d and run only after both exist.
 	d.reg = registry.New(registry.Options{
 		HealthTTL:     o.HealthTTL,
-		Logger:        log,
+		Logger:        d.log,
 		Clock:         o.Clock,
 		Sensitivity:   auth.Sensitivity,
 		DefaultWindow: auth.DefaultWindow,
@@ -171,102 +223,96 @@ func startDaemon(ctx context.Context, o daemonOptions) (d *daemon, err error) {
 		env = os.Environ()
 	}
 	userHome, _ := os.UserHomeDir() // without one, the ~ folders are left out of the enriched PATH
-	plat := platform.New(platform.Options{Home: home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS, Logger: log})
+	plat := platform.New(platform.Options{Home: d.home.Dir, UserHome: userHome, Env: env, GOOS: runtime.GOOS, Logger: d.log})
 	d.plat = plat
 	d.rest = localrest.New(plat, plat, localrest.Options{})
-	defer func() {
-		if err != nil {
-			d.rest.Close()
-		}
-	}()
 	d.reg.AddTransport(d.rest)
 	d.reg.AddTransport(cliexec.New(plat, plat, cliexec.Options{}))
-	d.stdio = stdio.New(plat, plat, stdio.Options{Logger: log}) // backoffs run on real time, whatever the daemon's clock
-	defer func() {
-		if err != nil {
-			d.stdio.Close()
-		}
-	}()
+	d.stdio = stdio.New(plat, plat, stdio.Options{Logger: d.log}) // backoffs run on real time, whatever the daemon's clock
 	d.reg.AddTransport(d.stdio)
-	d.providers, err = ipchost.New(d.reg, home.Dir, home.SocketDir, plat, o.IPC, log, d.note)
+	var err error
+	d.providers, err = ipchost.New(d.reg, d.home.Dir, d.home.SocketDir, plat, o.IPC, d.log, d.note)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			d.providers.Hub().Close()
-		}
-	}()
 	d.reg.AddTransport(d.providers.Hub())
 	d.reg.AddTransport(skill.Transport{})
 	d.reg.AddTransport(workflow.New(d.reg.Entry))
 	mcpTransport := mcpclient.NewTransport()
 	d.reg.AddTransport(mcpTransport)
+	return mcpTransport, nil
+}
 
-	// Bind before anything serves, so the base URL and the Host guard know
-	// the real port (":0" in tests) and a taken port fails at start.
-	d.ln, err = net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w (is another plexus running? set --addr or network.json)", addr, err)
+// newGateway builds the gateway on the journal, the registry and deps
+// (from gatewayDeps), serving at the bound listener's address.
+func (d *daemon) newGateway(o daemonOptions, deps gateway.Deps) error {
+	home := d.home
+	deps.Store, deps.Events, deps.Registry = d.db, d.db, d.reg
+	deps.Trust = auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()}
+	deps.Throttle = auth.NewThrottle(o.Clock)
+	deps.Sources = d.sourceFactory
+	deps.ConnectionKey = home.ConnectionKey
+	deps.SaveConnectionKey = func(key string) error {
+		return scaffold.WriteConnectionKey(home.Dir, key)
 	}
-	baseURL := "http://" + d.ln.Addr().String()
-
-	d.gw, err = gateway.New(gateway.Config{BaseURL: baseURL, Home: home.Dir,
+	deps.Logger, deps.Clock = d.log, o.Clock
+	// Set before serving starts, so every call sees d.inbox.
+	deps.OnDecision = func(id string) { d.inbox.Touch(id) }
+	// The path a decision shows is the one the cli and stdio transports run.
+	deps.Binaries = d.plat.Resolve
+	var err error
+	d.gw, err = gateway.New(gateway.Config{BaseURL: "http://" + d.ln.Addr().String(), Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
 		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},
-	}, gateway.Deps{
-		Store: db, Events: db, Registry: d.reg, Signer: signer, Hasher: hasher,
-		Trust:      auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()},
-		Authorizer: authorizer, Throttle: auth.NewThrottle(o.Clock), Limiter: limiter,
-		Sources:       d.sourceFactory,
-		ConnectionKey: home.ConnectionKey,
-		SaveConnectionKey: func(key string) error {
-			return scaffold.WriteConnectionKey(home.Dir, key)
-		},
-		Logger: log, Clock: o.Clock,
-		// Set before serving starts, so every call sees d.inbox.
-		OnDecision: func(id string) { d.inbox.Touch(id) },
-		// The path a decision shows is the one the cli and stdio transports run.
-		Binaries: d.plat.Resolve,
-	})
-	if err != nil {
-		d.ln.Close()
-		return nil, err
-	}
-	// Before any child starts: what a crashed run left goes first.
-	d.reapChildren(ctx)
+	}, deps)
+	return err
+}
+
+// newServices builds the services that run beside the gateway: the owner's
+// notify command, the inbox reconciler and the watcher that hints it, and
+// the manager of mcp.json's servers.
+func (d *daemon) newServices(o daemonOptions, mcpTransport *mcpclient.Transport) error {
+	home := d.home
 	owner := o.Owner
 	if owner == nil {
 		owner = sync.OnceValue(deciderIdentity)
 	}
-	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, log)
-	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: log,
+	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log)
+	var err error
+	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: d.log,
 		Notify: d.notify.Send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
-		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, db, d.gw)
+		Installed: func(source string) bool { _, ok := d.reg.Source(source); return ok }}, d.db, d.gw)
 	if err != nil {
-		d.ln.Close()
-		return nil, err
+		return err
 	}
 	d.watch, err = watcher.New([]string{home.Inbox, home.Active, home.Rejected, home.Archive},
-		watcher.Options{Debounce: inboxDebounce, Logger: log})
+		watcher.Options{Debounce: inboxDebounce, Logger: d.log})
 	if err != nil {
-		d.ln.Close()
-		return nil, err
+		return err
 	}
 	d.mcp, err = mcphost.New(mcphost.Config{Home: home.Dir, Registry: d.reg, Journal: d.gw, Pins: d.checkPins,
-		Transport: mcpTransport, Secret: plat.Secret, Env: plat.Env(), Processes: plat, Logger: log})
-	if err != nil {
+		Transport: mcpTransport, Secret: d.plat.Secret, Env: d.plat.Env(), Processes: d.plat, Logger: d.log})
+	return err
+}
+
+// closeStarted closes, in reverse order, what a start that failed part way
+// had opened: the listener, the ipc hub, the transports' children and
+// connections, and the journal. Their errors are not the start's error,
+// which the caller returns.
+func (d *daemon) closeStarted() {
+	if d.ln != nil {
 		d.ln.Close()
-		return nil, err
 	}
-	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: home.Network.AllowedOrigins, Logger: log,
-		Providers: d.providers})
-	if err := d.gw.LoadSources(ctx); err != nil {
-		d.ln.Close()
-		return nil, err
+	if d.providers != nil {
+		d.providers.Hub().Close()
 	}
-	d.providers.Load(ctx)
-	return d, nil
+	if d.stdio != nil {
+		d.stdio.Close()
+	}
+	if d.rest != nil {
+		d.rest.Close()
+	}
+	d.db.Close()
 }
 
 // sourceFactory builds a live source from its persisted configuration: the

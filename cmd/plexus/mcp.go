@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -244,19 +245,47 @@ func mcpList(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	var live map[string]plexus.SourceStatus
-	running := false
-	if key, err := readConnectionKey(cmd.String("home")); err == nil {
-		if adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI)); err == nil {
-			if st, err := adm.Status(ctx); err == nil {
-				running = true
-				live = map[string]plexus.SourceStatus{}
-				for _, s := range st.Sources {
-					live[s.ID] = s
-				}
-			}
+	live, running := liveSources(ctx, cmd)
+	items := mcpListItems(cmd, doc, live)
+	w := cmd.Root().Writer
+	if cmd.Bool("json") {
+		if items == nil {
+			items = []mcpListItem{}
 		}
+		return printJSON(w, items)
 	}
+	if len(items) == 0 {
+		fmt.Fprintf(w, "No MCP servers in %s. Add one with: plexus mcp add <name> -- <command> [args…]\n", path)
+		return nil
+	}
+	return printMCPList(w, items, running)
+}
+
+// liveSources asks a running daemon for its sources' status; running is
+// false (and the map nil) when no daemon answers.
+func liveSources(ctx context.Context, cmd *cli.Command) (map[string]plexus.SourceStatus, bool) {
+	key, err := readConnectionKey(cmd.String("home"))
+	if err != nil {
+		return nil, false
+	}
+	adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
+	if err != nil {
+		return nil, false
+	}
+	st, err := adm.Status(ctx)
+	if err != nil {
+		return nil, false
+	}
+	live := map[string]plexus.SourceStatus{}
+	for _, s := range st.Sources {
+		live[s.ID] = s
+	}
+	return live, true
+}
+
+// mcpListItems is each server of doc with its problem (a bad entry, a
+// secret not set) and, when the daemon runs it, its source's status.
+func mcpListItems(cmd *cli.Command, doc *mcphost.File, live map[string]plexus.SourceStatus) []mcpListItem {
 	var items []mcpListItem
 	for _, n := range doc.Names() {
 		it := mcpListItem{Server: mcphost.Server{Name: n}}
@@ -279,17 +308,12 @@ func mcpList(ctx context.Context, cmd *cli.Command) error {
 		}
 		items = append(items, it)
 	}
-	w := cmd.Root().Writer
-	if cmd.Bool("json") {
-		if items == nil {
-			items = []mcpListItem{}
-		}
-		return printJSON(w, items)
-	}
-	if len(items) == 0 {
-		fmt.Fprintf(w, "No MCP servers in %s. Add one with: plexus mcp add <name> -- <command> [args…]\n", path)
-		return nil
-	}
+	return items
+}
+
+// printMCPList writes the servers' table, then what Plexus ignores in the
+// file and what is held for the owner.
+func printMCPList(w io.Writer, items []mcpListItem, running bool) error {
 	t := newTable(w)
 	fmt.Fprintln(t, "NAME\tSERVER\tENTRIES\tHELD\tSTATE")
 	for _, it := range items {

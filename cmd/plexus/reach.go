@@ -17,24 +17,17 @@ import (
 // each with its entry id; an entry of a registration without one is listed
 // with a nil reach (the decision predates the check).
 func reaches(p plexus.Pending) (ids []string, rs []*plexus.Reach) {
-	find := func(id string) *plexus.Reach {
-		i := slices.IndexFunc(p.Narration, func(n plexus.PendingNarration) bool { return n.ID == id && n.Reach != nil })
-		if i < 0 {
-			return nil
-		}
-		return p.Narration[i].Reach
-	}
 	switch {
 	case p.Extension != nil:
 		for _, d := range p.Extension.Capabilities {
 			if d.Kind != plexus.KindSkill {
 				id := registry.EntryID(p.Extension.Source, d.Name)
-				ids, rs = append(ids, id), append(rs, find(id))
+				ids, rs = append(ids, id), append(rs, plexus.ReachOf(p.Narration, id))
 			}
 		}
 	case p.Definition == nil:
 		for _, it := range p.Items {
-			if r := find(it.CapabilityID); r != nil {
+			if r := plexus.ReachOf(p.Narration, it.CapabilityID); r != nil {
 				ids, rs = append(ids, it.CapabilityID), append(rs, r)
 			}
 		}

@@ -116,11 +116,7 @@ func (p *provider) route(tool string) (*session, *plexus.Error) {
 // transport_error (the latter two send core.tool.cancel).
 func (h *Hub) Dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, dc plexus.DispatchContext) plexus.TransportResult {
 	data, perr := h.dispatch(ctx, entry, input, dc)
-	if perr != nil {
-		perr.CapabilityID = entry.ID
-		return plexus.TransportResult{Error: perr}
-	}
-	return plexus.TransportResult{OK: true, Data: data}
+	return plexus.DispatchResult(entry.ID, data, perr)
 }
 
 func (h *Hub) dispatch(ctx context.Context, entry plexus.Entry, input map[string]any, dc plexus.DispatchContext) (any, *plexus.Error) {

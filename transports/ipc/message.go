@@ -26,18 +26,6 @@ const (
 	TypeAgentPong             = "agent.pong"              // §4.5.2
 )
 
-// Types returns the message types of §4, in the spec's order.
-func Types() []string {
-	return []string{
-		TypeAgentHello, TypeCoreWelcome, TypeCoreGoodbye,
-		TypeAgentToolsRegister, TypeCoreToolsRegistered,
-		TypeAgentToolsUnregister, TypeCoreToolsUnregistered,
-		TypeCoreToolCall, TypeAgentToolStream, TypeAgentToolResult,
-		TypeCoreToolCancel, TypeAgentToolCancelAck,
-		TypeAgentHeartbeat, TypeCorePing, TypeAgentPong,
-	}
-}
-
 // KnownType reports whether t is one of the message types of §4.
 // [TypeCoreError] is not: it is Plexus's own answer, never received.
 func KnownType(t string) bool {

@@ -580,19 +580,32 @@ func (s *Server) serveConn(c *conn) {
 // handshake reads agent.hello and answers core.welcome (§4.1). It returns
 // the new session, or nil when the connection is to be closed.
 func (s *Server) handshake(c *conn) *Session {
-	log := s.opts.Logger
 	if err := c.nc.SetReadDeadline(time.Now().Add(s.opts.HelloTimeout)); err != nil {
 		return nil
 	}
+	env, hello, ok := s.readHello(c)
+	if !ok {
+		return nil
+	}
+	provider, version, ok := s.admitHello(c, env, hello)
+	if !ok {
+		return nil
+	}
+	return s.welcome(c, env, hello, provider, version)
+}
+
+// readHello reads the first message, which must be a well-formed
+// agent.hello; anything else is refused on the record and answered.
+func (s *Server) readHello(c *conn) (Envelope, Hello, bool) {
 	b, err := ReadFrame(c.nc, s.opts.MaxFrameBytes)
 	if err != nil {
 		s.readFailed(err, "hello")
-		return nil
+		return Envelope{}, Hello{}, false
 	}
 	env, err := DecodeEnvelope(b)
 	if err != nil {
 		s.badEnvelope(c, Envelope{}, err, "hello")
-		return nil
+		return Envelope{}, Hello{}, false
 	}
 	if env.Type != TypeAgentHello {
 		detail := map[string]any{"type": "unknown"}
@@ -601,13 +614,21 @@ func (s *Server) handshake(c *conn) *Session {
 		}
 		s.refuse(RefusedNoHello, detail)
 		c.send(ErrorReply(env, CodeUnexpectedType, "the first message must be agent.hello"))
-		return nil
+		return Envelope{}, Hello{}, false
 	}
 	hello, err := DecodePayload[Hello](env)
 	if err != nil {
 		s.badEnvelope(c, env, err, "hello")
-		return nil
+		return Envelope{}, Hello{}, false
 	}
+	return env, hello, true
+}
+
+// admitHello checks a hello's agent id, session token and protocol
+// versions, in that order, and answers the token's provider and the
+// version both speak. A refusal is on the record and answered with a
+// core.welcome carrying the error.
+func (s *Server) admitHello(c *conn, env Envelope, hello Hello) (string, int, bool) {
 	refuseWelcome := func(code, message string) {
 		c.send(Envelope{
 			Type:      TypeCoreWelcome,
@@ -619,7 +640,7 @@ func (s *Server) handshake(c *conn) *Session {
 	if hello.AgentID == "" {
 		s.refuse(RefusedEnvelope, map[string]any{"stage": "hello", "field": "payload.agent_id", "problem": problemMissing})
 		refuseWelcome(CodeInvalidEnvelope, "agent.hello: payload.agent_id is missing")
-		return nil
+		return "", 0, false
 	}
 	// Token first: an unauthenticated peer learns nothing else.
 	provider, ok := "", false
@@ -634,7 +655,7 @@ func (s *Server) handshake(c *conn) *Session {
 		}
 		s.refuse(RefusedUnauthorized, detail)
 		refuseWelcome(CodeUnauthorized, "session token refused")
-		return nil
+		return "", 0, false
 	}
 	version := negotiate(hello.Protocol.SupportedVersions)
 	if version == 0 {
@@ -643,9 +664,15 @@ func (s *Server) handshake(c *conn) *Session {
 			"supported_versions": hello.Protocol.SupportedVersions[:min(len(hello.Protocol.SupportedVersions), 16)],
 		})
 		refuseWelcome(CodeUnsupportedVersion, fmt.Sprintf("no common protocol version; this gateway speaks %v", supportedVersions))
-		return nil
+		return "", 0, false
 	}
+	return provider, version, true
+}
 
+// welcome registers the admitted provider's session and answers
+// core.welcome; it answers nil when the welcome cannot be written.
+func (s *Server) welcome(c *conn, env Envelope, hello Hello, provider string, version int) *Session {
+	log := s.opts.Logger
 	if s.opts.FrameLimit != nil {
 		if n := s.opts.FrameLimit(provider); n > 0 {
 			c.max = effectiveMax(n)

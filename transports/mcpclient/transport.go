@@ -96,47 +96,9 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 	defer s.c.done(sl)
 	cctx := withSlot(ctx, sl)
 
-	var (
-		typed  any
-		method string
-		err    error
-	)
-	switch rt.Primitive {
-	case PrimitiveTool:
-		method = "tools/call"
-		params := &mcp.CallToolParams{Name: rt.Name, Arguments: input}
-		params.SetProgressToken(token)
-		typed, err = s.cs.CallTool(cctx, params)
-	case PrimitiveResource, PrimitiveResourceTemplate:
-		method = "resources/read"
-		uri := rt.URI
-		if rt.Primitive == PrimitiveResourceTemplate {
-			tmpl, perr := parseTemplate(rt.Template)
-			if perr != nil {
-				return fail(plexus.Errorf(plexus.CodeTransportError, "the entry's resource template cannot be expanded: %v", perr))
-			}
-			if uri, perr = tmpl.expand(input); perr != nil {
-				return fail(plexus.Errorf(plexus.CodeSchemaValidationFailed, "%v", perr))
-			}
-		}
-		params := &mcp.ReadResourceParams{URI: uri}
-		params.SetProgressToken(token)
-		typed, err = s.cs.ReadResource(cctx, params)
-	case PrimitivePrompt:
-		method = "prompts/get"
-		args := make(map[string]string, len(input))
-		for k, v := range input {
-			str, ok := v.(string)
-			if !ok {
-				return fail(plexus.Errorf(plexus.CodeSchemaValidationFailed, "input.%s must be a string: prompt arguments are strings", k))
-			}
-			args[k] = str
-		}
-		params := &mcp.GetPromptParams{Name: rt.Name, Arguments: args}
-		params.SetProgressToken(token)
-		typed, err = s.cs.GetPrompt(cctx, params)
-	default:
-		return fail(plexus.Errorf(plexus.CodeTransportError, "the entry's mcp route names an unknown primitive %q", rt.Primitive))
+	typed, method, perr, err := request(cctx, s.cs, rt, input, token)
+	if perr != nil {
+		return fail(perr)
 	}
 	if err != nil {
 		if ctx.Err() == nil && c.unreachable(s) {
@@ -145,7 +107,55 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 		return fail(c.callError(ctx, err, method, entry.ID))
 	}
 
-	raw := s.rawResult(sl, typed)
+	return c.result(rt, s.rawResult(sl, typed), typed)
+}
+
+// request sends the call rt names with input on cs, its progress reported
+// under token, and answers the SDK's typed result and the method it called.
+// An input the route cannot take is refused (perr) before anything is sent.
+func request(ctx context.Context, cs *mcp.ClientSession, rt route, input map[string]any, token string) (typed any, method string, perr *plexus.Error, err error) {
+	switch rt.Primitive {
+	case PrimitiveTool:
+		params := &mcp.CallToolParams{Name: rt.Name, Arguments: input}
+		params.SetProgressToken(token)
+		typed, err = cs.CallTool(ctx, params)
+		return typed, "tools/call", nil, err
+	case PrimitiveResource, PrimitiveResourceTemplate:
+		uri := rt.URI
+		if rt.Primitive == PrimitiveResourceTemplate {
+			tmpl, terr := parseTemplate(rt.Template)
+			if terr != nil {
+				return nil, "", plexus.Errorf(plexus.CodeTransportError, "the entry's resource template cannot be expanded: %v", terr), nil
+			}
+			if uri, terr = tmpl.expand(input); terr != nil {
+				return nil, "", plexus.Errorf(plexus.CodeSchemaValidationFailed, "%v", terr), nil
+			}
+		}
+		params := &mcp.ReadResourceParams{URI: uri}
+		params.SetProgressToken(token)
+		typed, err = cs.ReadResource(ctx, params)
+		return typed, "resources/read", nil, err
+	case PrimitivePrompt:
+		args := make(map[string]string, len(input))
+		for k, v := range input {
+			str, ok := v.(string)
+			if !ok {
+				return nil, "", plexus.Errorf(plexus.CodeSchemaValidationFailed, "input.%s must be a string: prompt arguments are strings", k), nil
+			}
+			args[k] = str
+		}
+		params := &mcp.GetPromptParams{Name: rt.Name, Arguments: args}
+		params.SetProgressToken(token)
+		typed, err = cs.GetPrompt(ctx, params)
+		return typed, "prompts/get", nil, err
+	}
+	return nil, "", plexus.Errorf(plexus.CodeTransportError, "the entry's mcp route names an unknown primitive %q", rt.Primitive), nil
+}
+
+// result is the server's answer raw (typed, as the SDK decoded it) as a
+// result: byte for byte in MCPResult; for a tool, its structuredContent as
+// Data, and isError as mcp_tool_error with the first text, redacted.
+func (c *Client) result(rt route, raw json.RawMessage, typed any) plexus.TransportResult {
 	res := plexus.TransportResult{OK: true, MCPResult: raw}
 	if rt.Primitive != PrimitiveTool {
 		return res
