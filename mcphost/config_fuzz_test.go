@@ -1,12 +1,7 @@
 package mcphost
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,89 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
-
-// canary marks the private values withCanaries plants; no error may quote it.
-const canary = "zqcanary"
-
-// withCanaries re-encodes a config document with every value of the
-// entries' private maps (env, headers) that is not a secret reference
-// replaced by a distinct canary, or returns false when doc has no such
-// value or already holds the canary.
-func withCanaries(doc []byte, section string, private ...string) ([]byte, bool) {
-	if strings.Contains(string(doc), canary) {
-		return nil, false
-	}
-	var top map[string]any
-	if json.Unmarshal(doc, &top) != nil {
-		return nil, false
-	}
-	entries, _ := top[section].(map[string]any)
-	n := 0
-	for _, e := range entries {
-		entry, _ := e.(map[string]any)
-		for _, field := range private {
-			m, _ := entry[field].(map[string]any)
-			for k, v := range m {
-				if s, ok := v.(string); ok && !strings.Contains(s, "${secret:") {
-					m[k] = fmt.Sprintf("%s%03dvalue", canary, n)
-					n++
-				}
-			}
-		}
-	}
-	if n == 0 {
-		return nil, false
-	}
-	b, err := json.Marshal(top)
-	return b, err == nil
-}
-
-// writeFuzzFile writes b as name in dir, replacing what an earlier input
-// left there (a worker runs its inputs one at a time; a folder per input
-// would cost more than the read under test).
-func writeFuzzFile(t *testing.T, dir, name string, b []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// topKeys lists the top-level keys of a JSON object document (none for a
-// blank one), sorted: what a write must keep.
-func topKeys(t *testing.T, b []byte) []string {
-	t.Helper()
-	var top map[string]json.RawMessage
-	if len(strings.TrimSpace(string(b))) > 0 {
-		if err := json.Unmarshal(b, &top); err != nil {
-			t.Fatalf("not a JSON object: %v", err)
-		}
-	}
-	return slices.Sorted(maps.Keys(top))
-}
-
-// withKey is keys with k added, sorted.
-func withKey(keys []string, k string) []string {
-	if !slices.Contains(keys, k) {
-		keys = append(slices.Clone(keys), k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// readBack reads the file at path.
-func readBack(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // FuzzMCPConfig reads a fuzzed mcp.json as the daemon and the CLI do.
 // Properties: refusals are *ConfigError naming the file (and the server
@@ -120,7 +36,7 @@ func FuzzMCPConfig(f *testing.F) {
 	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		path := writeFuzzFile(t, dir, "mcp.json", b)
+		path := plexustest.WriteFile(t, dir, "mcp.json", b)
 		d, err := ReadFile(path)
 		if err != nil {
 			var ce *ConfigError
@@ -139,12 +55,12 @@ func FuzzMCPConfig(f *testing.F) {
 			if diff := cmp.Diff(servers, checkMCPServers(t, again), cmpopts.IgnoreFields(Server{}, "Raw")); diff != "" {
 				t.Fatalf("servers changed through a write (-before +after):\n%s", diff)
 			}
-			if before, after := topKeys(t, b), topKeys(t, readBack(t, path)); !slices.Equal(after, withKey(before, "mcpServers")) {
+			if before, after := plexustest.TopKeys(t, b), plexustest.TopKeys(t, plexustest.ReadBack(t, path)); !slices.Equal(after, plexustest.WithKey(before, "mcpServers")) {
 				t.Fatalf("top-level keys changed through a write: %v, then %v", before, after)
 			}
 		}
-		if planted, ok := withCanaries(b, "mcpServers", "env", "headers"); ok {
-			d, err := ReadFile(writeFuzzFile(t, dir, "mcp.json", planted))
+		if planted, ok := plexustest.WithCanaries(b, "mcpServers", "env", "headers"); ok {
+			d, err := ReadFile(plexustest.WriteFile(t, dir, "mcp.json", planted))
 			if err == nil {
 				for _, name := range d.Names() {
 					_, err = d.Server(name)
@@ -153,7 +69,7 @@ func FuzzMCPConfig(f *testing.F) {
 					}
 				}
 			}
-			if err != nil && strings.Contains(err.Error(), canary) {
+			if err != nil && strings.Contains(err.Error(), plexustest.Canary) {
 				t.Fatalf("an error quotes a private value: %v", err)
 			}
 		}
