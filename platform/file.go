@@ -251,3 +251,14 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// renameChecked is RenameNoReplace's fallback: an lstat of dst, then the
+// rename. It leaves a window in which a file appearing at dst is replaced.
+func renameChecked(src, dst string) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: fs.ErrExist}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(src, dst)
+}

@@ -325,3 +325,41 @@ func TestWriteFileAtomicCheck(t *testing.T) {
 		}
 	})
 }
+
+func TestRenameNoReplace(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "inbox.md"), filepath.Join(dir, "active.md")
+	write := func(p, s string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(src, "stamped")
+	write(dst, "the owner's copy")
+	t.Run("ErrExist", func(t *testing.T) {
+		if err := platform.RenameNoReplace(src, dst); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("RenameNoReplace over a file = %v, want fs.ErrExist", err)
+		}
+		if b, _ := os.ReadFile(dst); string(b) != "the owner's copy" {
+			t.Errorf("destination = %q, want it untouched", b)
+		}
+		if b, _ := os.ReadFile(src); string(b) != "stamped" {
+			t.Errorf("source = %q, want it still in place", b)
+		}
+	})
+	t.Run("OK", func(t *testing.T) {
+		if err := os.Remove(dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := platform.RenameNoReplace(src, dst); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(dst); string(b) != "stamped" {
+			t.Errorf("destination = %q, want the moved file", b)
+		}
+		if _, err := os.Lstat(src); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("source still there: %v", err)
+		}
+	})
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
@@ -79,7 +78,7 @@ func (e *EditConflictError) Error() string {
 }
 
 // ReadOwnerFile reads path, whose entries are under key. A missing or blank
-// file is an empty one. max bounds what is read (0: no bound). An error
+// file is an empty one. max bounds what is read (0: 8 MiB). An error
 // reading the file is returned as the os package gives it (each caller
 // words it); a file that is not one is an [*OwnerFileError].
 func ReadOwnerFile(path, key string, max int64) (*OwnerFile, error) {
@@ -103,26 +102,27 @@ func ReadOwnerFile(path, key string, max int64) (*OwnerFile, error) {
 	return f, nil
 }
 
-// readBounded reads path whole, or up to max+1 bytes when max > 0; a
-// missing file reads as nothing.
+// maxOwnerFile bounds what is read of an owner's JSON file when its caller
+// sets no tighter bound: far more than any hand-written config, and a
+// planted /dev/zero link is refused anyway.
+const maxOwnerFile = 8 << 20
+
+// readBounded reads path whole, up to max bytes (maxOwnerFile when max is
+// 0); a missing file reads as nothing. Only a regular file is read: a link,
+// FIFO or device under the name is an error wrapping
+// *[platform.NotRegularError], never followed or waited on.
 func readBounded(path string, max int64) ([]byte, bool, error) {
-	fh, err := os.Open(path)
+	if max <= 0 {
+		max = maxOwnerFile
+	}
+	b, err := platform.ReadRegular(path, max+1)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	defer fh.Close()
-	var r io.Reader = fh
-	if max > 0 {
-		r = io.LimitReader(fh, max+1)
-	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, true, err
-	}
-	if max > 0 && int64(len(b)) > max {
+	if int64(len(b)) > max {
 		return nil, true, &OwnerFileError{Path: path, Problem: ProblemTooLarge}
 	}
 	return b, true, nil
@@ -187,9 +187,11 @@ func (f *OwnerFile) Save() error {
 
 // unchanged checks that the file on disk is the one read.
 func (f *OwnerFile) unchanged() error {
-	b, err := os.ReadFile(f.path)
-	existed := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	b, existed, err := readBounded(f.path, 0)
+	var tooLarge *OwnerFileError
+	if errors.As(err, &tooLarge) {
+		return &EditConflictError{Path: f.path} // grown past any bound since it was read
+	} else if err != nil {
 		return fmt.Errorf("write %s: %w", f.path, err)
 	}
 	if existed != f.existed || sha256.Sum256(b) != f.sum {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/scaffold"
 )
 
@@ -124,3 +126,28 @@ func mustWrite(t *testing.T, path, text string) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestReadOwnerFileNotRegular: a link, a FIFO or a folder under an owner
+// file's name (mcp.json read by the daemon's watcher) is never followed or
+// waited on: the read fails at once, naming what was found, and a link's
+// target (here a huge device) is never read.
+func TestReadOwnerFileNotRegular(t *testing.T) {
+	plants := map[string]func(path string) error{
+		"symlink":   func(p string) error { return os.Symlink("/dev/zero", p) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+	}
+	for kind, plant := range plants {
+		t.Run(kind, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mcp.json")
+			if err := plant(path); err != nil {
+				t.Fatal(err)
+			}
+			_, err := scaffold.ReadOwnerFile(path, "mcpServers", 0)
+			var nr *platform.NotRegularError
+			if !errors.As(err, &nr) || nr.Kind != kind {
+				t.Fatalf("ReadOwnerFile = %v, want a NotRegularError naming a %s", err, kind)
+			}
+		})
+	}
+}

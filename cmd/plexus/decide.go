@@ -264,7 +264,12 @@ func (m *mover) move(stamped []byte) error {
 	if err := inbox.WriteAtomic(filepath.Join(m.home, plexus.FolderInbox), inbox.FileName(m.id), stamped); err != nil {
 		return err
 	}
-	if err := os.Rename(m.path(plexus.FolderInbox), dst); err != nil {
+	// The check above gives the plain answer; RenameNoReplace keeps a file
+	// that appears in the destination meanwhile from being replaced.
+	err := platform.RenameNoReplace(m.path(plexus.FolderInbox), dst)
+	if errors.Is(err, fs.ErrExist) {
+		return failure("%s already exists beside %s: keep one of the two, then run this again", m.rel(m.folder()), m.rel(plexus.FolderInbox))
+	} else if err != nil {
 		return fmt.Errorf("move %s to %s/: %w", inbox.FileName(m.id), m.folder(), err)
 	}
 	return nil
