@@ -50,8 +50,14 @@ func (s *Server) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request) {
 	// deadline moves with each frame instead.
 	rc := nethttp.NewResponseController(w)
 	frameTimeout := 2 * s.opts.Heartbeat
-	_ = rc.SetWriteDeadline(time.Now().Add(frameTimeout))
-	_ = rc.SetReadDeadline(time.Time{})
+	// Without a write deadline a peer that stops reading would hold its
+	// slot (the streams are capped) for good: such a stream is not served.
+	if err := rc.SetWriteDeadline(time.Now().Add(frameTimeout)); err != nil {
+		return
+	}
+	if err := rc.SetReadDeadline(time.Time{}); err != nil {
+		return
+	}
 
 	setSSEHeaders(w.Header())
 	w.WriteHeader(nethttp.StatusOK)
@@ -75,7 +81,9 @@ func (s *Server) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request) {
 			}
 			frameEvent(&buf, ev)
 		}
-		_ = rc.SetWriteDeadline(time.Now().Add(frameTimeout))
+		if err := rc.SetWriteDeadline(time.Now().Add(frameTimeout)); err != nil {
+			return
+		}
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return
 		}
