@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -233,4 +234,21 @@ func (s Server) Describe() string {
 		return s.URL
 	}
 	return strings.Join(append([]string{s.Command}, s.Args...), " ")
+}
+
+// Where says where a server runs for the journal: the program without its
+// arguments, or the URL without its user info, query and fragment. An owner
+// may have written a token into an argument or a query string (mcp.json
+// checks secret references only in env and headers), and the journal and
+// its mirror must never hold one.
+func (s Server) Where() string {
+	if s.URL == "" {
+		return s.Command
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }

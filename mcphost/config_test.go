@@ -129,3 +129,23 @@ func TestMCPDocKeepsWhatTheOwnerWrote(t *testing.T) {
 		}
 	}
 }
+
+func TestServerWhere(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Server
+		want string
+	}{
+		{"Command", Server{Command: "/usr/bin/npx", Args: []string{"-y", "server", "--token=ghp_secret"}}, "/usr/bin/npx"},
+		{"URL", Server{URL: "https://user:pw@mcp.example.com/mcp?api_key=sk-secret#frag"}, "https://mcp.example.com/mcp"},
+		{"PlainURL", Server{URL: "http://127.0.0.1:9/mcp"}, "http://127.0.0.1:9/mcp"},
+		{"Unparsable", Server{URL: "http://[::1/%zz?key=sk-secret"}, "(an unparsable URL)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.Where(); got != tc.want {
+				t.Errorf("Where() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

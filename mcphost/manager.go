@@ -258,7 +258,7 @@ func (m *Manager) start(ctx context.Context, s Server) {
 	m.servers[s.Name] = run
 	m.mu.Unlock()
 	m.cfg.Transport.Attach(c)
-	m.note(ctx, "mcp.server_started", c.ID(), map[string]any{"server": s.Name, "at": s.Describe()})
+	m.note(ctx, "mcp.server_started", c.ID(), map[string]any{"server": s.Name, "at": s.Where()})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
