@@ -194,7 +194,8 @@ func TestDeclReach(t *testing.T) {
 }
 
 // TestEntryReach: a materialized entry's reach, for a grant's decision: an
-// extension's cli entry with the reason for execute, a provider's ipc tool,
+// extension's cli entry with the reason for execute, one whose route cannot
+// be read as its transport reads it, a provider's ipc tool,
 // a workflow's members; nothing for an entry whose route is not one the
 // gateway reads (a portal's, an MCP server's).
 func TestEntryReach(t *testing.T) {
@@ -216,6 +217,12 @@ func TestEntryReach(t *testing.T) {
 		{"CLI", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportCLI, Grants: rx, Route: route(`{"bin":"bash","args":["{x}"]}`)},
 			&plexus.Reach{Transport: plexus.TransportCLI, Bin: "bash", Path: "/bin/bash", Args: []string{"{x}"}, Verbs: rx,
 				Why: "bash is a shell, an interpreter or a runner of other programs: what it is handed runs as code"}},
+		// Registered before the refusal: nothing read from it is shown as what runs.
+		{"UnreadableRoute", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportCLI, Grants: rx,
+			Route: route(`{"bin":"/bin/sh","args":["-c","{cmd}"],"Bin":"ls"}`)},
+			&plexus.Reach{Transport: plexus.TransportCLI, Verbs: rx,
+				Unknown: `its route could not be read as the transport reads it (route.Bin: differs from "bin" only by case): what it would run cannot be known`,
+				Why:     `its route could not be read as the transport reads it (route.Bin: differs from "bin" only by case)`}},
 		{"ProviderTool", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportIPC, Grants: read,
 			Route: json.RawMessage(`{"provider":"obsidian","tool":"open"}`)},
 			&plexus.Reach{Transport: plexus.TransportIPC, Provider: "obsidian", Tool: "open", Verbs: read}},
