@@ -166,8 +166,9 @@ func typeOf(key string) string {
 
 // LeastVerbs is what a cli or stdio capability requires, whatever its
 // author declared: execute (on top of the declared verbs) when its program
-// is an [Interpreter], or when its argv template lets call input choose the
-// program or an option; the declared verbs otherwise. why says, in a
+// or a fixed argument is an [Interpreter], when its argv template lets call
+// input choose the program or an option, or when its route cannot be read
+// as its transport reads it; the declared verbs otherwise. why says, in a
 // sentence for the owner, why execute was added ("" when nothing was).
 // Execute is never standing, so each such call is confirmed by the owner.
 func LeastVerbs(t plexus.TransportKind, route json.RawMessage, declared []plexus.Verb) (verbs []plexus.Verb, why string) {
