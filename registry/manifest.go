@@ -242,6 +242,19 @@ func (v *manifestCheck) decl(i int) {
 		v.add(f+".kind", fmt.Sprintf("%q is not a kind", d.Kind), "capability, skill or workflow")
 	}
 	v.routeRefs(f, route)
+	v.routeKeys(f, t, d.Route, route != nil)
+}
+
+// routeKeys refuses a route its transport would read otherwise than the
+// gateway shows it (see [RouteKeyError]).
+func (v *manifestCheck) routeKeys(f string, t plexus.TransportKind, raw json.RawMessage, object bool) {
+	if !object {
+		return
+	}
+	var ke *RouteKeyError
+	if _, err := readRoute(t, raw); errors.As(err, &ke) && ke.Key != "secret" { // routeRefs names a bad secret
+		v.add(f+".route."+ke.Key, ke.Problem, "spell each key exactly as the transport does ("+strings.Join(routeKeys(t), ", ")+") and give it its type")
+	}
 }
 
 func (v *manifestCheck) skill(f string, d plexus.ExtensionCapabilityDecl, t plexus.TransportKind) {

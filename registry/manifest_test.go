@@ -124,6 +124,19 @@ func TestValidateManifestRules(t *testing.T) {
 		}, []string{"capabilities[0].route.attachSkills[0]"}},
 		{"RouteNotObject", "prettier.json", func(m *plexus.ExtensionManifest) { m.Capabilities[0].Route = json.RawMessage(`["prettier"]`) },
 			[]string{"capabilities[0].route"}},
+		// A route read otherwise by its transport than by the gateway.
+		{"RouteKeyCaseVariant", "prettier.json", func(m *plexus.ExtensionManifest) {
+			m.Capabilities[0].Route = json.RawMessage(`{"bin": "/bin/sh", "args": ["-c", "{cmd}"], "Bin": "ls", "Args": ["x"]}`)
+		}, []string{"capabilities[0].route.Args"}},
+		{"RouteKeyMistyped", "notes-workflow.json", func(m *plexus.ExtensionManifest) {
+			m.Capabilities[0].Route = json.RawMessage(`{"bin": "notescli", "args": "read {path}"}`)
+		}, []string{"capabilities[0].route.args"}},
+		{"RouteKeyMistypedLocalREST", "obsidian.json", func(m *plexus.ExtensionManifest) {
+			m.Capabilities[0].Route = json.RawMessage(`{"method": "GET", "pathTemplate": 7}`)
+		}, []string{"capabilities[0].route.pathTemplate"}},
+		{"RouteKeyOfOtherTransportIgnored", "prettier.json", func(m *plexus.ExtensionManifest) {
+			m.Capabilities[0].Route = json.RawMessage(`{"bin": "prettier", "args": ["{file}"], "method": 1, "Path": 2}`)
+		}, nil},
 		{"BadServicePort", "obsidian.json", func(m *plexus.ExtensionManifest) { m.ServiceHint.DefaultPort = 70000 },
 			[]string{"serviceHint.defaultPort"}},
 	}

@@ -6,8 +6,10 @@ package registry
 // before approving.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,63 +20,155 @@ import (
 
 // Interpreter reports whether bin (a bare name or a path) names a program
 // that runs whatever it is handed as code or as another program: a shell, a
-// language interpreter, or a runner of other commands. It matches the base
-// name, lower-cased, without ".exe" and without a version suffix, so
-// "/usr/bin/python3.12", "perl5.36" and "lua5.4" match. Keep the list in
-// docs/trust.md in step.
+// language interpreter, a runner of other commands, or the dynamic loader.
+// It matches the base name, lower-cased, without ".exe" and without a
+// version suffix, so "/usr/bin/python3.12", "perl5.36" and "lua5.4" match;
+// a shell also matches with any suffix after "-" or "." ("bash-static",
+// "sh.distrib", "busybox.static"). Keep the list in docs/trust.md in step.
 func Interpreter(bin string) bool {
 	name := strings.ToLower(filepath.Base(strings.ReplaceAll(bin, `\`, "/")))
 	name = strings.TrimSuffix(name, ".exe")
+	if loader(name) {
+		return true
+	}
+	if i := strings.IndexAny(name, "-."); i > 0 && shell(name[:i]) {
+		return true
+	}
 	name = strings.TrimRight(name, "0123456789.-_")
+	if shell(name) {
+		return true
+	}
 	switch name {
 	case
-		// shells
-		"sh", "ash", "bash", "dash", "zsh", "ksh", "mksh", "pdksh", "csh", "tcsh", "fish", "nu", "elvish", "xonsh",
-		"rc", "es", "yash", "busybox", "toybox", "cmd", "powershell", "pwsh",
 		// language interpreters and their REPLs
-		"python", "pythonw", "pypy", "ipython", "node", "nodejs", "deno", "bun", "tsx", "ts-node", "npx", "bunx",
-		"perl", "ruby", "irb", "php", "lua", "luajit", "tclsh", "wish", "expect", "rscript", "r", "julia", "guile",
-		"racket", "sbcl", "clisp", "ghci", "runghc", "osascript", "jxa", "wscript", "cscript", "mshta", "groovy",
-		"jshell", "scala", "kotlin", "dotnet", "gawk", "awk", "mawk", "nawk", "sed", "gsed", "gdb", "lldb",
-		"vim", "nvim", "emacs", "make", "uv", "uvx", "pipx",
+		"python", "pythonw", "py", "pypy", "ipython", "node", "nodejs", "deno", "bun", "tsx", "ts-node", "npx", "bunx",
+		"npm", "pnpm", "yarn", "perl", "ruby", "irb", "php", "lua", "luajit", "tclsh", "wish", "expect", "rscript", "r",
+		"julia", "guile", "racket", "sbcl", "clisp", "ghci", "runghc", "osascript", "jxa", "wscript", "cscript", "mshta",
+		"groovy", "java", "jshell", "scala", "kotlin", "dotnet", "gawk", "awk", "mawk", "nawk", "sed", "gsed", "gdb",
+		"lldb", "vi", "vim", "nvim", "ex", "ed", "emacs", "make", "uv", "uvx", "pipx",
 		// runners of other programs
-		"env", "xargs", "exec", "nice", "nohup", "timeout", "setsid", "stdbuf", "time", "watch", "sudo", "doas",
-		"su", "runuser", "chroot", "unshare", "nsenter", "flock", "script", "parallel", "strace", "ltrace",
-		"open", "xdg-open", "start", "launchctl", "systemd-run", "ssh", "docker", "podman", "kubectl":
+		"env", "xargs", "exec", "nice", "ionice", "chrt", "taskset", "setarch", "prlimit", "nohup", "timeout", "setsid",
+		"stdbuf", "time", "watch", "sudo", "doas", "pkexec", "su", "sg", "runuser", "chroot", "unshare", "nsenter",
+		"bwrap", "firejail", "fakeroot", "flock", "script", "rlwrap", "tmux", "screen", "parallel", "strace", "ltrace",
+		"xvfb-run", "dbus-run-session", "flatpak-spawn", "open", "xdg-open", "start", "launchctl", "systemd-run", "ssh",
+		"docker", "podman", "kubectl":
 		return true
 	}
 	return false
 }
 
+// shell reports whether name (lower-case, no suffix) is a command shell or
+// a multi-call binary holding one.
+func shell(name string) bool {
+	switch name {
+	case "sh", "ash", "bash", "rbash", "dash", "posh", "zsh", "ksh", "mksh", "oksh", "pdksh", "osh", "csh", "tcsh",
+		"fish", "nu", "elvish", "xonsh", "rc", "es", "yash", "busybox", "toybox", "cmd", "powershell", "pwsh":
+		return true
+	}
+	return false
+}
+
+// loader reports whether name is the dynamic loader, which runs the
+// program named by its first argument ("ld-linux-x86-64.so.2", "ld.so",
+// "ld-musl-x86_64.so.1").
+func loader(name string) bool {
+	return name == "ld.so" || strings.HasPrefix(name, "ld-") && strings.Contains(name, ".so")
+}
+
 // routeDecl is the part of a declaration's route the gateway reads for
 // itself; the transports read (and check) the rest.
 type routeDecl struct {
-	Bin          string                     `json:"bin"`
-	Args         []string                   `json:"args"`
-	Method       string                     `json:"method"`
-	PathTemplate string                     `json:"pathTemplate"`
-	Path         string                     `json:"path"`
-	Provider     string                     `json:"provider"`
-	Tool         string                     `json:"tool"`
-	Secret       *plexus.ExtensionSecretRef `json:"secret"`
+	Bin          string
+	Args         []string
+	Method       string
+	PathTemplate string
+	Path         string
+	Provider     string
+	Tool         string
+	Secret       *plexus.ExtensionSecretRef
 }
 
-func readRoute(raw json.RawMessage) routeDecl {
+// routeKeys are the keys each transport reads from a route, spelled as it
+// spells them (transports/*: parseRoute; transports/ipc: route). A route
+// is read here key by key, exactly, as cliexec reads it, so that what the
+// owner is shown, and what the verbs are derived from, is what runs.
+func routeKeys(t plexus.TransportKind) []string {
+	switch t {
+	case plexus.TransportCLI:
+		return []string{"bin", "args", "secret", "timeoutMs"}
+	case plexus.TransportStdio:
+		return []string{"bin", "args", "method", "secret", "timeoutMs"}
+	case plexus.TransportLocalREST:
+		return []string{"method", "pathTemplate", "path", "secret", "timeoutMs", "scheme"}
+	case plexus.TransportIPC:
+		return []string{"provider", "tool"}
+	}
+	return nil
+}
+
+// RouteKeyError is a route the gateway cannot read as its transport reads
+// it: a key of the wrong type, or a key that differs from one the
+// transport reads only by case. Transports disagree there (one reads exact
+// keys, another matches any case, and the last duplicate wins), so such a
+// route could run another program than the one shown.
+type RouteKeyError struct {
+	Key     string // as the route spells it
+	Problem string
+}
+
+func (e *RouteKeyError) Error() string { return "route." + e.Key + ": " + e.Problem }
+
+// readRoute reads the keys transport t reads from raw, each by its exact
+// name. A route that is absent reads as empty; one that cannot be read as
+// the transport reads it is a [*RouteKeyError] (or a JSON error).
+func readRoute(t plexus.TransportKind, raw json.RawMessage) (routeDecl, error) {
 	var r routeDecl
-	if len(raw) > 0 {
-		// A malformed route is the transport's to refuse; what could be
-		// read is what is shown.
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return routeDecl{}
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return r, nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return routeDecl{}, fmt.Errorf("the route is not a JSON object: %w", err)
+	}
+	known := routeKeys(t)
+	for _, k := range slices.Sorted(maps.Keys(keys)) { // sorted: the same route names the same key
+		if i := slices.IndexFunc(known, func(n string) bool { return n != k && strings.EqualFold(n, k) }); i >= 0 {
+			return routeDecl{}, &RouteKeyError{Key: k, Problem: fmt.Sprintf("differs from %q only by case", known[i])}
 		}
 	}
-	return r
+	fields := map[string]any{"bin": &r.Bin, "args": &r.Args, "method": &r.Method, "pathTemplate": &r.PathTemplate,
+		"path": &r.Path, "provider": &r.Provider, "tool": &r.Tool, "secret": &r.Secret,
+		// read by the transport only; their type is checked all the same
+		"timeoutMs": new(float64), "scheme": new(string)}
+	for _, k := range known {
+		v, ok := keys[k]
+		if !ok || string(bytes.TrimSpace(v)) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(v, fields[k]); err != nil {
+			return routeDecl{}, &RouteKeyError{Key: k, Problem: "is not " + typeOf(k) + ", as the transport reads it"}
+		}
+	}
+	return r, nil
+}
+
+func typeOf(key string) string {
+	switch key {
+	case "args":
+		return "a list of strings"
+	case "secret":
+		return "an object {name, attach, as}"
+	case "timeoutMs":
+		return "a number of milliseconds"
+	}
+	return "a string"
 }
 
 // LeastVerbs is what a cli or stdio capability requires, whatever its
 // author declared: execute (on top of the declared verbs) when its program
-// is an [Interpreter], or when its argv template lets call input choose the
-// program or an option; the declared verbs otherwise. why says, in a
+// or a fixed argument is an [Interpreter], when its argv template lets call
+// input choose the program or an option, or when its route cannot be read
+// as its transport reads it; the declared verbs otherwise. why says, in a
 // sentence for the owner, why execute was added ("" when nothing was).
 // Execute is never standing, so each such call is confirmed by the owner.
 func LeastVerbs(t plexus.TransportKind, route json.RawMessage, declared []plexus.Verb) (verbs []plexus.Verb, why string) {
@@ -82,8 +176,12 @@ func LeastVerbs(t plexus.TransportKind, route json.RawMessage, declared []plexus
 	if t != plexus.TransportCLI && t != plexus.TransportStdio {
 		return verbs, ""
 	}
-	r := readRoute(route)
-	why = executeReason(t, r)
+	if r, err := readRoute(t, route); err != nil {
+		// What would run cannot be known, so it is treated as anything.
+		why = "its route could not be read as the transport reads it (" + err.Error() + ")"
+	} else {
+		why = executeReason(t, r)
+	}
 	if why == "" || slices.Contains(verbs, plexus.VerbExecute) {
 		return verbs, why
 	}
@@ -96,7 +194,15 @@ func executeReason(t plexus.TransportKind, r routeDecl) string {
 		return fmt.Sprintf("its program %q is a template: call input would choose the program", r.Bin)
 	case r.Bin != "" && Interpreter(r.Bin):
 		return fmt.Sprintf("%s is a shell, an interpreter or a runner of other programs: what it is handed runs as code", filepath.Base(r.Bin))
-	case t != plexus.TransportCLI:
+	}
+	for i, a := range r.Args {
+		// find -exec sh, rsync --rsh=bash, git -c core.pager=sh: a fixed
+		// argument naming an interpreter is handed something to run.
+		if name, ok := argInterpreter(a); ok {
+			return fmt.Sprintf("its argument %d (%q) names %s, a shell, an interpreter or a runner of other programs: what it is handed runs as code", i+1, a, name)
+		}
+	}
+	if t != plexus.TransportCLI {
 		return ""
 	}
 	for i, a := range r.Args {
@@ -104,14 +210,60 @@ func executeReason(t plexus.TransportKind, r routeDecl) string {
 			return fmt.Sprintf("its argument %d (%q) lets call input choose an option of the program", i+1, a)
 		}
 	}
+	if i := dashDashValue(r.Args); i >= 0 {
+		return fmt.Sprintf("its argument %d (\"--\") follows the option %q and may be its value rather than the end of options, yet it lets later call input start with \"-\": call input could choose an option", i+1, r.Args[i-1])
+	}
 	return ""
+}
+
+// argInterpreter reports the [Interpreter] a route argument names, as
+// itself or as the value after "=".
+func argInterpreter(a string) (string, bool) {
+	for _, c := range []string{a, a[strings.IndexByte(a, '=')+1:]} {
+		if c != "" && Interpreter(c) {
+			return filepath.Base(c), true
+		}
+	}
+	return "", false
+}
+
+// dashDashValue is the index of the literal "--" that the cli transport
+// takes as the end of options (the first) when it directly follows a
+// literal option without "=" ("-f", "--file") and a placeholder-led
+// argument comes after it; -1 otherwise. That "--" may be the option's
+// value, and then input after it can still be read as an option.
+func dashDashValue(args []string) int {
+	i := slices.Index(args, "--")
+	if i <= 0 {
+		return -1
+	}
+	prev := args[i-1]
+	if !strings.HasPrefix(prev, "-") || strings.Contains(prev, "=") || hasPlaceholder(prev) {
+		return -1
+	}
+	if !slices.ContainsFunc(args[i+1:], placeholderLed) {
+		return -1
+	}
+	return i
+}
+
+// hasPlaceholder reports whether a template argument holds a placeholder
+// ("{{" and "}}" are literal braces).
+func hasPlaceholder(a string) bool {
+	return strings.Contains(strings.NewReplacer("{{", "", "}}", "").Replace(a), "{")
+}
+
+// placeholderLed reports whether a template argument starts with a
+// placeholder: call input then decides its first character.
+func placeholderLed(a string) bool {
+	return strings.HasPrefix(a, "{") && !strings.HasPrefix(a, "{{")
 }
 
 // optionPlaceholder reports whether a template argument is dashes followed
 // by a placeholder ("-{x}", "--{name}"): the input then picks the option.
 func optionPlaceholder(a string) bool {
 	rest := strings.TrimLeft(a, "-")
-	return len(rest) < len(a) && strings.HasPrefix(rest, "{") && !strings.HasPrefix(rest, "{{")
+	return len(rest) < len(a) && placeholderLed(rest)
 }
 
 // workflowVerbs is what a workflow requires: its declared verbs and, for
@@ -240,7 +392,11 @@ func EntryReach(e plexus.Entry, resolve Resolver) *plexus.Reach {
 
 func reachOf(t plexus.TransportKind, xr plexus.ExtensionRoute, members []plexus.WorkflowMember, resolve Resolver) plexus.Reach {
 	rc := plexus.Reach{Transport: t}
-	r := readRoute(xr.Decl)
+	r, err := readRoute(t, xr.Decl)
+	if err != nil {
+		rc.Unknown = "its route could not be read as the transport reads it (" + err.Error() + "): what it would run cannot be known"
+		return rc
+	}
 	if r.Secret != nil && r.Secret.Name != "" {
 		rc.Secrets = []string{r.Secret.Name}
 	}

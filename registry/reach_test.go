@@ -48,6 +48,40 @@ func TestLeastVerbs(t *testing.T) {
 		{"NotAShellName", plexus.TransportCLI, `{"bin":"shasum","args":["{path}"]}`, read, read, ""},
 		{"LocalRESTUntouched", plexus.TransportLocalREST, `{"method":"GET","pathTemplate":"/x"}`, read, read, ""},
 		{"StdioOptionPlaceholderIsLiteral", plexus.TransportStdio, `{"bin":"mcp-thing","args":["--{x}"]}`, read, read, ""},
+		// The route is read as the transport reads it: exact keys, and
+		// fail closed when that cannot be done.
+		{"CaseVariantBin", plexus.TransportCLI, `{"bin":"/bin/sh","args":["-c","{cmd}"],"Bin":"ls","Args":["x"]}`, read, rx, `route.Args: differs from "args" only by case`},
+		{"CaseVariantOnly", plexus.TransportCLI, `{"BIN":"/bin/sh","args":["-c","{cmd}"]}`, read, rx, "could not be read"},
+		{"CLIMistypedForeignKeyIgnored", plexus.TransportCLI, `{"bin":"/bin/sh","args":["-c","{cmd}"],"method":1}`, read, rx, "sh is a shell"},
+		{"StdioMistypedPath", plexus.TransportStdio, `{"bin":"/bin/sh","args":["-c","x"],"path":1}`, read, rx, "sh is a shell"},
+		{"StdioMistypedTool", plexus.TransportStdio, `{"bin":"bash","tool":1}`, read, rx, "bash is a shell"},
+		{"MistypedBin", plexus.TransportCLI, `{"bin":["sh"],"args":["-c","{cmd}"]}`, read, rx, "route.bin"},
+		{"MistypedTimeout", plexus.TransportStdio, `{"bin":"mcp-thing","timeoutMs":"5"}`, read, rx, "route.timeoutMs"},
+		{"NotAnObject", plexus.TransportCLI, `["sh"]`, read, rx, "could not be read"},
+		{"ExactDuplicateLastWins", plexus.TransportCLI, `{"bin":"ls","bin":"sh"}`, read, rx, "sh is a shell"},
+		// A fixed argument that names an interpreter.
+		{"FindExecShell", plexus.TransportCLI, `{"bin":"find","args":[".","-exec","/bin/sh","-c","{cmd}",";"]}`, read, rx, `argument 3 ("/bin/sh") names sh`},
+		{"OptionValueShell", plexus.TransportCLI, `{"bin":"rsync","args":["--rsh=bash","{src}","{dst}"]}`, read, rx, "names bash"},
+		{"StdioArgInterpreter", plexus.TransportStdio, `{"bin":"mcp-proxy","args":["--","python3","server.py"]}`, read, rx, "names python3"},
+		{"ShellSuffixStatic", plexus.TransportCLI, `{"bin":"/bin/bash-static"}`, read, rx, "bash-static"},
+		{"ShellSuffixDistrib", plexus.TransportCLI, `{"bin":"sh.distrib"}`, read, rx, "sh.distrib"},
+		{"BusyboxStatic", plexus.TransportCLI, `{"bin":"tool","args":["busybox.static","sh"]}`, read, rx, "busybox.static"},
+		{"Rbash", plexus.TransportCLI, `{"bin":"rbash"}`, read, rx, "rbash"},
+		{"Loader", plexus.TransportCLI, `{"bin":"/lib64/ld-linux-x86-64.so.2","args":["/bin/ls","{p}"]}`, read, rx, "ld-linux"},
+		{"LdSo", plexus.TransportCLI, `{"bin":"ld.so"}`, read, rx, "ld.so"},
+		{"Java", plexus.TransportCLI, `{"bin":"java","args":["-jar","t.jar"]}`, read, rx, "java"},
+		{"Npm", plexus.TransportStdio, `{"bin":"npm","args":["exec","srv"]}`, read, rx, "npm"},
+		{"Bwrap", plexus.TransportCLI, `{"bin":"bwrap","args":["--ro-bind","/","/","ls"]}`, read, rx, "bwrap"},
+		{"Taskset", plexus.TransportCLI, `{"bin":"taskset","args":["1","ls"]}`, read, rx, "taskset"},
+		{"XvfbRun", plexus.TransportCLI, `{"bin":"xvfb-run","args":["ls"]}`, read, rx, "xvfb-run"},
+		{"Ed", plexus.TransportCLI, `{"bin":"ed","args":["{file}"]}`, read, rx, "ed is"},
+		{"GitIsNot", plexus.TransportCLI, `{"bin":"git","args":["log","-n","5","--","{path}"]}`, read, read, ""},
+		// A "--" that may be an option's value does not end the options.
+		{"DashDashAsValue", plexus.TransportCLI, `{"bin":"grep","args":["-f","--","{x}"]}`, read, rx, `follows the option "-f"`},
+		{"DashDashAfterOperand", plexus.TransportCLI, `{"bin":"grep","args":["-n","pat","--","{x}"]}`, read, read, ""},
+		{"DashDashFirst", plexus.TransportCLI, `{"bin":"sort","args":["--","{x}"]}`, read, read, ""},
+		{"DashDashAfterOptionWithValue", plexus.TransportCLI, `{"bin":"sort","args":["--key=1","--","{x}"]}`, read, read, ""},
+		{"DashDashNothingLed", plexus.TransportCLI, `{"bin":"sort","args":["-f","--","a{x}"]}`, read, read, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := registry.LeastVerbs(tc.transport, json.RawMessage(tc.route), tc.declared)
@@ -160,7 +194,8 @@ func TestDeclReach(t *testing.T) {
 }
 
 // TestEntryReach: a materialized entry's reach, for a grant's decision: an
-// extension's cli entry with the reason for execute, a provider's ipc tool,
+// extension's cli entry with the reason for execute, one whose route cannot
+// be read as its transport reads it, a provider's ipc tool,
 // a workflow's members; nothing for an entry whose route is not one the
 // gateway reads (a portal's, an MCP server's).
 func TestEntryReach(t *testing.T) {
@@ -182,6 +217,12 @@ func TestEntryReach(t *testing.T) {
 		{"CLI", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportCLI, Grants: rx, Route: route(`{"bin":"bash","args":["{x}"]}`)},
 			&plexus.Reach{Transport: plexus.TransportCLI, Bin: "bash", Path: "/bin/bash", Args: []string{"{x}"}, Verbs: rx,
 				Why: "bash is a shell, an interpreter or a runner of other programs: what it is handed runs as code"}},
+		// Registered before the refusal: nothing read from it is shown as what runs.
+		{"UnreadableRoute", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportCLI, Grants: rx,
+			Route: route(`{"bin":"/bin/sh","args":["-c","{cmd}"],"Bin":"ls"}`)},
+			&plexus.Reach{Transport: plexus.TransportCLI, Verbs: rx,
+				Unknown: `its route could not be read as the transport reads it (route.Bin: differs from "bin" only by case): what it would run cannot be known`,
+				Why:     `its route could not be read as the transport reads it (route.Bin: differs from "bin" only by case)`}},
 		{"ProviderTool", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportIPC, Grants: read,
 			Route: json.RawMessage(`{"provider":"obsidian","tool":"open"}`)},
 			&plexus.Reach{Transport: plexus.TransportIPC, Provider: "obsidian", Tool: "open", Verbs: read}},
