@@ -276,15 +276,18 @@ func (db *DB) headRow(ctx context.Context) (mirrorRow, error) {
 // as the row it names still has the hash it recorded.
 func (db *DB) compareAnchor(ctx context.Context, head mirrorRow, after int64, a anchor, aerr error) (kind, problem string, err error) {
 	keyedRows := head.ID > after
-	// A journal migrated by this build has one keyed row before its first
-	// anchor: a crash right after the migration leaves no anchor yet.
-	justKeyed := head.ID == after+1 && head.ActionType == ActionChainKeyed
 	switch {
 	case errors.Is(aerr, errNoAnchor):
-		if !keyedRows || justKeyed {
+		// No row is ever committed without an anchor to follow: Open
+		// anchors a new journal before its first row, and the migration
+		// that keys an old one anchors its legacy head before it commits
+		// (anchorLegacyHead). So rows without an anchor mean it was
+		// deleted, whatever the boundary claims: a forged boundary
+		// (every row passed off as legacy) must not be re-anchored as is.
+		if head.ID == 0 {
 			return "", "", nil
 		}
-		return ProblemAnchor, fmt.Sprintf("the anchor is missing while the keyed chain has rows %d..%d", after+1, head.ID), nil
+		return ProblemAnchor, fmt.Sprintf("journal.anchor is missing while journal.db holds rows up to %d: it was deleted", head.ID), nil
 	case aerr != nil:
 		return ProblemAnchor, "the anchor is unreadable: " + aerr.Error(), nil
 	}
@@ -317,9 +320,38 @@ func (db *DB) compareAnchor(ctx context.Context, head mirrorRow, after int64, a 
 }
 
 // rowVerifies reports whether a keyed row's hash is its HMAC under the key.
-func (db *DB) rowVerifies(r *mirrorRow) bool {
-	c, err := canonicalOf(r)
-	return err == nil && hmacEqual(db.chain.rowHash(r.PrevHash, c), r.Hash)
+func (db *DB) rowVerifies(r *mirrorRow) bool { return db.chain.verifies(r) }
+
+// verifies reports whether r's hash is its HMAC under the key.
+func (c *chainer) verifies(r *mirrorRow) bool {
+	canon, err := canonicalOf(r)
+	return err == nil && hmacEqual(c.rowHash(r.PrevHash, canon), r.Hash)
+}
+
+// anchorLegacyHead anchors the head of the plain chain, inside the
+// migration that keys it and before that commits: the anchor then exists
+// before the first keyed row does, so a crash right after the migration
+// leaves an anchor behind the head (accepted), never none. Should the
+// commit fail, the next Open migrates again and rewrites it.
+func (db *DB) anchorLegacyHead(w legacyWalk) error {
+	if db.anchorPath == "" || w.rows == 0 {
+		return nil
+	}
+	f, err := openAnchorFile(db.anchorPath, db.chain, w.lastID)
+	if err != nil {
+		return fmt.Errorf("anchor the legacy head: %w", err)
+	}
+	err = f.advance(w.lastID, w.head, true)
+	if err == nil {
+		err = f.truncate()
+	}
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("anchor the legacy head: %w", err)
+	}
+	return nil
 }
 
 func hmacEqual(a, b string) bool { return hmac.Equal([]byte(a), []byte(b)) }

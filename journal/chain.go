@@ -111,16 +111,16 @@ func keyedAfter(q interface {
 // that chains to their head. From then on an edit to an old row that is
 // covered by recomputing the plain chain still breaks the link of that
 // keyed row, whose HMAC covers the head it follows.
-func (t *tx) keyChain() error {
+func (t *tx) keyChain() (legacyWalk, error) {
 	rep, err := walkLegacy(t)
 	if err != nil {
-		return fmt.Errorf("key the chain: %w", err)
+		return rep, fmt.Errorf("key the chain: %w", err)
 	}
 	if err := t.SetMeta(metaKeyedAfter, strconv.FormatInt(rep.lastID, 10)); err != nil {
-		return fmt.Errorf("key the chain: %w", err)
+		return rep, fmt.Errorf("key the chain: %w", err)
 	}
 	if rep.rows == 0 {
-		return nil
+		return rep, nil
 	}
 	payload := map[string]any{
 		"legacyRows":   rep.rows,
@@ -134,9 +134,9 @@ func (t *tx) keyChain() error {
 	err = t.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: ActionChainKeyed,
 		Target: "journal", Payload: payload})
 	if err != nil {
-		return fmt.Errorf("key the chain: %w", err)
+		return rep, fmt.Errorf("key the chain: %w", err)
 	}
-	return nil
+	return rep, nil
 }
 
 // legacyWalk summarizes the plain chain found when the key takes over.

@@ -144,6 +144,7 @@ func TestVerifyAttacks(t *testing.T) {
 		name   string
 		tamper func(t *testing.T, td *testDB, raw *sql.DB)
 		noMirr bool // verify without the mirror: the other witnesses alone
+		legacy int  // start from a journal of this many legacy rows, migrated
 		want   []Problem
 	}{
 		{
@@ -252,11 +253,86 @@ func TestVerifyAttacks(t *testing.T) {
 				rechainPlain(t, raw, 1)
 			},
 			noMirr: true,
-			want:   []Problem{{ID: 1, Kind: ProblemBoundary}, {ID: 5, Kind: ProblemRewritten}},
+			// Row 6 should be the journal.chain_keyed row ending rows 1..5.
+			want: []Problem{{ID: 1, Kind: ProblemBoundary}, {ID: 5, Kind: ProblemRewritten}, {ID: 6, Kind: ProblemBoundary}},
+		},
+		{
+			name: "BoundaryForgedAnchorDeleted",
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				// As BoundaryMoved, with the anchor (which repeats the
+				// boundary under its MAC) out of the way.
+				mustExec(t, raw, `UPDATE meta SET value = '5' WHERE key = 'chain.keyed_after';
+					UPDATE activity SET payload = '{"n":99}' WHERE id = 2`)
+				rechainPlain(t, raw, 1)
+				os.Remove(td.anchor)
+			},
+			noMirr: true,
+			want:   []Problem{{Kind: ProblemAnchor}, {ID: 6, Kind: ProblemBoundary}},
+		},
+		{
+			name:   "CutToBoundaryAnchorDeleted",
+			legacy: 3, // rows 1..3 legacy, 4 journal.chain_keyed, 5..9 keyed
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				mustExec(t, raw, `DELETE FROM activity WHERE id > 3;
+					UPDATE sqlite_sequence SET seq = 3 WHERE name = 'activity'`)
+				os.Remove(td.anchor)
+			},
+			noMirr: true,
+			want:   []Problem{{Kind: ProblemAnchor}, {ID: 4, Kind: ProblemBoundary}},
+		},
+		{
+			name:   "CutToChainKeyedAnchorDeleted",
+			legacy: 3,
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				mustExec(t, raw, `DELETE FROM activity WHERE id > 4;
+					UPDATE sqlite_sequence SET seq = 4 WHERE name = 'activity'`)
+				os.Remove(td.anchor)
+			},
+			noMirr: true,
+			want:   []Problem{{Kind: ProblemAnchor}},
+		},
+		{
+			name:   "AnchorDeletedMigrated",
+			legacy: 3,
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				os.Remove(td.anchor)
+			},
+			noMirr: true,
+			want:   []Problem{{Kind: ProblemAnchor}},
+		},
+		{
+			name:   "BoundaryLowered",
+			legacy: 3,
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				// Row 3 re-chained, keyed_after lowered onto it: row 3
+				// now claims to start the keyed chain.
+				mustExec(t, raw, `UPDATE meta SET value = '2' WHERE key = 'chain.keyed_after'`)
+				os.Remove(td.anchor)
+			},
+			noMirr: true,
+			// Row 3 (legacy, checked as keyed) fails its HMAC; the real
+			// journal.chain_keyed row 4 is not where meta says.
+			want: []Problem{{Kind: ProblemAnchor}, {ID: 3, Kind: ProblemBoundary}, {ID: 3, Kind: ProblemEdited}, {ID: 4, Kind: ProblemBoundary}},
+		},
+		{
+			name:   "BoundaryRaisedOntoChainKeyed",
+			legacy: 3,
+			tamper: func(t *testing.T, td *testDB, raw *sql.DB) {
+				// Rows 1..4 passed off as legacy: row 4 (journal.chain_keyed)
+				// would be checked as a plain row, row 5 must then be the
+				// marker.
+				mustExec(t, raw, `UPDATE meta SET value = '4' WHERE key = 'chain.keyed_after';
+					UPDATE activity SET payload = '{"n":99}' WHERE id = 2`)
+				rechainPlainUpTo(t, raw, 1, 4)
+				os.Remove(td.anchor)
+			},
+			noMirr: true,
+			// Row 4, re-hashed plainly, no longer chains into row 5.
+			want: []Problem{{Kind: ProblemAnchor}, {ID: 4, Kind: ProblemEdited}, {ID: 5, Kind: ProblemBoundary}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			td := mustOpen(t)
+			td := openTestDB(t, tc.legacy)
 			recordN(t, td, 5)
 			if rep := mustVerify(t, td.DB, td.vopts()); !rep.OK || len(rep.Notes) > 0 {
 				t.Fatalf("before tampering: %s", rep)
@@ -280,6 +356,21 @@ func TestVerifyAttacks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openTestDB is mustOpen, first writing a journal of legacy rows (plain
+// SHA-256, schema 3) for Open to migrate when legacy > 0.
+func openTestDB(t *testing.T, legacy int) *testDB {
+	t.Helper()
+	if legacy == 0 {
+		return mustOpen(t)
+	}
+	dir := t.TempDir()
+	td := &testDB{path: filepath.Join(dir, "journal.db"), audit: filepath.Join(dir, "audit"),
+		anchor: filepath.Join(dir, "journal.anchor"), clock: newClock(t0)}
+	writeLegacyJournal(t, td.path, legacy)
+	td.DB = mustOpenAt(t, td.path, Options{AuditDir: td.audit, AnchorPath: td.anchor, Clock: td.clock.Now})
+	return td
 }
 
 func TestVerifyMirrorGapIsANote(t *testing.T) {
@@ -373,6 +464,95 @@ func TestOpenRecordsTruncation(t *testing.T) {
 	rep = mustVerify(t, db, td.vopts())
 	if !strings.Contains(rep.String(), "rows 4..5 differ from the audit mirror") {
 		t.Errorf("report with the mirror:\n%s", rep)
+	}
+}
+
+// TestOpenRecordsMissingAnchor: a journal.anchor missing while journal.db
+// holds rows is recorded at the next start (re-anchoring would bury it),
+// whatever the boundary claims; a journal with no rows yet is no alarm.
+func TestOpenRecordsMissingAnchor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		legacy int
+		rows   int
+		tamper string // SQL run on the stopped journal, besides deleting the anchor
+		want   int    // anchor mismatch rows recorded at the restart
+	}{
+		{name: "Empty", want: 0},
+		{name: "AnchorDeleted", rows: 3, want: 1},
+		// The journal cut back to its journal.chain_keyed row: what a crash
+		// right after the migration would look like, had the migration not
+		// anchored the legacy head before its commit.
+		{name: "CutToChainKeyed", legacy: 3, rows: 3, want: 1, tamper: `DELETE FROM activity WHERE id > 4;
+			UPDATE sqlite_sequence SET seq = 4 WHERE name = 'activity'`},
+		{name: "BoundaryForged", rows: 5, want: 1, tamper: `UPDATE meta SET value = '5' WHERE key = 'chain.keyed_after'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := openTestDB(t, tc.legacy)
+			recordN(t, td, tc.rows)
+			td.Close()
+			if tc.tamper != "" {
+				mustExec(t, rawDB(t, td.path), tc.tamper)
+			}
+			if err := os.Remove(td.anchor); err != nil {
+				t.Fatal(err)
+			}
+			db := mustOpenAt(t, td.path, Options{AnchorPath: td.anchor, Clock: td.clock.Now})
+			rows, err := db.Activity(context.Background(), Filter{Type: ActionAnchorMismatch})
+			if err != nil || len(rows) != tc.want {
+				t.Fatalf("anchor mismatch rows = %+v, %v; want %d", rows, err, tc.want)
+			}
+			opts := VerifyOptions{Key: testKey, AnchorPath: td.anchor}
+			rep := mustVerify(t, db, opts)
+			if rep.OK != (tc.want == 0) {
+				t.Fatalf("verify after the restart:\n%s", rep)
+			}
+			if tc.want > 0 && (rows[0].Payload["kind"] != ProblemAnchor || !strings.Contains(rep.String(), "journal.anchor is missing")) {
+				t.Errorf("recorded %+v; report:\n%s", rows[0], rep)
+			}
+		})
+	}
+}
+
+// TestMigrationAnchorsLegacyHead: the migration that keys an old journal
+// anchors the legacy head before it commits, so that no keyed row is ever
+// committed without an anchor and a missing anchor is never a crash.
+func TestMigrationAnchorsLegacyHead(t *testing.T) {
+	dir := t.TempDir()
+	path, anchorPath := filepath.Join(dir, "journal.db"), filepath.Join(dir, "journal.anchor")
+	legacy := writeLegacyJournal(t, path, 3)
+	// The first start finds the anchor the migration wrote: nothing to
+	// record.
+	db := mustOpenAt(t, path, Options{AnchorPath: anchorPath})
+	mismatches := func(db *DB) {
+		t.Helper()
+		rows, err := db.Activity(context.Background(), Filter{Type: ActionAnchorMismatch})
+		if err != nil || len(rows) != 0 {
+			t.Fatalf("anchor mismatch rows = %+v, %v; want none", rows, err)
+		}
+	}
+	mismatches(db)
+	db.Close()
+
+	// A crash between the migration's commit and Open's first advance
+	// leaves the anchor the migration wrote: the legacy head, behind the
+	// journal.chain_keyed row. The next start accepts it.
+	bare := &DB{anchorPath: anchorPath}
+	var err error
+	if bare.chain, err = newChainer(testKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := bare.anchorLegacyHead(legacyWalk{rows: 3, lastID: 3, head: legacy[2]}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := readAnchor(anchorPath)
+	if err != nil || a.ID != 3 || a.KeyedAfter != 3 || a.Hash != legacy[2] || a.MAC != bare.chain.anchorMAC(&a) {
+		t.Fatalf("anchor = %+v, %v", a, err)
+	}
+	db = mustOpenAt(t, path, Options{AnchorPath: anchorPath})
+	mismatches(db)
+	if rep := mustVerify(t, db, VerifyOptions{Key: testKey, AnchorPath: anchorPath}); !rep.OK {
+		t.Errorf("verify:\n%s", rep)
 	}
 }
 

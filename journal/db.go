@@ -62,8 +62,11 @@ type DB struct {
 	log    *slog.Logger
 	mirror *mirror     // nil when Options.AuditDir is ""
 	anchor *anchorFile // nil when Options.AnchorPath is ""
-	chain  *chainer    // nil for OpenReader, which never writes a row
-	group  group       // non-durable Updates waiting to be group-committed
+	// anchorPath is Options.AnchorPath, for the migration that keys the
+	// chain (anchorLegacyHead), which runs before anchor is open.
+	anchorPath string
+	chain      *chainer // nil for OpenReader, which never writes a row
+	group      group    // non-durable Updates waiting to be group-committed
 }
 
 var _ plexus.Store = (*DB)(nil)
@@ -89,7 +92,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := prepareFiles(path); err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	db := &DB{clock: opts.Clock, log: opts.Logger, chain: chain}
+	db := &DB{clock: opts.Clock, log: opts.Logger, chain: chain, anchorPath: opts.AnchorPath}
 
 	w, err := sql.Open("sqlite3", dsn(path, url.Values{
 		"_journal_mode":    {"WAL"},

@@ -265,7 +265,11 @@ func (db *DB) applyStep(ctx context.Context, from int, step string) error {
 	}
 	t := &tx{ctx: ctx, db: db, q: sqltx, head: new(chainHead)}
 	if from+1 == schemaKeyed {
-		if err := t.keyChain(); err != nil {
+		legacy, err := t.keyChain()
+		if err != nil {
+			return err
+		}
+		if err := db.anchorLegacyHead(legacy); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -145,7 +146,10 @@ type verifier struct {
 	anchorSeen bool
 
 	keyedRows, keyedOK int
-	bad                []badRow // keyed rows whose hash is not their HMAC
+	boundary           *mirrorRow // row after+1, when the walk met it
+	boundaryOK         bool       // and its hash is its HMAC under the key
+	keyedMarks         []int64    // journal.chain_keyed rows elsewhere that verify under the key
+	bad                []badRow   // keyed rows whose hash is not their HMAC
 	links              []brokenLink
 }
 
@@ -188,6 +192,7 @@ func (v *verifier) run(ctx context.Context, q *sql.Tx) error {
 	if err := v.checkSequence(ctx, q); err != nil {
 		return err
 	}
+	v.checkBoundary()
 	anchorOK := v.checkAnchor()
 	v.reportBadRows(anchorOK)
 	if v.chain == nil && v.keyedRows > 0 {
@@ -242,6 +247,7 @@ func (v *verifier) walk(ctx context.Context, q *sql.Tx) error {
 		if contentOK && r.ActionType == ActionAnchorMismatch && r.ID > v.after {
 			v.reportRecordedMismatch(&r)
 		}
+		v.noteBoundary(&r, contentOK)
 		if v.anchorErr == nil && r.ID == v.anchor.ID {
 			v.anchorHash, v.anchorSeen = r.Hash, true
 		}
@@ -281,6 +287,68 @@ func (v *verifier) checkRow(r *mirrorRow, prevID int64, prevHash string, prevOK 
 		evident: !prevOK && r.ID == prevID+1,
 	})
 	return false
+}
+
+// noteBoundary keeps what checkBoundary needs: the row that must start the
+// keyed chain, and any journal.chain_keyed row written by this key that
+// sits anywhere else.
+func (v *verifier) noteBoundary(r *mirrorRow, contentOK bool) {
+	if v.after > 0 && r.ID == v.after+1 {
+		b := *r
+		v.boundary, v.boundaryOK = &b, contentOK && v.chain != nil
+		return
+	}
+	if r.ActionType == ActionChainKeyed && v.chain != nil && v.chain.verifies(r) && len(v.keyedMarks) < maxProblems {
+		v.keyedMarks = append(v.keyedMarks, r.ID)
+	}
+}
+
+// checkBoundary enforces what the migration that keyed the chain
+// guarantees (keyChain): a journal keyed after row n > 0 has, as row n+1,
+// the journal.chain_keyed row, written under the key, whose payload names
+// n as the last legacy row. Without this, meta chain.keyed_after can be
+// raised to pass every row off as legacy (re-hashed plainly, no key
+// needed), or lowered or raised onto other rows. A journal created keyed
+// (n = 0) has no such row: its first row is keyed, which checkRow checks.
+func (v *verifier) checkBoundary() {
+	for _, id := range v.keyedMarks {
+		v.rep.add(Problem{ID: id, Kind: ProblemBoundary, Detail: fmt.Sprintf(
+			"row %d is the journal.chain_keyed row that starts the keyed chain, but meta says the keyed chain starts after row %d: the boundary (meta %s) was moved",
+			id, v.after, metaKeyedAfter)})
+	}
+	if v.after == 0 {
+		return
+	}
+	n := v.after
+	problem := func(detail string) {
+		v.rep.add(Problem{ID: n + 1, Kind: ProblemBoundary, Detail: fmt.Sprintf(
+			"meta %s says rows 1..%d are legacy (unkeyed), but %s: the boundary was moved, or the rows from %d on were cut",
+			metaKeyedAfter, n, detail, n+1)})
+	}
+	b := v.boundary
+	switch {
+	case b == nil:
+		problem(fmt.Sprintf("row %d, the journal.chain_keyed row that must follow them, is missing", n+1))
+	case b.ActionType != ActionChainKeyed:
+		problem(fmt.Sprintf("row %d, which must be the journal.chain_keyed row, is %s", n+1, b.ActionType))
+	case v.chain != nil && !v.boundaryOK:
+		problem(fmt.Sprintf("row %d, the journal.chain_keyed row, does not verify under chain-key", n+1))
+	default:
+		if last, ok := legacyLastID(b); !ok || last != n {
+			problem(fmt.Sprintf("row %d, the journal.chain_keyed row, records a different last legacy row (legacyLastId)", n+1))
+		}
+	}
+}
+
+// legacyLastID reads the last legacy row a journal.chain_keyed row records.
+func legacyLastID(r *mirrorRow) (int64, bool) {
+	var p struct {
+		LegacyLastID *int64 `json:"legacyLastId"`
+	}
+	if err := json.Unmarshal(r.Payload, &p); err != nil || p.LegacyLastID == nil {
+		return 0, false
+	}
+	return *p.LegacyLastID, true
 }
 
 // reportBadRows turns the keyed rows that failed into problems. When none
@@ -385,10 +453,13 @@ func (v *verifier) checkAnchor() bool {
 	}
 	switch {
 	case errors.Is(v.anchorErr, errNoAnchor):
-		if v.lastID > v.after {
+		// The daemon anchors a journal before its first row (Open, and
+		// the migration that keys an old one), so rows without an anchor
+		// mean it was deleted, whatever the boundary says.
+		if v.rep.Rows > 0 {
 			v.rep.add(Problem{Kind: ProblemAnchor, Detail: fmt.Sprintf(
-				"%s is missing: the end of the keyed chain (rows %d..%d) cannot be checked for deleted rows (was it deleted?)",
-				v.opts.AnchorPath, v.after+1, v.lastID)})
+				"journal.anchor is missing (%s) while the journal holds rows up to %d: it was deleted; rows cut from the end cannot be ruled out",
+				v.opts.AnchorPath, v.lastID)})
 		}
 		return false
 	case v.anchorErr != nil:

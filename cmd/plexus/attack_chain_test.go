@@ -148,8 +148,8 @@ func plainCanonical(t testing.TB, ts, trace, actor, agent, typ, target, payload 
 // from to the end: the attack the unkeyed chain could not see.
 func (e *chainAttackEnv) rechainPlainFrom(db *sql.DB, from int64) {
 	e.t.Helper()
-	var prev string
-	if err := db.QueryRow(`SELECT hash FROM activity WHERE id < ? ORDER BY id DESC LIMIT 1`, from).Scan(&prev); err != nil {
+	var prev string // "" before row 1
+	if err := db.QueryRow(`SELECT coalesce((SELECT hash FROM activity WHERE id < ? ORDER BY id DESC LIMIT 1), '')`, from).Scan(&prev); err != nil {
 		e.t.Fatal(err)
 	}
 	rows, err := db.Query(`SELECT id, ts, trace_id, actor, agent_id, action_type, target, payload FROM activity WHERE id >= ? ORDER BY id`, from)
@@ -205,6 +205,53 @@ func TestAttackChainTruncatedTail(t *testing.T) {
 	e.verifyBroken(
 		fmt.Sprintf("row %d: truncated — recorded at start-up on", last-2),
 		fmt.Sprintf("rows %d..%d were deleted from the end", last-2, last),
+	)
+}
+
+// TestAttackChainBoundaryForged: with journal.anchor deleted, meta
+// chain.keyed_after is raised to the last row, claiming every row is
+// legacy (unkeyed), a row is edited and the plain SHA-256 chain recomputed
+// from row 1: no key needed; the audit mirror is deleted too. Verify names the missing anchor and the
+// missing journal.chain_keyed row, and a restart (which would re-anchor
+// the forged boundary) records the missing anchor in the keyed chain, so
+// verify still reports both.
+func TestAttackChainBoundaryForged(t *testing.T) {
+	failOnLeakedGoroutines(t)
+	e := newChainAttackEnv(t)
+	db := e.attackerDB()
+	last := e.lastID(db)
+	var victim int64
+	if err := db.QueryRow(`SELECT min(id) FROM activity WHERE action_type = 'invoke.ok'`).Scan(&victim); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(db, `UPDATE meta SET value = ? WHERE key = 'chain.keyed_after'`, fmt.Sprint(last))
+	e.exec(db, `UPDATE activity SET payload = '{"durationMs":1}' WHERE id = ?`, victim)
+	e.rechainPlainFrom(db, 1)
+	db.Close()
+	// The audit mirror would show the recomputed hashes: the attacker
+	// deletes it too, so the journal's own witnesses must tell.
+	mirror, _ := filepath.Glob(filepath.Join(e.home, "audit", "*.jsonl"))
+	for _, p := range append(mirror, filepath.Join(e.home, "journal.anchor")) {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	before := e.snapshot()
+	boundary := fmt.Sprintf("row %d: boundary — meta chain.keyed_after says rows 1..%d are legacy (unkeyed), but row %d, the journal.chain_keyed row that must follow them, is missing",
+		last+1, last, last+1)
+	e.verifyBroken("journal: anchor — journal.anchor is missing", boundary)
+	e.unchangedSince(before)
+
+	td := startTestDaemon(t, daemonOptions{Home: e.home})
+	e.addr = td.ln.Addr().String()
+	e.ok("agent", "call", "portal.notes.read", "path=hello.md")
+	td.stop()
+	e.verifyBroken(
+		fmt.Sprintf("row %d: anchor — recorded at start-up on", last+1),
+		"journal.anchor is missing while journal.db holds rows up to",
+		fmt.Sprintf("row %d: boundary — meta chain.keyed_after says rows 1..%d are legacy (unkeyed), but row %d, which must be the journal.chain_keyed row, is journal.anchor_mismatch",
+			last+1, last, last+1),
 	)
 }
 
