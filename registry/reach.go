@@ -209,6 +209,9 @@ func executeReason(t plexus.TransportKind, r routeDecl) string {
 		if optionPlaceholder(a) {
 			return fmt.Sprintf("its argument %d (%q) lets call input choose an option of the program", i+1, a)
 		}
+		if i > 0 && execOption(r.Args[i-1]) && placeholderLed(a) {
+			return fmt.Sprintf("its argument %d (%q) is the value of %q, which names what the program runs: call input would choose it", i+1, a, r.Args[i-1])
+		}
 	}
 	if i := dashDashValue(r.Args); i >= 0 {
 		return fmt.Sprintf("its argument %d (\"--\") follows the option %q and may be its value rather than the end of options, yet it lets later call input start with \"-\": call input could choose an option", i+1, r.Args[i-1])
@@ -217,14 +220,45 @@ func executeReason(t plexus.TransportKind, r routeDecl) string {
 }
 
 // argInterpreter reports the [Interpreter] a route argument names, as
-// itself or as the value after "=".
+// itself or as the value after "=". A bare word that is also an everyday
+// subcommand ("start", "watch", "time", "exec" …: [commonWord]) counts only
+// as a path ("/usr/bin/time"), so that `myservice start` stays what it
+// declares; a shell or a language interpreter counts by name alone.
 func argInterpreter(a string) (string, bool) {
 	for _, c := range []string{a, a[strings.IndexByte(a, '=')+1:]} {
-		if c != "" && Interpreter(c) {
-			return filepath.Base(c), true
+		if c == "" || !Interpreter(c) {
+			continue
 		}
+		if !strings.ContainsAny(c, `/\`) && commonWord(strings.ToLower(c)) {
+			continue
+		}
+		return filepath.Base(c), true
 	}
 	return "", false
+}
+
+// commonWord reports whether a runner's name is also a word programs take
+// as a subcommand or an operand.
+func commonWord(w string) bool {
+	switch w {
+	case "time", "start", "open", "watch", "script", "exec", "make", "r", "ed", "ex", "rc", "es", "nu", "cmd",
+		"su", "sg", "expect", "wish", "screen", "parallel", "flock", "env", "timeout", "nice", "nohup", "run":
+		return true
+	}
+	return false
+}
+
+// execOption reports whether a literal argument is an option whose value is
+// a program or a command line to run (find -exec, rsync --rsh, git -c's
+// core.pager …): a placeholder right after it lets call input choose what
+// runs.
+func execOption(a string) bool {
+	switch a {
+	case "-exec", "-execdir", "-ok", "-okdir", "--exec", "--rsh", "--rsync-path", "--command", "--shell",
+		"--editor", "--pager", "--use-compress-program", "--to-command", "--checkpoint-action", "-c":
+		return true
+	}
+	return false
 }
 
 // dashDashValue is the index of the literal "--" that the cli transport

@@ -75,6 +75,12 @@ func TestLeastVerbs(t *testing.T) {
 		{"Taskset", plexus.TransportCLI, `{"bin":"taskset","args":["1","ls"]}`, read, rx, "taskset"},
 		{"XvfbRun", plexus.TransportCLI, `{"bin":"xvfb-run","args":["ls"]}`, read, rx, "xvfb-run"},
 		{"Ed", plexus.TransportCLI, `{"bin":"ed","args":["{file}"]}`, read, rx, "ed is"},
+		{"SubcommandStart", plexus.TransportCLI, `{"bin":"myservice","args":["start","{name}"]}`, read, read, ""},
+		{"SubcommandWatch", plexus.TransportCLI, `{"bin":"npm-like","args":["run","watch"]}`, read, read, ""},
+		{"TimeAsPath", plexus.TransportCLI, `{"bin":"find","args":[".","-exec","/usr/bin/time","ls",";"]}`, read, rx, `names time`},
+		{"FindExecPlaceholder", plexus.TransportCLI, `{"bin":"find","args":[".","-exec","{cmd}",";"]}`, read, rx, `is the value of "-exec"`},
+		{"GitConfigPlaceholder", plexus.TransportCLI, `{"bin":"git","args":["-c","{cfg}","status"]}`, read, rx, `is the value of "-c"`},
+		{"RsyncRsh", plexus.TransportCLI, `{"bin":"rsync","args":["--rsh","{ssh}","a","b"]}`, read, rx, `is the value of "--rsh"`},
 		{"GitIsNot", plexus.TransportCLI, `{"bin":"git","args":["log","-n","5","--","{path}"]}`, read, read, ""},
 		// A "--" that may be an option's value does not end the options.
 		{"DashDashAsValue", plexus.TransportCLI, `{"bin":"grep","args":["-f","--","{x}"]}`, read, rx, `follows the option "-f"`},
