@@ -42,13 +42,16 @@ var _ plexus.Source = (*ExtensionSource)(nil)
 
 // NewExtensionSource validates m (see [ValidateManifest]; present may be nil
 // when no gateway is at hand) and materializes it with provenance prov:
-// managed when the owner added it, extension when an agent did.
-func NewExtensionSource(m plexus.ExtensionManifest, prov plexus.Provenance, present func(id string) (plexus.Entry, bool)) (*ExtensionSource, error) {
+// managed when the owner added it, extension when an agent did. resolve
+// finds the programs as the daemon runs them, so that an entry whose
+// program links to an interpreter requires execute ([DeclVerbs]); nil
+// judges the names alone.
+func NewExtensionSource(m plexus.ExtensionManifest, prov plexus.Provenance, present func(id string) (plexus.Entry, bool), resolve Resolver) (*ExtensionSource, error) {
 	if err := ValidateManifest(m, present); err != nil {
 		return nil, err
 	}
 	s := &ExtensionSource{m: m, prov: prov}
-	verbs, _ := DeclVerbs(m, present)
+	verbs, _ := DeclVerbs(m, present, resolve)
 	for i, d := range m.Capabilities {
 		e, err := s.entry(d, verbs[i])
 		if err != nil {
