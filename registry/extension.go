@@ -23,6 +23,7 @@ type ExtensionSource struct {
 	prov    plexus.Provenance
 	entries []plexus.Entry
 	check   HealthCheck
+	resolve Resolver
 }
 
 // HealthCheck probes what an extension needs (its service answering, its
@@ -50,7 +51,7 @@ func NewExtensionSource(m plexus.ExtensionManifest, prov plexus.Provenance, pres
 	if err := ValidateManifest(m, present); err != nil {
 		return nil, err
 	}
-	s := &ExtensionSource{m: m, prov: prov}
+	s := &ExtensionSource{m: m, prov: prov, resolve: resolve}
 	verbs, _ := DeclVerbs(m, present, resolve)
 	for i, d := range m.Capabilities {
 		e, err := s.entry(d, verbs[i])
@@ -71,7 +72,13 @@ func (s *ExtensionSource) entry(d plexus.ExtensionCapabilityDecl, grants []plexu
 	}
 	e := plexus.Entry{ID: EntryID(s.m.Source, d.Name), Source: s.m.Source, Kind: d.Kind, Label: d.Label,
 		Describe: d.Describe, IO: d.IO, Grants: grants, Transport: t, Members: d.Members, Body: d.Body}
-	route, err := json.Marshal(plexus.ExtensionRoute{Decl: d.Route, ServiceHint: s.m.ServiceHint, Secrets: s.m.Secrets})
+	xr := plexus.ExtensionRoute{Decl: d.Route, ServiceHint: s.m.ServiceHint, Secrets: s.m.Secrets}
+	if t == plexus.TransportCLI || t == plexus.TransportStdio {
+		if r, err := readRoute(t, d.Route); err == nil {
+			xr.Runs = runsFile(r.Bin, s.resolve)
+		}
+	}
+	route, err := json.Marshal(xr)
 	if err != nil {
 		return plexus.Entry{}, fmt.Errorf("extension %s: route of %s: %w", s.m.Source, d.Name, err)
 	}

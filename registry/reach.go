@@ -368,8 +368,24 @@ func linkTarget(bin string, resolve Resolver) string {
 	if err != nil {
 		return ""
 	}
+	if target := runsFile(bin, resolve); target != p {
+		return target
+	}
+	return ""
+}
+
+// runsFile is the file bin runs: resolved, symbolic links followed; "" when
+// resolve is nil or bin cannot be resolved.
+func runsFile(bin string, resolve Resolver) string {
+	if bin == "" || resolve == nil || strings.ContainsAny(bin, "{}") {
+		return ""
+	}
+	p, err := resolve(bin)
+	if err != nil {
+		return ""
+	}
 	target, err := filepath.EvalSymlinks(p)
-	if err != nil || target == p {
+	if err != nil {
 		return ""
 	}
 	return target

@@ -279,6 +279,18 @@ func TestLinkToInterpreter(t *testing.T) {
 			if er := registry.EntryReach(es[0], tc.resolve); er.Why != why[0] || er.Target != tc.target {
 				t.Errorf("entry reach why %q target %q, want %q %q", er.Why, er.Target, why[0], tc.target)
 			}
+			// The entry pins the file that runs, for the transports to check.
+			var xr plexus.ExtensionRoute
+			if err := json.Unmarshal(es[0].Route, &xr); err != nil {
+				t.Fatal(err)
+			}
+			wantRuns := tc.target
+			if wantRuns == "" {
+				wantRuns = tc.path
+			}
+			if xr.Runs != wantRuns {
+				t.Errorf("route runs %q, want %q", xr.Runs, wantRuns)
+			}
 		})
 	}
 }

@@ -406,4 +406,48 @@ func TestAttackApproveLinkToShell(t *testing.T) {
 		e1.Error == nil || e1.Error.Code != plexus.CodeGrantRequired {
 		t.Errorf("a read grant: status %d, %+v", st, e1.Error)
 	}
+
+	// The plain program, granted read, runs; once its file is swapped for
+	// a link to another program, the call is refused and nothing runs.
+	var pend plexus.GrantPendingResponse
+	if st := td.call(t, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{
+		"writer.note.plain": map[string]any{"decision": "allow", "verbs": []string{"read"}}}}, &pend); st != http.StatusAccepted || pend.PendingID == "" {
+		t.Fatalf("a read grant of the plain program: status %d, %+v", st, pend)
+	}
+	grantFile := filepath.Join(td.home.Inbox, pend.PendingID+".md")
+	waitFor(t, 10*time.Second, "the grant's decision file", holds(func() bool { _, err := os.Stat(grantFile); return err == nil }))
+	if err := os.Rename(grantFile, filepath.Join(td.home.Active, pend.PendingID+".md")); err != nil {
+		t.Fatal(err)
+	}
+	var tok plexus.ScopedToken
+	waitFor(t, 10*time.Second, "the token", func() string {
+		var st plexus.GrantStatusResponse
+		if code := td.call(t, "GET", "/grants/status?pendingId="+pend.PendingID, session(sid), nil, &st); code != http.StatusOK || st.Token == nil {
+			return fmt.Sprintf("status %d, %+v", code, st)
+		}
+		tok = *st.Token
+		return ""
+	})
+	call := plexus.InvokeRequest{ID: "writer.note.plain"}
+	if st, r, _ := td.invoke(t, tok.Token, call); st != http.StatusOK || !r.OK {
+		t.Fatalf("the approved program: status %d, %+v", st, r.Error)
+	}
+	canary := filepath.Join(t.TempDir(), "ran")
+	swapped := filepath.Join(t.TempDir(), "swapped")
+	if err := os.WriteFile(swapped, []byte("#!/bin/sh\necho ran > "+canary+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(swapped, plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, r, _ := td.invoke(t, tok.Token, call); r.OK || r.Error == nil || r.Error.Code != plexus.CodeSourceUnavailable ||
+		!strings.Contains(r.Error.Message, "now resolves to") {
+		t.Errorf("the swapped program: %+v, want source_unavailable saying it now resolves elsewhere", r.Error)
+	}
+	if _, err := os.Stat(canary); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the swapped program ran (stat: %v)", err)
+	}
 }
