@@ -2,6 +2,8 @@ package plexus
 
 import (
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -70,6 +72,31 @@ type ExtensionRoute struct {
 	Decl        json.RawMessage      `json:"route,omitempty"`
 	ServiceHint *LocalServiceHint    `json:"serviceHint,omitempty"`
 	Secrets     []ExtensionSecretRef `json:"secrets,omitempty"`
+	// Runs is the file a cli or stdio program resolved to, symbolic links
+	// followed, when the entry was materialized: the file its verbs were
+	// derived from. The transports refuse to run another ([CheckRuns]).
+	// Empty when it was not installed then (or not resolved).
+	Runs string `json:"runs,omitempty"`
+}
+
+// CheckRuns refuses to run bin, found at path, when path now resolves
+// (symbolic links followed) to another file than runs, the one its entry
+// was materialized with (and its verbs derived from): a link swapped since
+// would run a program the owner never approved. An empty runs checks
+// nothing.
+func CheckRuns(bin, path, runs string) *Error {
+	if runs == "" {
+		return nil
+	}
+	now, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return WrapError(CodeSourceUnavailable, err, fmt.Sprintf("%s (%s) cannot be resolved", bin, path))
+	}
+	if now != runs {
+		return Errorf(CodeSourceUnavailable, "%s now resolves to %s, not to %s as when its extension was registered; "+
+			"restart the daemon or register it again to have it judged anew", bin, now, runs)
+	}
+	return nil
 }
 
 // ExtensionRegisterRequest is the body of POST /extensions.

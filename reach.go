@@ -15,6 +15,9 @@ type Reach struct {
 	// the decision was put up; empty when it could not be resolved (then
 	// Unknown says why).
 	Path string `json:"path,omitempty"`
+	// Target is the file Path resolves to through symbolic links, when it
+	// differs from Path: what runs.
+	Target string `json:"target,omitempty"`
 	// Args is the argv template (cli) or the fixed arguments (stdio).
 	Args []string `json:"args,omitempty"`
 	// Method is the HTTP method (local-rest) or the JSON-RPC method (stdio).

@@ -78,7 +78,7 @@ func (g *Gateway) RegisterExtension(ctx context.Context, c Credentials, req plex
 // part of it: the owner reads it apart, as the agent's words.
 func extensionNarration(agent string, m plexus.ExtensionManifest, present func(string) (plexus.Entry, bool), resolve registry.Resolver) []plexus.PendingNarration {
 	var out []plexus.PendingNarration
-	verbs, why := registry.DeclVerbs(m, present)
+	verbs, why := registry.DeclVerbs(m, present, resolve)
 	for i, d := range m.Capabilities {
 		id := registry.EntryID(m.Source, d.Name)
 		reach := registry.DeclReach(m, i, verbs[i], why[i], resolve)

@@ -292,6 +292,9 @@ func touches(r plexus.Reach) []string {
 			what += ", kept running, and calls its method " + codeExact(r.Method)
 		}
 		out = append(out, what)
+		if r.Target != "" {
+			out = append(out, codeExact(r.Path)+" is a link: the file that runs is "+codeExact(r.Target))
+		}
 	case plexus.TransportLocalREST:
 		if r.URL != "" {
 			out = append(out, "sends "+codeExact(r.Method)+" "+codeExact(r.URL))

@@ -23,6 +23,7 @@ type ExtensionSource struct {
 	prov    plexus.Provenance
 	entries []plexus.Entry
 	check   HealthCheck
+	resolve Resolver
 }
 
 // HealthCheck probes what an extension needs (its service answering, its
@@ -42,13 +43,16 @@ var _ plexus.Source = (*ExtensionSource)(nil)
 
 // NewExtensionSource validates m (see [ValidateManifest]; present may be nil
 // when no gateway is at hand) and materializes it with provenance prov:
-// managed when the owner added it, extension when an agent did.
-func NewExtensionSource(m plexus.ExtensionManifest, prov plexus.Provenance, present func(id string) (plexus.Entry, bool)) (*ExtensionSource, error) {
+// managed when the owner added it, extension when an agent did. resolve
+// finds the programs as the daemon runs them, so that an entry whose
+// program links to an interpreter requires execute ([DeclVerbs]); nil
+// judges the names alone.
+func NewExtensionSource(m plexus.ExtensionManifest, prov plexus.Provenance, present func(id string) (plexus.Entry, bool), resolve Resolver) (*ExtensionSource, error) {
 	if err := ValidateManifest(m, present); err != nil {
 		return nil, err
 	}
-	s := &ExtensionSource{m: m, prov: prov}
-	verbs, _ := DeclVerbs(m, present)
+	s := &ExtensionSource{m: m, prov: prov, resolve: resolve}
+	verbs, _ := DeclVerbs(m, present, resolve)
 	for i, d := range m.Capabilities {
 		e, err := s.entry(d, verbs[i])
 		if err != nil {
@@ -68,7 +72,13 @@ func (s *ExtensionSource) entry(d plexus.ExtensionCapabilityDecl, grants []plexu
 	}
 	e := plexus.Entry{ID: EntryID(s.m.Source, d.Name), Source: s.m.Source, Kind: d.Kind, Label: d.Label,
 		Describe: d.Describe, IO: d.IO, Grants: grants, Transport: t, Members: d.Members, Body: d.Body}
-	route, err := json.Marshal(plexus.ExtensionRoute{Decl: d.Route, ServiceHint: s.m.ServiceHint, Secrets: s.m.Secrets})
+	xr := plexus.ExtensionRoute{Decl: d.Route, ServiceHint: s.m.ServiceHint, Secrets: s.m.Secrets}
+	if t == plexus.TransportCLI || t == plexus.TransportStdio {
+		if r, err := readRoute(t, d.Route); err == nil {
+			xr.Runs = runsFile(r.Bin, s.resolve)
+		}
+	}
+	route, err := json.Marshal(xr)
 	if err != nil {
 		return plexus.Entry{}, fmt.Errorf("extension %s: route of %s: %w", s.m.Source, d.Name, err)
 	}

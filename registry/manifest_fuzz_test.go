@@ -65,7 +65,7 @@ func FuzzManifest(f *testing.F) {
 			t.Fatalf("valid against a gateway but not offline: %v", offline)
 		}
 		if online != nil {
-			if _, err := NewExtensionSource(m, plexus.ProvenanceExtension, none); err == nil {
+			if _, err := NewExtensionSource(m, plexus.ProvenanceExtension, none, nil); err == nil {
 				t.Fatalf("an invalid manifest materialized: %v", online)
 			}
 			return
@@ -123,7 +123,7 @@ func requireFixedPoint(t *testing.T, m plexus.ExtensionManifest) {
 // requireMaterializes checks the entries a valid manifest becomes.
 func requireMaterializes(t *testing.T, m plexus.ExtensionManifest, present func(string) (plexus.Entry, bool)) {
 	t.Helper()
-	src, err := NewExtensionSource(m, plexus.ProvenanceExtension, present)
+	src, err := NewExtensionSource(m, plexus.ProvenanceExtension, present, nil)
 	if err != nil {
 		t.Fatalf("a valid manifest does not materialize: %v", err)
 	}

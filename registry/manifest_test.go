@@ -184,7 +184,7 @@ func TestValidateManifestOffline(t *testing.T) {
 func TestExtensionSourceEntries(t *testing.T) {
 	m := loadManifest(t, "obsidian.json")
 	m.Source = "obsidian:work"
-	src, err := NewExtensionSource(m, plexus.ProvenanceManaged, nil)
+	src, err := NewExtensionSource(m, plexus.ProvenanceManaged, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestExtensionSourceEntries(t *testing.T) {
 func TestExtensionSourceRefusesInvalid(t *testing.T) {
 	m := loadManifest(t, "prettier.json")
 	m.Transport = plexus.TransportMCP
-	if _, err := NewExtensionSource(m, plexus.ProvenanceManaged, nil); err == nil {
+	if _, err := NewExtensionSource(m, plexus.ProvenanceManaged, nil, nil); err == nil {
 		t.Fatal("an mcp-transport manifest was materialized")
 	}
 }

@@ -172,6 +172,13 @@ func typeOf(key string) string {
 // sentence for the owner, why execute was added ("" when nothing was).
 // Execute is never standing, so each such call is confirmed by the owner.
 func LeastVerbs(t plexus.TransportKind, route json.RawMessage, declared []plexus.Verb) (verbs []plexus.Verb, why string) {
+	return leastVerbs(t, route, declared, nil)
+}
+
+// leastVerbs is [LeastVerbs] that also judges the file the program resolves
+// to, following symbolic links, when resolve is not nil: a name that is no
+// interpreter ("editor") may be a link to one ("/bin/sh").
+func leastVerbs(t plexus.TransportKind, route json.RawMessage, declared []plexus.Verb, resolve Resolver) (verbs []plexus.Verb, why string) {
 	verbs = plexus.NormalizeVerbs(declared)
 	if t != plexus.TransportCLI && t != plexus.TransportStdio {
 		return verbs, ""
@@ -180,7 +187,7 @@ func LeastVerbs(t plexus.TransportKind, route json.RawMessage, declared []plexus
 		// What would run cannot be known, so it is treated as anything.
 		why = "its route could not be read as the transport reads it (" + err.Error() + ")"
 	} else {
-		why = executeReason(t, r)
+		why = executeReason(t, r, resolve)
 	}
 	if why == "" || slices.Contains(verbs, plexus.VerbExecute) {
 		return verbs, why
@@ -188,12 +195,15 @@ func LeastVerbs(t plexus.TransportKind, route json.RawMessage, declared []plexus
 	return plexus.NormalizeVerbs(append(verbs, plexus.VerbExecute)), why
 }
 
-func executeReason(t plexus.TransportKind, r routeDecl) string {
+func executeReason(t plexus.TransportKind, r routeDecl, resolve Resolver) string {
 	switch {
 	case strings.ContainsAny(r.Bin, "{}"):
 		return fmt.Sprintf("its program %q is a template: call input would choose the program", r.Bin)
 	case r.Bin != "" && Interpreter(r.Bin):
 		return fmt.Sprintf("%s is a shell, an interpreter or a runner of other programs: what it is handed runs as code", filepath.Base(r.Bin))
+	}
+	if target := linkTarget(r.Bin, resolve); target != "" && Interpreter(target) {
+		return fmt.Sprintf("%s is a link to %s, a shell, an interpreter or a runner of other programs: what it is handed runs as code", filepath.Base(r.Bin), target)
 	}
 	for i, a := range r.Args {
 		// find -exec sh, rsync --rsh=bash, git -c core.pager=sh: a fixed
@@ -330,8 +340,10 @@ func verbWords(vs []plexus.Verb) string {
 
 // DeclVerbs is what each declaration of m requires, in m's order, with the
 // reason when the gateway requires more than declared. present finds a
-// workflow member registered by another source (nil: none).
-func DeclVerbs(m plexus.ExtensionManifest, present func(id string) (plexus.Entry, bool)) (verbs [][]plexus.Verb, why []string) {
+// workflow member registered by another source (nil: none); resolve finds
+// the programs, so that a link to an interpreter is judged as one (nil: the
+// names alone are judged).
+func DeclVerbs(m plexus.ExtensionManifest, present func(id string) (plexus.Entry, bool), resolve Resolver) (verbs [][]plexus.Verb, why []string) {
 	verbs = make([][]plexus.Verb, len(m.Capabilities))
 	why = make([]string, len(m.Capabilities))
 	seen := make([]bool, len(m.Capabilities))
@@ -357,7 +369,7 @@ func DeclVerbs(m plexus.ExtensionManifest, present func(id string) (plexus.Entry
 			})
 			why[i] = workflowWhy(d.Grants, verbs[i])
 		default:
-			verbs[i], why[i] = LeastVerbs(declTransport(m, d), d.Route, d.Grants)
+			verbs[i], why[i] = leastVerbs(declTransport(m, d), d.Route, d.Grants, resolve)
 		}
 		return verbs[i]
 	}
@@ -378,6 +390,40 @@ func declTransport(m plexus.ExtensionManifest, d plexus.ExtensionCapabilityDecl)
 // daemon would run it (a bare name on the platform's enriched PATH, an
 // absolute path as is). An error means it is not installed.
 type Resolver func(bin string) (string, error)
+
+// linkTarget is the file bin resolves to when that differs from the path
+// resolve finds (the path is, or passes through, a symbolic link); "" when
+// it does not differ, when resolve is nil or when bin cannot be resolved.
+func linkTarget(bin string, resolve Resolver) string {
+	if bin == "" || resolve == nil {
+		return ""
+	}
+	p, err := resolve(bin)
+	if err != nil {
+		return ""
+	}
+	if target := runsFile(bin, resolve); target != p {
+		return target
+	}
+	return ""
+}
+
+// runsFile is the file bin runs: resolved, symbolic links followed; "" when
+// resolve is nil or bin cannot be resolved.
+func runsFile(bin string, resolve Resolver) string {
+	if bin == "" || resolve == nil || strings.ContainsAny(bin, "{}") {
+		return ""
+	}
+	p, err := resolve(bin)
+	if err != nil {
+		return ""
+	}
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	return target
+}
 
 // DeclReach is what declaration i of m reaches, with the verbs it requires
 // (verbs, why: see [DeclVerbs]). resolve may be nil: the path is then not
@@ -420,7 +466,7 @@ func EntryReach(e plexus.Entry, resolve Resolver) *plexus.Reach {
 		}
 		return &rc
 	}
-	_, rc.Why = LeastVerbs(e.Transport, xr.Decl, e.Grants)
+	_, rc.Why = leastVerbs(e.Transport, xr.Decl, e.Grants, resolve)
 	return &rc
 }
 
@@ -451,6 +497,7 @@ func reachOf(t plexus.TransportKind, xr plexus.ExtensionRoute, members []plexus.
 				rc.Unknown = r.Bin + " is not installed (not found on the daemon's PATH): what it would run cannot be known"
 			} else {
 				rc.Path = p
+				rc.Target = linkTarget(r.Bin, resolve)
 			}
 		}
 	case plexus.TransportLocalREST:

@@ -3,12 +3,15 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/registry"
 )
 
@@ -118,7 +121,7 @@ func TestExtensionEntriesRequireDerivedVerbs(t *testing.T) {
 			{Name: "outer.run", Kind: plexus.KindWorkflow, Label: "Outer", Describe: "Runs both.", Grants: read,
 				Transport: plexus.TransportWorkflow, Members: []plexus.WorkflowMember{{ID: "evil.both.run", Verbs: read}}},
 		}}
-	src, err := registry.NewExtensionSource(m, plexus.ProvenanceExtension, nil)
+	src, err := registry.NewExtensionSource(m, plexus.ProvenanceExtension, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +151,7 @@ func TestExtensionEntriesRequireDerivedVerbs(t *testing.T) {
 		t.Errorf("both.run members (-want +got):\n%s", diff)
 	}
 
-	verbs, why := registry.DeclVerbs(m, nil)
+	verbs, why := registry.DeclVerbs(m, nil, nil)
 	if diff := cmp.Diff([][]plexus.Verb{{plexus.VerbRead, plexus.VerbExecute}, write, all, all}, verbs); diff != "" {
 		t.Errorf("DeclVerbs (-want +got):\n%s", diff)
 	}
@@ -160,9 +163,13 @@ func TestExtensionEntriesRequireDerivedVerbs(t *testing.T) {
 // TestDeclReach: what a declaration reaches, per transport, as the gateway
 // reads the route; a program that is not installed says so.
 func TestDeclReach(t *testing.T) {
+	sh := filepath.Join(t.TempDir(), "sh") // a regular file: no link to follow
+	if err := os.WriteFile(sh, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	resolve := func(bin string) (string, error) {
 		if bin == "sh" {
-			return "/usr/bin/sh", nil
+			return sh, nil
 		}
 		return "", plexus.ErrNotFound
 	}
@@ -179,15 +186,15 @@ func TestDeclReach(t *testing.T) {
 			{Name: "e.ipc", Kind: plexus.KindCapability, Grants: read, Transport: plexus.TransportIPC,
 				Route: json.RawMessage(`{"provider":"obsidian","tool":"open-note"}`)},
 		}}
-	verbs, why := registry.DeclVerbs(m, nil)
+	verbs, why := registry.DeclVerbs(m, nil, nil)
 	rx := []plexus.Verb{plexus.VerbRead, plexus.VerbExecute}
 	want := []plexus.Reach{
-		{Transport: plexus.TransportCLI, Bin: "sh", Path: "/usr/bin/sh", Args: []string{"-c", "{p}"}, Declared: read, Verbs: rx, Why: why[0]},
+		{Transport: plexus.TransportCLI, Bin: "sh", Path: sh, Args: []string{"-c", "{p}"}, Declared: read, Verbs: rx, Why: why[0]},
 		{Transport: plexus.TransportCLI, Bin: "nothere", Args: []string{"{p}"}, Declared: read, Verbs: read,
 			Unknown: "nothere is not installed (not found on the daemon's PATH): what it would run cannot be known"},
 		{Transport: plexus.TransportLocalREST, Method: "POST", URL: "http://127.0.0.1:27123/vault/{path}", Secrets: []string{"api-key"},
 			Declared: read, Verbs: read},
-		{Transport: plexus.TransportStdio, Bin: "sh", Path: "/usr/bin/sh", Args: []string{"server.sh"}, Method: "notes.read",
+		{Transport: plexus.TransportStdio, Bin: "sh", Path: sh, Args: []string{"server.sh"}, Method: "notes.read",
 			Declared: read, Verbs: rx, Why: why[3]},
 		{Transport: plexus.TransportIPC, Provider: "obsidian", Tool: "open-note", Declared: read, Verbs: read},
 	}
@@ -199,13 +206,112 @@ func TestDeclReach(t *testing.T) {
 	}
 }
 
+// TestLinkToInterpreter: a program whose name is no interpreter but which
+// is a symbolic link to one (on the PATH or by absolute path, directly or
+// through a linked folder) is judged by the file it runs: it requires
+// execute, and its reach records that file as Target. Resolved through the
+// platform's own resolver, with PATH pointing at a real temp dir.
+func TestLinkToInterpreter(t *testing.T) {
+	shTarget, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Skipf("no /bin/sh: %v", err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // no link above the ones made here
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bin")
+	linked := filepath.Join(dir, "linked") // a folder that is a link to bin
+	tool := filepath.Join(bin, "plaintool")
+	for _, err := range []error{
+		os.Mkdir(bin, 0o755),
+		os.Symlink("/bin/sh", filepath.Join(bin, "editor")),
+		os.Symlink("editor", filepath.Join(bin, "mytool")), // a link to a link
+		os.WriteFile(tool, []byte("#!/bin/true\n"), 0o755),
+		os.Symlink(bin, linked),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	plat := platform.New(platform.Options{Home: t.TempDir(), Env: []string{"PATH=" + bin}})
+	rx := []plexus.Verb{plexus.VerbRead, plexus.VerbExecute}
+	for _, tc := range []struct {
+		name, route       string
+		transport         plexus.TransportKind
+		resolve           registry.Resolver
+		want              []plexus.Verb
+		path, target, why string
+	}{
+		{"BareNameOnPATH", `{"bin":"editor","args":["{p}"]}`, plexus.TransportCLI, plat.Resolve, rx,
+			filepath.Join(bin, "editor"), shTarget, "editor is a link to " + shTarget},
+		{"LinkToLink", `{"bin":"mytool"}`, plexus.TransportStdio, plat.Resolve, rx,
+			filepath.Join(bin, "mytool"), shTarget, "mytool is a link to " + shTarget},
+		{"AbsoluteLink", `{"bin":"` + filepath.Join(bin, "editor") + `"}`, plexus.TransportCLI, plat.Resolve, rx,
+			filepath.Join(bin, "editor"), shTarget, "is a link to"},
+		{"LinkedFolder", `{"bin":"` + filepath.Join(linked, "plaintool") + `"}`, plexus.TransportCLI, plat.Resolve, read,
+			filepath.Join(linked, "plaintool"), tool, ""},
+		{"PlainFile", `{"bin":"plaintool"}`, plexus.TransportCLI, plat.Resolve, read, tool, "", ""},
+		// Without a resolver only the name is judged, as before.
+		{"NoResolver", `{"bin":"editor"}`, plexus.TransportCLI, nil, read, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := plexus.ExtensionManifest{Manifest: plexus.ManifestVersion, Source: "x", Label: "X", Transport: tc.transport,
+				Capabilities: []plexus.ExtensionCapabilityDecl{{Name: "a.run", Kind: plexus.KindCapability, Label: "A",
+					Describe: "Runs.", Grants: read, Route: json.RawMessage(tc.route)}}}
+			verbs, why := registry.DeclVerbs(m, nil, tc.resolve)
+			if diff := cmp.Diff(tc.want, verbs[0]); diff != "" {
+				t.Errorf("verbs (-want +got):\n%s", diff)
+			}
+			if tc.why == "" && why[0] != "" || !strings.Contains(why[0], tc.why) {
+				t.Errorf("why = %q, want it to hold %q", why[0], tc.why)
+			}
+			rc := registry.DeclReach(m, 0, verbs[0], why[0], tc.resolve)
+			if rc.Path != tc.path || rc.Target != tc.target {
+				t.Errorf("reach path %q target %q, want %q %q", rc.Path, rc.Target, tc.path, tc.target)
+			}
+			// What is materialized requires the same.
+			src, err := registry.NewExtensionSource(m, plexus.ProvenanceExtension, nil, tc.resolve)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es, err := src.Scan(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, es[0].Grants); diff != "" {
+				t.Errorf("materialized grants (-want +got):\n%s", diff)
+			}
+			if er := registry.EntryReach(es[0], tc.resolve); er.Why != why[0] || er.Target != tc.target {
+				t.Errorf("entry reach why %q target %q, want %q %q", er.Why, er.Target, why[0], tc.target)
+			}
+			// The entry pins the file that runs, for the transports to check.
+			var xr plexus.ExtensionRoute
+			if err := json.Unmarshal(es[0].Route, &xr); err != nil {
+				t.Fatal(err)
+			}
+			wantRuns := tc.target
+			if wantRuns == "" {
+				wantRuns = tc.path
+			}
+			if xr.Runs != wantRuns {
+				t.Errorf("route runs %q, want %q", xr.Runs, wantRuns)
+			}
+		})
+	}
+}
+
 // TestEntryReach: a materialized entry's reach, for a grant's decision: an
 // extension's cli entry with the reason for execute, one whose route cannot
 // be read as its transport reads it, a provider's ipc tool,
 // a workflow's members; nothing for an entry whose route is not one the
 // gateway reads (a portal's, an MCP server's).
 func TestEntryReach(t *testing.T) {
-	resolve := func(string) (string, error) { return "/bin/bash", nil }
+	bash := filepath.Join(t.TempDir(), "bash") // a regular file: no link to follow
+	if err := os.WriteFile(bash, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(string) (string, error) { return bash, nil }
 	route := func(decl string) json.RawMessage {
 		b, err := json.Marshal(plexus.ExtensionRoute{Decl: json.RawMessage(decl)})
 		if err != nil {
@@ -221,7 +327,7 @@ func TestEntryReach(t *testing.T) {
 		want  *plexus.Reach
 	}{
 		{"CLI", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportCLI, Grants: rx, Route: route(`{"bin":"bash","args":["{x}"]}`)},
-			&plexus.Reach{Transport: plexus.TransportCLI, Bin: "bash", Path: "/bin/bash", Args: []string{"{x}"}, Verbs: rx,
+			&plexus.Reach{Transport: plexus.TransportCLI, Bin: "bash", Path: bash, Args: []string{"{x}"}, Verbs: rx,
 				Why: "bash is a shell, an interpreter or a runner of other programs: what it is handed runs as code"}},
 		// Registered before the refusal: nothing read from it is shown as what runs.
 		{"UnreadableRoute", plexus.Entry{Kind: plexus.KindCapability, Transport: plexus.TransportCLI, Grants: rx,

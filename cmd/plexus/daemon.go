@@ -341,7 +341,7 @@ func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 		if cfg.Provenance == plexus.ProvenanceExtension {
 			prov = plexus.ProvenanceExtension
 		}
-		src, err := registry.NewExtensionSource(m, prov, d.reg.Entry)
+		src, err := registry.NewExtensionSource(m, prov, d.reg.Entry, d.plat.Resolve)
 		if err != nil {
 			return nil, err
 		}

@@ -76,7 +76,7 @@ func extCommand() *cli.Command {
 					w := cmd.Root().Writer
 					fmt.Fprintf(w, "Extension %s %s (%s, managed):\n", sc.ID, verb, m.Label)
 					// The verbs Plexus requires, not only the declared ones (docs/trust.md).
-					verbs, why := registry.DeclVerbs(m, nil)
+					verbs, why := registry.DeclVerbs(m, nil, nil)
 					for i, d := range m.Capabilities {
 						fmt.Fprintf(w, "  %s  %s  %s", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(verbs[i])))
 						if !slices.Equal(verbs[i], plexus.NormalizeVerbs(d.Grants)) {

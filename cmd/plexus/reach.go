@@ -80,6 +80,9 @@ func reachString(r plexus.Reach) string {
 		if r.Path != "" {
 			prog = strconv.Quote(r.Path)
 		}
+		if r.Target != "" {
+			prog += " → " + strconv.Quote(r.Target)
+		}
 		s := "runs " + prog + " with argv " + quoted(r.Args)
 		if r.Transport == plexus.TransportStdio {
 			s += " and calls its method " + strconv.Quote(r.Method)
@@ -107,6 +110,9 @@ func reachBrief(r plexus.Reach) string {
 		prog := r.Path
 		if prog == "" {
 			prog = r.Bin + "?"
+		}
+		if r.Target != "" {
+			return strconv.Quote(prog) + " → " + strconv.Quote(r.Target) + " " + quoted(r.Args)
 		}
 		return strconv.Quote(prog) + " " + quoted(r.Args)
 	case plexus.TransportLocalREST:

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -715,5 +716,67 @@ func TestConcurrentDispatch(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestRunsPinned: an entry runs only the file its program resolved to when
+// it was materialized (route "runs"). Once the link it names is pointed at
+// a shell, the call is refused as source_unavailable, naming both files,
+// and nothing runs; an entry without "runs" is not checked.
+func TestRunsPinned(t *testing.T) {
+	tr := newTransport(t, cliexec.Options{})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := filepath.EvalSymlinks(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "editor")
+	if err := os.Symlink(self, link); err != nil {
+		t.Fatal(err)
+	}
+	pinned := func(runs string) plexus.Entry {
+		e := entry(t, map[string]any{"bin": link, "args": []string{"argv", "ok"}})
+		var xr plexus.ExtensionRoute
+		if err := json.Unmarshal(e.Route, &xr); err != nil {
+			t.Fatal(err)
+		}
+		xr.Runs = runs
+		raw, err := json.Marshal(xr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Route = raw
+		return e
+	}
+	if got := argvOf(t, mustOK(t, dispatch(t, tr, pinned(runs), nil))); !cmp.Equal(got, []string{"ok"}) {
+		t.Fatalf("the pinned file: argv = %q", got)
+	}
+
+	canary := filepath.Join(t.TempDir(), "ran")
+	script := filepath.Join(t.TempDir(), "swapped")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho ran > "+canary+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(script, link); err != nil {
+		t.Fatal(err)
+	}
+	swapped, err := filepath.EvalSymlinks(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, dispatch(t, tr, pinned(runs), nil), plexus.CodeSourceUnavailable, link+" now resolves to "+swapped, "not to "+runs)
+	if _, err := os.Stat(canary); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the swapped program ran (stat: %v)", err)
+	}
+	// Without "runs" (a program not installed at materialization) it runs.
+	mustOK(t, dispatch(t, tr, pinned(""), nil))
+	if _, err := os.Stat(canary); err != nil {
+		t.Errorf("the unpinned entry did not run the program: %v", err)
 	}
 }

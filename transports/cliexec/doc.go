@@ -15,7 +15,11 @@
 //   - "bin" (string, required): the binary. A bare name is resolved through
 //     [Binaries] (the platform's enriched PATH). A name with a path separator
 //     must be absolute: a relative path would depend on the daemon's working
-//     directory, which nobody chose for it.
+//     directory, which nobody chose for it. When the entry carries
+//     [plexus.ExtensionRoute.Runs] (the file the program resolved to, links
+//     followed, when it was materialized), a call whose program now
+//     resolves to another file is refused as source_unavailable
+//     ([plexus.CheckRuns]).
 //   - "args" (list of strings, optional): the argv template, one element per
 //     argument. "{field}" in an element is replaced by the input field's
 //     value; "{a.b}" reads field b of object a. A string is used as is, a

@@ -16,6 +16,7 @@ import (
 // route is the part of an entry's route this transport reads, checked.
 type route struct {
 	bin     string
+	runs    string // the file bin ran when the entry was materialized ([plexus.CheckRuns])
 	args    []template
 	secret  *secretRef
 	timeout time.Duration // 0: the transport's default
@@ -41,7 +42,7 @@ func parseRoute(raw json.RawMessage) (route, *plexus.Error) {
 	if err := json.Unmarshal(xr.Decl, &keys); err != nil || keys == nil {
 		return route{}, routeError(err, "the entry's route is not a JSON object")
 	}
-	var rt route
+	rt := route{runs: xr.Runs}
 
 	if err := decodeKey(keys, "bin", &rt.bin); err != nil {
 		return route{}, routeError(err, "route.bin must be a string")

@@ -132,6 +132,9 @@ func (t *Transport) dispatch(ctx context.Context, entry plexus.Entry, input map[
 	if perr != nil {
 		return nil, perr
 	}
+	if perr := plexus.CheckRuns(rt.bin, path, rt.runs); perr != nil {
+		return nil, perr
+	}
 	env := t.bins.Env()
 	var secret string
 	if rt.secret != nil {

@@ -28,6 +28,7 @@ type routeDecl struct {
 // route is a parsed, checked stdio route.
 type route struct {
 	bin     string
+	runs    string // the file bin ran when the entry was materialized ([plexus.CheckRuns])
 	args    []string
 	method  string
 	timeout time.Duration
@@ -69,7 +70,7 @@ func parseRoute(raw json.RawMessage, defMethod string, defTimeout time.Duration)
 	if d.Bin == "" {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "route.bin is missing: name the binary to run")
 	}
-	rt := &route{bin: d.Bin, method: d.Method, timeout: defTimeout}
+	rt := &route{bin: d.Bin, runs: er.Runs, method: d.Method, timeout: defTimeout}
 	if len(d.Args) > 0 { // "args": [] and no args are the same command
 		rt.args = d.Args
 	}

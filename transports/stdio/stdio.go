@@ -379,6 +379,9 @@ func (t *Transport) start(rt *route) (*process, *plexus.Error) {
 	if err != nil {
 		return nil, plexus.WrapError(plexus.CodeSourceUnavailable, err, fmt.Sprintf("binary %q cannot be found: %v", rt.bin, err))
 	}
+	if perr := plexus.CheckRuns(rt.bin, path, rt.runs); perr != nil {
+		return nil, perr
+	}
 	env := t.bins.Env()
 	var secret string
 	if rt.secret != nil {

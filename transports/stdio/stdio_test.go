@@ -2,7 +2,10 @@ package stdio_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -390,4 +393,43 @@ func TestClose(t *testing.T) {
 		}
 		waitGone(t, pid)
 	})
+}
+
+// TestRunsPinned: a process is started only from the file the program
+// resolved to when its entry was materialized (route "runs"): when the
+// program now resolves elsewhere, the call is refused as source_unavailable
+// naming both files, and no process starts.
+func TestRunsPinned(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := func(runs string) plexus.Entry {
+		e := entry(t, "notes.tool.call", tool("pid"))
+		var xr plexus.ExtensionRoute
+		if err := json.Unmarshal(e.Route, &xr); err != nil {
+			t.Fatal(err)
+		}
+		xr.Runs = runs
+		if e.Route, err = json.Marshal(xr); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	f := newTransport(t, nil, stdio.Options{})
+	other := filepath.Join(t.TempDir(), "approved-tool")
+	r := f.t.Dispatch(context.Background(), pinned(other), nil, plexus.DispatchContext{})
+	wantErr(t, r, plexus.CodeSourceUnavailable, "faketool now resolves to "+runs, "not to "+other)
+	if strings.Contains(f.logs.String(), "process started") {
+		t.Errorf("a process started:\n%s", f.logs.String())
+	}
+	// A fresh transport: the refusal above holds its command in backoff.
+	g := newTransport(t, nil, stdio.Options{})
+	if r := g.t.Dispatch(context.Background(), pinned(runs), nil, plexus.DispatchContext{}); !r.OK {
+		t.Fatalf("the pinned file: %v", r.Error)
+	}
 }
