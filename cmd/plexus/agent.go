@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -148,14 +145,14 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 		IdempotencyKey: cmd.String("idempotency-key"),
 		OnPending: func(p plexus.GrantPendingResponse) {
 			pendingID = p.PendingID
-			narrate(stderr, id, p)
+			client.Narrate(stderr, id, p)
 			if cmd.Bool("wait") {
 				fmt.Fprintf(stderr, "Waiting up to %s for the owner's decision (pending %s)…\n", cmd.Duration("timeout"), p.PendingID)
 			}
 		},
 	}
 	if !asJSON && !cmd.Bool("no-progress") {
-		opts.OnProgress = func(ev plexus.InvokeProgressEvent) { writeProgress(stderr, ev) }
+		opts.OnProgress = func(ev plexus.InvokeProgressEvent) { client.WriteProgress(stderr, ev) }
 	}
 	resp, err := ag.Call(ctx, id, input, opts)
 	var ce *client.Error
@@ -164,7 +161,7 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 		if asJSON {
 			return printJSON(stdout, resp)
 		}
-		return writeOutput(stdout, resp)
+		return client.WriteOutput(stdout, resp)
 	case errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser:
 		if asJSON {
 			_ = printJSON(stdout, map[string]any{"id": id, "status": ce.Body.Code, "pendingId": ce.Body.PendingID,
@@ -182,85 +179,12 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 		if resp != nil && asJSON {
 			_ = printJSON(stdout, resp)
 		} else if resp != nil && len(resp.MCPResult) > 0 {
-			_ = writeOutput(stderr, resp) // an MCP tool's own error text
+			_ = client.WriteOutput(stderr, resp) // an MCP tool's own error text
 		}
 		return &codedError{code: exitError, msg: fmt.Sprintf("%s: %s", ce.Body.Code, ce.Body.Message)}
 	default:
 		return agentErr(addr, err)
 	}
-}
-
-// narrate relays the gateway-authored narration of a pending grant.
-func narrate(w io.Writer, id string, p plexus.GrantPendingResponse) {
-	said := false
-	for _, n := range p.PendingNarration {
-		line := n.Summary
-		if line == "" {
-			line = n.NotificationLine
-		}
-		if line != "" {
-			fmt.Fprintln(w, line)
-			said = true
-		}
-	}
-	if !said {
-		fmt.Fprintf(w, "The grant for %s needs the owner's approval.\n", id)
-	}
-}
-
-// writeOutput prints an invoke's result: text raw (a string output, an
-// output object's "content" string, an MCP result's text content), anything
-// else as indented JSON.
-func writeOutput(w io.Writer, resp *plexus.InvokeResponse) error {
-	text, ok := outputText(resp)
-	if !ok {
-		v := resp.Output
-		if v == nil && len(resp.MCPResult) > 0 {
-			v = resp.MCPResult
-		}
-		if v == nil {
-			return nil
-		}
-		return printJSON(w, v)
-	}
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
-	_, err := io.WriteString(w, text)
-	return err
-}
-
-func outputText(resp *plexus.InvokeResponse) (string, bool) {
-	switch v := resp.Output.(type) {
-	case string:
-		return v, true
-	case map[string]any:
-		s, ok := v["content"].(string)
-		return s, ok
-	case nil:
-	default:
-		return "", false
-	}
-	if len(resp.MCPResult) == 0 {
-		return "", false
-	}
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	if json.Unmarshal(resp.MCPResult, &r) != nil || len(r.Content) == 0 {
-		return "", false
-	}
-	parts := make([]string, len(r.Content))
-	for i, c := range r.Content {
-		if c.Type != "text" {
-			return "", false
-		}
-		parts[i] = c.Text
-	}
-	return strings.Join(parts, "\n"), true
 }
 
 // posture says what calling an entry will take right now, in the words of
@@ -309,42 +233,4 @@ func agentRegisterCommand() *cli.Command {
 			return &codedError{code: exitPending}
 		},
 	}
-}
-
-// writeProgress shows one piece of a running call: a text chunk as it is
-// (a line at a time), a partial result as JSON, a progress report as
-// "progress n/total message".
-func writeProgress(w io.Writer, ev plexus.InvokeProgressEvent) {
-	switch ev.Channel {
-	case "progress":
-		var b strings.Builder
-		b.WriteString("progress")
-		if ev.Progress != nil {
-			fmt.Fprintf(&b, " %g", *ev.Progress)
-			if ev.Total != nil {
-				fmt.Fprintf(&b, "/%g", *ev.Total)
-			}
-		}
-		if ev.Message != "" {
-			b.WriteString(" " + ev.Message)
-		}
-		fmt.Fprintln(w, b.String())
-		return
-	}
-	if m, ok := ev.Data.(map[string]any); ok {
-		if text, ok := m["text"].(string); ok {
-			fmt.Fprint(w, text)
-			if !strings.HasSuffix(text, "\n") {
-				fmt.Fprintln(w)
-			}
-			return
-		}
-		if j, ok := m["json"]; ok {
-			b, _ := json.Marshal(j)
-			fmt.Fprintf(w, "partial result: %s\n", b)
-			return
-		}
-	}
-	b, _ := json.Marshal(ev.Data)
-	fmt.Fprintf(w, "%s: %s\n", ev.Channel, b)
 }

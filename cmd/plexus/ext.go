@@ -12,6 +12,7 @@ import (
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/gateway"
+	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/urfave/cli/v3"
 )
@@ -80,7 +81,7 @@ func extCommand() *cli.Command {
 					for i, d := range m.Capabilities {
 						fmt.Fprintf(w, "  %s  %s  %s", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(verbs[i])))
 						if !slices.Equal(verbs[i], plexus.NormalizeVerbs(d.Grants)) {
-							fmt.Fprintf(w, "  (declared %s: %s)", dash(verbsString(d.Grants)), termSafe(why[i]))
+							fmt.Fprintf(w, "  (declared %s: %s)", dash(verbsString(d.Grants)), inbox.TermSafe(why[i]))
 						}
 						fmt.Fprintln(w)
 					}

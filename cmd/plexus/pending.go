@@ -9,6 +9,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/inbox"
 	"github.com/urfave/cli/v3"
 )
 
@@ -34,10 +35,10 @@ func pendingCommand() *cli.Command {
 			for _, p := range pending {
 				var asks, windows []string
 				sens := plexus.Sensitivity("")
-				ids, rs := reaches(p)
+				ids, rs := inbox.Reaches(p)
 				brief := func(id string) string {
 					if i := slices.Index(ids, id); i >= 0 && rs[i] != nil {
-						return ": " + reachBrief(*rs[i])
+						return ": " + inbox.ReachBrief(*rs[i])
 					}
 					return ""
 				}
@@ -65,7 +66,7 @@ func pendingCommand() *cli.Command {
 					prefix = p.Kind + ": "
 				}
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, dash(p.AgentID), dash(prefix+strings.Join(asks, ", ")), dash(strings.Join(windows, ", ")),
-					dash(string(sens)), timeString(p.ExpiresAt), dash(termSafe(oneLine(p.Purpose, 60))))
+					dash(string(sens)), timeString(p.ExpiresAt), dash(inbox.TermSafe(oneLine(p.Purpose, 60))))
 			}
 			if err := t.Flush(); err != nil {
 				return err

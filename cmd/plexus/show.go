@@ -8,11 +8,14 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/inbox"
+	"github.com/plexus-gw/plexus/registry"
 	"github.com/urfave/cli/v3"
 )
 
@@ -37,7 +40,7 @@ func showCommand() *cli.Command {
 				fmt.Fprintf(w, "%s — %s request by %s, %s\n", p.ID, kindOr(p.Kind), p.AgentID, p.State)
 			}
 			fmt.Fprintf(w, "  asked %s, expires %s, trace %s\n", timeString(p.CreatedAt), timeString(p.ExpiresAt), p.TraceID)
-			writeReaches(w, p)
+			inbox.WriteReaches(w, p)
 			if len(p.Items) > 0 {
 				fmt.Fprintln(w)
 			}
@@ -155,4 +158,26 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// writeAgentWords prints, last and marked, the text the agent wrote: its
+// purpose and, for a registration, the manifest's labels and descriptions.
+func writeAgentWords(w io.Writer, p plexus.Pending) {
+	var lines []string
+	if p.Purpose != "" {
+		lines = append(lines, "purpose: "+strconv.Quote(p.Purpose))
+	}
+	if m := p.Extension; m != nil {
+		lines = append(lines, "extension label: "+strconv.Quote(m.Label))
+		for _, d := range m.Capabilities {
+			lines = append(lines, registry.EntryID(m.Source, d.Name)+": "+strconv.Quote(oneLine(d.Label, 120))+" — "+strconv.Quote(oneLine(d.Describe, 300)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n  The agent says (its own words, not checked by Plexus):")
+	for _, l := range lines {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
 }

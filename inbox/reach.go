@@ -1,4 +1,4 @@
-package main
+package inbox
 
 import (
 	"fmt"
@@ -9,19 +9,23 @@ import (
 	"unicode"
 
 	"github.com/plexus-gw/plexus"
-	"github.com/plexus-gw/plexus/registry"
 )
 
-// reaches are the recorded reaches of p's entries, in the order the
+// This file is a decision's reach for a terminal (plexus show and pending),
+// beside the decision file's own rendering of it: the same reach, but
+// quoted Go-style and escaped as \uXXXX rather than as Markdown code spans,
+// so the two are kept apart.
+
+// Reaches are the recorded reaches of p's entries, in the order the
 // decision lists them (a registration's manifest order, a grant's items),
 // each with its entry id; an entry of a registration without one is listed
 // with a nil reach (the decision predates the check).
-func reaches(p plexus.Pending) (ids []string, rs []*plexus.Reach) {
+func Reaches(p plexus.Pending) (ids []string, rs []*plexus.Reach) {
 	switch {
 	case p.Extension != nil:
 		for _, d := range p.Extension.Capabilities {
 			if d.Kind != plexus.KindSkill {
-				id := registry.EntryID(p.Extension.Source, d.Name)
+				id := extEntryID(p.Extension.Source, d.Name)
 				ids, rs = append(ids, id), append(rs, plexus.ReachOf(p.Narration, id))
 			}
 		}
@@ -35,10 +39,10 @@ func reaches(p plexus.Pending) (ids []string, rs []*plexus.Reach) {
 	return ids, rs
 }
 
-// writeReaches prints what each entry of p reaches and requires, from the
+// WriteReaches prints what each entry of p reaches and requires, from the
 // gateway's reading of its routes; nothing when p has no extension entry.
-func writeReaches(w io.Writer, p plexus.Pending) {
-	ids, rs := reaches(p)
+func WriteReaches(w io.Writer, p plexus.Pending) {
+	ids, rs := Reaches(p)
 	if len(ids) == 0 {
 		return
 	}
@@ -55,14 +59,14 @@ func writeReaches(w io.Writer, p plexus.Pending) {
 		}
 		fmt.Fprintln(w, head)
 		if r.Why != "" {
-			fmt.Fprintf(w, "      why: %s\n", termSafe(r.Why))
+			fmt.Fprintf(w, "      why: %s\n", TermSafe(r.Why))
 		}
 		if slices.Contains(r.Verbs, plexus.VerbExecute) {
 			fmt.Fprintln(w, "      execute is never standing: each call asks you again")
 		}
 		fmt.Fprintf(w, "      %s\n", reachString(*r))
 		if r.Unknown != "" {
-			fmt.Fprintf(w, "      cannot be known: %s\n", termSafe(r.Unknown))
+			fmt.Fprintf(w, "      cannot be known: %s\n", TermSafe(r.Unknown))
 		}
 		if len(r.Secrets) > 0 {
 			fmt.Fprintf(w, "      handed the secrets %s\n", quoted(r.Secrets))
@@ -97,14 +101,14 @@ func reachString(r plexus.Reach) string {
 		for i, m := range r.Members {
 			ms[i] = m.ID + " (" + verbsString(m.Verbs) + ")"
 		}
-		return "runs, in order, " + termSafe(strings.Join(ms, ", "))
+		return "runs, in order, " + TermSafe(strings.Join(ms, ", "))
 	}
-	return "over " + termSafe(string(r.Transport))
+	return "over " + TermSafe(string(r.Transport))
 }
 
-// reachBrief is reachString for a table cell: the program and argv, the
+// ReachBrief is reachString for a table cell: the program and argv, the
 // URL, the provider or the members.
-func reachBrief(r plexus.Reach) string {
+func ReachBrief(r plexus.Reach) string {
 	switch r.Transport {
 	case plexus.TransportCLI, plexus.TransportStdio:
 		prog := r.Path
@@ -122,7 +126,7 @@ func reachBrief(r plexus.Reach) string {
 	case plexus.TransportWorkflow:
 		return fmt.Sprintf("workflow of %d", len(r.Members))
 	}
-	return termSafe(string(r.Transport))
+	return TermSafe(string(r.Transport))
 }
 
 func quoted(ss []string) string {
@@ -133,9 +137,9 @@ func quoted(ss []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// termSafe escapes the characters that would restyle or reorder a
+// TermSafe escapes the characters that would restyle or reorder a
 // terminal's text (controls, bidi and other format characters).
-func termSafe(s string) string {
+func TermSafe(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
 		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
@@ -147,24 +151,15 @@ func termSafe(s string) string {
 	return b.String()
 }
 
-// writeAgentWords prints, last and marked, the text the agent wrote: its
-// purpose and, for a registration, the manifest's labels and descriptions.
-func writeAgentWords(w io.Writer, p plexus.Pending) {
-	var lines []string
-	if p.Purpose != "" {
-		lines = append(lines, "purpose: "+strconv.Quote(p.Purpose))
+// verbsString is vs as the CLI lists verbs: comma-separated as given, "-"
+// for none.
+func verbsString(vs []plexus.Verb) string {
+	if len(vs) == 0 {
+		return "-"
 	}
-	if m := p.Extension; m != nil {
-		lines = append(lines, "extension label: "+strconv.Quote(m.Label))
-		for _, d := range m.Capabilities {
-			lines = append(lines, registry.EntryID(m.Source, d.Name)+": "+strconv.Quote(oneLine(d.Label, 120))+" — "+strconv.Quote(oneLine(d.Describe, 300)))
-		}
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
 	}
-	if len(lines) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\n  The agent says (its own words, not checked by Plexus):")
-	for _, l := range lines {
-		fmt.Fprintf(w, "    %s\n", l)
-	}
+	return strings.Join(s, ",")
 }
