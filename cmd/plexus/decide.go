@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -148,25 +146,17 @@ func (m *mover) path(folder string) string {
 	return filepath.Join(m.home, folder, inbox.FileName(m.id))
 }
 
-// locate finds the decision's file: the folder holding it ("" when none
-// does) and its bytes. Only a regular file is read: a symlink, FIFO,
-// socket or folder under the decision's name is never followed or opened,
-// and is reported, as the daemon ignores it too.
+// locate finds the decision's file ([inbox.Locate]). A symlink, FIFO,
+// socket or folder under the decision's name is reported, as the daemon
+// ignores it too.
 func (m *mover) locate() (string, []byte, error) {
-	for _, f := range []string{plexus.FolderInbox, plexus.FolderActive, plexus.FolderRejected, plexus.FolderArchive} {
-		b, err := inbox.ReadFile(m.path(f))
-		var nr *platform.NotRegularError
-		switch {
-		case err == nil:
-			return f, b, nil
-		case errors.As(err, &nr):
-			return "", nil, failure("%s is a %s, not a decision file: Plexus never opens or follows it, and nothing was moved.\n"+
-				"Remove it; the decision itself is in the journal (plexus show %s).", m.rel(f), nr.Kind, m.id)
-		case !errors.Is(err, fs.ErrNotExist):
-			return "", nil, err
-		}
+	f, b, err := inbox.Locate(m.home, m.id)
+	var nr *platform.NotRegularError
+	if errors.As(err, &nr) {
+		return "", nil, failure("%s is a %s, not a decision file: Plexus never opens or follows it, and nothing was moved.\n"+
+			"Remove it; the decision itself is in the journal (plexus show %s).", m.rel(f), nr.Kind, m.id)
 	}
-	return "", nil, nil
+	return f, b, err
 }
 
 // pending returns the decision's file in inbox/, and whether the daemon
@@ -251,28 +241,14 @@ func describeDecision(p plexus.Pending) string {
 	return s
 }
 
-// move writes the stamped file over the one in inbox/ and moves it, the
-// same rename a person makes. It never replaces a file already in the
-// destination: two copies of a decision are the owner's to sort out.
+// move stamps and moves the decision's file ([inbox.Move]).
 func (m *mover) move(stamped []byte) error {
-	dst := m.path(m.folder())
-	if _, err := os.Lstat(dst); err == nil {
+	err := inbox.Move(m.home, m.id, m.folder(), stamped)
+	var ee *inbox.ExistsError
+	if errors.As(err, &ee) {
 		return failure("%s already exists beside %s: keep one of the two, then run this again", m.rel(m.folder()), m.rel(plexus.FolderInbox))
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
 	}
-	if err := inbox.WriteAtomic(filepath.Join(m.home, plexus.FolderInbox), inbox.FileName(m.id), stamped); err != nil {
-		return err
-	}
-	// The check above gives the plain answer; RenameNoReplace keeps a file
-	// that appears in the destination meanwhile from being replaced.
-	err := platform.RenameNoReplace(m.path(plexus.FolderInbox), dst)
-	if errors.Is(err, fs.ErrExist) {
-		return failure("%s already exists beside %s: keep one of the two, then run this again", m.rel(m.folder()), m.rel(plexus.FolderInbox))
-	} else if err != nil {
-		return fmt.Errorf("move %s to %s/: %w", inbox.FileName(m.id), m.folder(), err)
-	}
-	return nil
+	return err
 }
 
 func (m *mover) queued() {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/ipchost"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/transports/ipc"
 )
@@ -116,9 +117,9 @@ func waitRow(t *testing.T, td *testDaemon, action string, match func(plexus.Acti
 	return got
 }
 
-func providerStatus(t *testing.T, e *cliEnv, id string) providerRow {
+func providerStatus(t *testing.T, e *cliEnv, id string) ipchost.Row {
 	t.Helper()
-	var rows []providerRow
+	var rows []ipchost.Row
 	e.jsonOut(&rows, "providers", "list", "--json")
 	for _, r := range rows {
 		if r.ID == id {
@@ -126,7 +127,7 @@ func providerStatus(t *testing.T, e *cliEnv, id string) providerRow {
 		}
 	}
 	t.Fatalf("no provider %s in providers list: %+v", id, rows)
-	return providerRow{}
+	return ipchost.Row{}
 }
 
 // TestIPCProviders is issue #6 end to end against the real daemon: the

@@ -226,13 +226,6 @@ func waitForServer(ctx context.Context, cmd *cli.Command, name string) error {
 	return nil
 }
 
-// mcpListItem is one server in plexus mcp list.
-type mcpListItem struct {
-	mcphost.Server
-	Problem string               `json:"problem,omitempty"`
-	Source  *plexus.SourceStatus `json:"source,omitempty"`
-}
-
 func mcpList(ctx context.Context, cmd *cli.Command) error {
 	if err := checkArgs(cmd, 0, ""); err != nil {
 		return err
@@ -246,11 +239,11 @@ func mcpList(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	live, running := liveSources(ctx, cmd)
-	items := mcpListItems(cmd, doc, live)
+	items := mcphost.ListItems(doc, live, func(s mcphost.Server) []string { return missingSecrets(cmd, s) })
 	w := cmd.Root().Writer
 	if cmd.Bool("json") {
 		if items == nil {
-			items = []mcpListItem{}
+			items = []mcphost.ListItem{}
 		}
 		return printJSON(w, items)
 	}
@@ -283,37 +276,9 @@ func liveSources(ctx context.Context, cmd *cli.Command) (map[string]plexus.Sourc
 	return live, true
 }
 
-// mcpListItems is each server of doc with its problem (a bad entry, a
-// secret not set) and, when the daemon runs it, its source's status.
-func mcpListItems(cmd *cli.Command, doc *mcphost.File, live map[string]plexus.SourceStatus) []mcpListItem {
-	var items []mcpListItem
-	for _, n := range doc.Names() {
-		it := mcpListItem{Server: mcphost.Server{Name: n}}
-		s, err := doc.Server(n)
-		if err != nil {
-			var ce *mcphost.ConfigError
-			if errors.As(err, &ce) {
-				it.Problem = ce.Problem
-			} else {
-				it.Problem = err.Error()
-			}
-		} else {
-			it.Server = s
-			if missing := missingSecrets(cmd, s); len(missing) > 0 {
-				it.Problem = "secret " + strings.Join(missing, ", ") + " not set (plexus secrets set <name>)"
-			}
-		}
-		if st, ok := live["mcp:"+n]; ok {
-			it.Source = &st
-		}
-		items = append(items, it)
-	}
-	return items
-}
-
 // printMCPList writes the servers' table, then what Plexus ignores in the
 // file and what is held for the owner.
-func printMCPList(w io.Writer, items []mcpListItem, running bool) error {
+func printMCPList(w io.Writer, items []mcphost.ListItem, running bool) error {
 	t := newTable(w)
 	fmt.Fprintln(t, "NAME\tSERVER\tENTRIES\tHELD\tSTATE")
 	for _, it := range items {

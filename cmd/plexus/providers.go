@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -236,12 +234,6 @@ func waitForProvider(ctx context.Context, cmd *cli.Command, adm *client.Admin, i
 	}
 }
 
-// providerRow is one provider as `providers list` shows it.
-type providerRow struct {
-	plexus.ProviderStatus
-	Running bool `json:"running"`
-}
-
 func providersList(ctx context.Context, cmd *cli.Command) error {
 	path := ipchost.Path(cmd.String("home"))
 	configs := map[string]plexus.ProviderConfig{}
@@ -276,25 +268,7 @@ func providersList(ctx context.Context, cmd *cli.Command) error {
 			}
 		}
 	}
-	ids := slices.Sorted(maps.Keys(configs))
-	for id := range live {
-		if _, ok := configs[id]; !ok {
-			ids = append(ids, id) // running, but gone from the file (not reloaded yet)
-		}
-	}
-	rows := make([]providerRow, 0, len(ids))
-	for _, id := range ids {
-		st, ok := live[id]
-		if !ok {
-			cfg := configs[id]
-			st = plexus.ProviderStatus{ID: id, Command: cfg.Command, Args: cfg.Args, EnvNames: slices.Sorted(maps.Keys(cfg.Env)),
-				Restart: cfg.Restart, Source: ipc.SourceID(id), State: "not running", Tools: []string{}}
-			if running {
-				st.State = "not loaded" // in the file, not applied: plexus providers reload
-			}
-		}
-		rows = append(rows, providerRow{ProviderStatus: st, Running: ok})
-	}
+	rows := ipchost.Rows(configs, live, running)
 	w := cmd.Root().Writer
 	if cmd.Bool("json") {
 		return printJSON(w, rows)
