@@ -46,7 +46,8 @@ fuzz_one() {
 	[ "$(cat "$status")" = 0 ]
 }
 
-# retry_race runs a failed target once more when its failure is Go's
+# retry_race runs a failed target once more (the loop above allows two
+# reruns) when its failure is Go's
 # fuzzing-coordinator race (go.dev/issue/75804, not fixed in Go 1.26): the
 # run ends with a bare "context deadline exceeded" at the -fuzztime boundary
 # and writes no failing input. Any other failure, or one that wrote an
@@ -69,7 +70,7 @@ for pkg in $pkgs; do
 	}
 	for target in $targets; do
 		count=$((count + 1))
-		if ! fuzz_one "$pkg" "$target" && ! retry_race "$pkg" "$target"; then
+		if ! fuzz_one "$pkg" "$target" && ! retry_race "$pkg" "$target" && ! retry_race "$pkg" "$target"; then
 			failed="$failed $pkg:$target"
 		fi
 	done
