@@ -165,18 +165,7 @@ func TestAttackApproveShellAsRead(t *testing.T) {
 	if !strings.Contains(g, "window: once") {
 		t.Errorf("the execute grant's window is not once:\n%s", g)
 	}
-	if err := os.Rename(grantFile, filepath.Join(td.home.Active, pend.PendingID+".md")); err != nil {
-		t.Fatal(err)
-	}
-	var tok plexus.ScopedToken
-	waitFor(t, 10*time.Second, "the token", func() string {
-		var st plexus.GrantStatusResponse
-		if code := td.call(t, "GET", "/grants/status?pendingId="+pend.PendingID, session(sid), nil, &st); code != http.StatusOK || st.Token == nil {
-			return fmt.Sprintf("status %d, %+v", code, st)
-		}
-		tok = *st.Token
-		return ""
-	})
+	tok := approveByMove(t, td, sid, grantFile, pend.PendingID)
 	canary := filepath.Join(t.TempDir(), "ran")
 	call := plexus.InvokeRequest{ID: "helper.file.read", Input: map[string]any{"p": "echo once >> " + canary}}
 	if st, r, _ := td.invoke(t, tok.Token, call); st != http.StatusOK || !r.OK {
@@ -416,18 +405,7 @@ func TestAttackApproveLinkToShell(t *testing.T) {
 	}
 	grantFile := filepath.Join(td.home.Inbox, pend.PendingID+".md")
 	waitFor(t, 10*time.Second, "the grant's decision file", holds(func() bool { _, err := os.Stat(grantFile); return err == nil }))
-	if err := os.Rename(grantFile, filepath.Join(td.home.Active, pend.PendingID+".md")); err != nil {
-		t.Fatal(err)
-	}
-	var tok plexus.ScopedToken
-	waitFor(t, 10*time.Second, "the token", func() string {
-		var st plexus.GrantStatusResponse
-		if code := td.call(t, "GET", "/grants/status?pendingId="+pend.PendingID, session(sid), nil, &st); code != http.StatusOK || st.Token == nil {
-			return fmt.Sprintf("status %d, %+v", code, st)
-		}
-		tok = *st.Token
-		return ""
-	})
+	tok := approveByMove(t, td, sid, grantFile, pend.PendingID)
 	call := plexus.InvokeRequest{ID: "writer.note.plain"}
 	if st, r, _ := td.invoke(t, tok.Token, call); st != http.StatusOK || !r.OK {
 		t.Fatalf("the approved program: status %d, %+v", st, r.Error)
@@ -450,4 +428,23 @@ func TestAttackApproveLinkToShell(t *testing.T) {
 	if _, err := os.Stat(canary); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the swapped program ran (stat: %v)", err)
 	}
+}
+
+// approveByMove approves a pending grant the way an owner does, by moving
+// its file into active/, and waits for the token the session then gets.
+func approveByMove(t *testing.T, td *testDaemon, sid, file, pendingID string) plexus.ScopedToken {
+	t.Helper()
+	if err := os.Rename(file, filepath.Join(td.home.Active, pendingID+".md")); err != nil {
+		t.Fatal(err)
+	}
+	var tok plexus.ScopedToken
+	waitFor(t, 10*time.Second, "the token", func() string {
+		var st plexus.GrantStatusResponse
+		if code := td.call(t, "GET", "/grants/status?pendingId="+pendingID, session(sid), nil, &st); code != http.StatusOK || st.Token == nil {
+			return fmt.Sprintf("status %d, %+v", code, st)
+		}
+		tok = *st.Token
+		return ""
+	})
+	return tok
 }

@@ -372,13 +372,7 @@ func TestAttackAuditCrashMidCall(t *testing.T) {
 // internal_error, outcome unknown, the started row's auditId), and after the
 // lock is released a retry with the same key is refused, not run again.
 func TestAttackAuditOutcomeUnwritable(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
-	effects := filepath.Join(t.TempDir(), "effects.log")
-	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, nil); st != http.StatusCreated {
-		t.Fatalf("add the effects extension: status %d", st)
-	}
-	_, sid := enrolledAgent(t, td, "claude")
-	tok := grantOK(t, td, sid, map[string]any{"effects.line.append-wait": map[string]any{"decision": "allow", "verbs": []string{"write"}}})
+	td, effects, tok := effectsDaemon(t)
 	req := plexus.InvokeRequest{ID: "effects.line.append-wait", Input: map[string]any{"line": "ran"}, IdempotencyKey: "k-2"}
 	if err := os.WriteFile(effects+".hold", nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -442,13 +436,7 @@ func TestAttackAuditOutcomeUnwritable(t *testing.T) {
 // holds the first's started row without an outcome, so the duplicate is
 // refused (outcome unknown) and the tool runs once.
 func TestAttackAuditConcurrentDuplicate(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
-	effects := filepath.Join(t.TempDir(), "effects.log")
-	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, nil); st != http.StatusCreated {
-		t.Fatalf("add the effects extension: status %d", st)
-	}
-	_, sid := enrolledAgent(t, td, "claude")
-	tok := grantOK(t, td, sid, map[string]any{"effects.line.append-wait": map[string]any{"decision": "allow", "verbs": []string{"write"}}})
+	td, effects, tok := effectsDaemon(t)
 	req := plexus.InvokeRequest{ID: "effects.line.append-wait", Input: map[string]any{"line": "ran"}, IdempotencyKey: "k-4"}
 	if err := os.WriteFile(effects+".hold", nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -555,4 +543,19 @@ func crashWriteGrant(t *testing.T, p *plexusProc, f *crashFixture, sid, capID st
 		t.Fatalf("grant status: %d, %+v", st, gs)
 	}
 	return gs.Token.Token
+}
+
+// effectsDaemon starts a daemon whose authorizer approves every grant, with
+// the effects extension (its tool appends a line to the file it returns)
+// and an agent holding a standing write grant on effects.line.append-wait.
+func effectsDaemon(t *testing.T) (td *testDaemon, effects string, token plexus.ScopedToken) {
+	t.Helper()
+	td = startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
+	effects = filepath.Join(t.TempDir(), "effects.log")
+	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, nil); st != http.StatusCreated {
+		t.Fatalf("add the effects extension: status %d", st)
+	}
+	_, sid := enrolledAgent(t, td, "claude")
+	token = grantOK(t, td, sid, map[string]any{"effects.line.append-wait": map[string]any{"decision": "allow", "verbs": []string{"write"}}})
+	return td, effects, token
 }

@@ -391,11 +391,7 @@ func TestAttackChainCrashNoFalseAlarm(t *testing.T) {
 	p := startPlexus(t, home)
 	f := setUpCrashFixture(t, p)
 	sid := f.handshake(t, p)
-	var tok plexus.ScopedToken
-	if st := p.call(t, "PUT", "/grants", map[string]string{plexus.SessionHeader: sid},
-		map[string]any{"grants": map[string]any{"portal.notes.read": "allow"}}, &tok); st != http.StatusOK || tok.Token == "" {
-		t.Fatalf("read grant: status %d, %+v", st, tok)
-	}
+	tok := crashReadGrant(t, p, sid)
 	read := plexus.InvokeRequest{ID: "portal.notes.read", Input: map[string]any{"path": "hello.md"}}
 	hdr := map[string]string{"Authorization": "Bearer " + tok.Token}
 

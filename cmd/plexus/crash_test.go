@@ -448,11 +448,7 @@ func TestCrashRevokeThenKill(t *testing.T) {
 	f := setUpCrashFixture(t, p)
 	sid := f.handshake(t, p)
 
-	var tok plexus.ScopedToken
-	if st := p.call(t, "PUT", "/grants", map[string]string{plexus.SessionHeader: sid},
-		map[string]any{"grants": map[string]any{"portal.notes.read": "allow"}}, &tok); st != http.StatusOK || tok.Token == "" {
-		t.Fatalf("read grant: status %d, %+v", st, tok)
-	}
+	tok := crashReadGrant(t, p, sid)
 	read := plexus.InvokeRequest{ID: "portal.notes.read", Input: map[string]any{"path": "hello.md"}}
 	var inv plexus.InvokeResponse
 	if st := p.call(t, "POST", "/invoke", map[string]string{"Authorization": "Bearer " + tok.Token}, read, &inv); st != http.StatusOK || !inv.OK {
@@ -998,4 +994,16 @@ func (w *crashWorld) checkJournal(home string) {
 			w.fail("%s: %d %s rows after a clean stop, want %d", e.what, n, e.typ, e.want())
 		}
 	}
+}
+
+// crashReadGrant gets the session a standing read grant on
+// portal.notes.read (reads of a first-party portal approve themselves).
+func crashReadGrant(t *testing.T, p *plexusProc, sid string) plexus.ScopedToken {
+	t.Helper()
+	var tok plexus.ScopedToken
+	if st := p.call(t, "PUT", "/grants", map[string]string{plexus.SessionHeader: sid},
+		map[string]any{"grants": map[string]any{"portal.notes.read": "allow"}}, &tok); st != http.StatusOK || tok.Token == "" {
+		t.Fatalf("read grant: status %d, %+v", st, tok)
+	}
+	return tok
 }
