@@ -41,6 +41,10 @@ type fixture struct {
 	logs *syncBuffer
 	// upstream counts the calls the ingested MCP server received.
 	upstream *upstream
+	// portalDir is the folder of the portal "docs".
+	portalDir string
+	// hosts is the HTTP transport of the fixture's MCP clients.
+	hosts *http.Transport
 }
 
 // syncBuffer is a log sink written by the daemon's goroutines.
@@ -63,7 +67,8 @@ func (s *syncBuffer) String() string {
 
 func newFixture(t *testing.T, opts mcpserver.Options) *fixture {
 	t.Helper()
-	f := &fixture{t: t, home: plexustest.TempHome(t), logs: &syncBuffer{}, upstream: newUpstream(t)}
+	f := &fixture{t: t, home: plexustest.TempHome(t), logs: &syncBuffer{}, upstream: newUpstream(t),
+		hosts: http.DefaultTransport.(*http.Transport).Clone()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.db = plexustest.MustOpenHomeJournal(t, f.home, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -98,6 +103,10 @@ func newFixture(t *testing.T, opts mcpserver.Options) *fixture {
 	}()
 	client := f.addSources(ctx, reg, mcpT, log)
 	t.Cleanup(func() {
+		// A connection the clients dialed but never used would hold the
+		// server's graceful shutdown for 5 s (net/http counts a new
+		// connection idle only after that).
+		f.hosts.CloseIdleConnections()
 		cancel()
 		wg.Wait()
 		client.wait()
@@ -138,6 +147,7 @@ func (c runningClient) wait() { <-c.done }
 func (f *fixture) addSources(ctx context.Context, reg *registry.Registry, mcpT *mcpclient.Transport, log *slog.Logger) runningClient {
 	t := f.t
 	dir := t.TempDir()
+	f.portalDir = dir
 	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the portal"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +227,7 @@ func (f *fixture) connectVersion(pat, name, version string, opts *mcp.ClientOpti
 	f.t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.2.3"}, opts)
 	tr := &mcp.StreamableClientTransport{Endpoint: f.url,
-		HTTPClient: &http.Client{Transport: bearerTransport{pat: pat, base: http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: bearerTransport{pat: pat, base: f.hosts}}}
 	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		f.t.Fatalf("connect: %v", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
@@ -112,6 +113,16 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
+// rowsAll is every row of the journal.
+func (f *fixture) rowsAll() []plexus.Activity {
+	f.t.Helper()
+	all, err := f.db.Activity(context.Background(), journal.Filter{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return all
+}
+
 // rows are the journal's rows of one action type.
 func (f *fixture) rows(action string) []plexus.Activity {
 	f.t.Helper()
@@ -128,8 +139,274 @@ func (f *fixture) rows(action string) []plexus.Activity {
 	return out
 }
 
-var (
-	_ = os.ReadFile
-	_ = filepath.Join
-	_ sync.Mutex
-)
+// TestCallStandingGrant: a write the owner pre-authorized runs at once:
+// nothing is put up for the owner.
+func TestCallStandingGrant(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	cs := f.connect(f.agent("claude", standing("portal.docs.write", plexus.VerbWrite)), "claude-code", nil)
+	res := call(t, cs, "portal__docs__write", map[string]any{"path": "new.txt", "content": "written"})
+	if res.IsError {
+		t.Fatalf("write = %q, want success", text(res))
+	}
+	f.wantFile("new.txt", "written")
+	if ids := f.pendingIDs(); len(ids) != 0 {
+		t.Errorf("pending decisions = %v, want none", ids)
+	}
+}
+
+// TestCallApprovedWhileWaiting: a write without a grant asks the owner,
+// tells the host it waits (progress), and completes when the owner
+// approves meanwhile; the grant asked for names the host and the tool.
+func TestCallApprovedWhileWaiting(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{ProgressInterval: 20 * time.Millisecond})
+	prog := &progressLog{}
+	cs := f.connect(f.agent("claude"), "claude-code", &mcp.ClientOptions{ProgressNotificationHandler: prog.handle})
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		done <- callWithProgress(t, cs, "portal__docs__write", map[string]any{"path": "a.txt", "content": "approved"}, "tok-1")
+	}()
+	id := f.awaitPending()
+	prog.await(t, 1)
+	f.decide(id, true, "")
+	res := <-done
+	if res.IsError {
+		t.Fatalf("write = %q, want success after the approval", text(res))
+	}
+	f.wantFile("a.txt", "approved")
+	if got := prog.messages(); !strings.Contains(strings.Join(got, "\n"), "plexus approve "+id) {
+		t.Errorf("progress messages = %q, want one naming plexus approve %s", got, id)
+	}
+	req := f.rows("grant.requested")
+	if len(req) != 1 || !strings.Contains(jsonOf(t, req[0].Payload), "claude-code calls the MCP tool portal__docs__write") {
+		t.Errorf("grant.requested rows = %s, want the purpose naming the host and the tool", jsonOf(t, req))
+	}
+}
+
+// TestCallWaitEndsUndecided: when the owner does not decide in time, the
+// call answers a tool error saying exactly how to approve and to retry, and
+// nothing runs; the retry waits on the same decision instead of asking
+// again, and completes once it is approved.
+func TestCallWaitEndsUndecided(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{ApprovalWait: 50 * time.Millisecond})
+	cs := f.connect(f.agent("claude"), "claude-code", nil)
+	res := call(t, cs, "portal__docs__write", map[string]any{"path": "late.txt", "content": "late"})
+	ids := f.pendingIDs()
+	if len(ids) != 1 {
+		t.Fatalf("pending = %v, want one decision", ids)
+	}
+	id := ids[0]
+	msg := text(res)
+	file := filepath.Join(f.home.Inbox, id+".md")
+	if !res.IsError || !strings.Contains(msg, "plexus approve "+id) || !strings.Contains(msg, file) || !strings.Contains(msg, "call this tool again") {
+		t.Fatalf("undecided call = isError %v %q, want how to approve (plexus approve %s, %s) and to retry", res.IsError, msg, id, file)
+	}
+	if e := errorMeta(t, res); e["code"] != string(plexus.CodeGrantPendingUser) || e["pendingId"] != id {
+		t.Errorf("_meta error = %v, want grant_pending_user with pendingId %s", e, id)
+	}
+	f.wantNoFile("late.txt")
+
+	// Called again before the owner decided: it waits on the same decision.
+	if res := call(t, cs, "portal__docs__write", map[string]any{"path": "late.txt", "content": "late"}); !res.IsError ||
+		errorMeta(t, res)["pendingId"] != id {
+		t.Fatalf("second undecided call = %q, want it to wait on %s again", text(res), id)
+	}
+	if ids := f.pendingIDs(); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("pending = %v, want only %s: the retry must not ask again", ids, id)
+	}
+	f.decide(id, true, "")
+	res = call(t, cs, "portal__docs__write", map[string]any{"path": "late.txt", "content": "late"})
+	if res.IsError {
+		t.Fatalf("retry after approval = %q, want success", text(res))
+	}
+	f.wantFile("late.txt", "late")
+	if n := len(f.rows("grant.requested")); n != 1 {
+		t.Errorf("grant.requested rows = %d, want 1: the retry must not ask again", n)
+	}
+}
+
+// TestCallDenied: the owner's denial answers a tool error with the owner's
+// reason, and nothing runs.
+func TestCallDenied(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	cs := f.connect(f.agent("claude"), "claude-code", nil)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() { done <- call(t, cs, "portal__docs__write", map[string]any{"path": "no.txt", "content": "x"}) }()
+	f.decide(f.awaitPending(), false, "not in my notes folder")
+	res := <-done
+	if !res.IsError || !strings.Contains(text(res), "not in my notes folder") {
+		t.Fatalf("denied call = isError %v %q, want the owner's reason", res.IsError, text(res))
+	}
+	f.wantNoFile("no.txt")
+}
+
+// TestExecuteAsksEachCall: execute is never standing: each call of a
+// destructive tool asks the owner anew.
+func TestExecuteAsksEachCall(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	cs := f.connect(f.agent("claude"), "claude-code", nil)
+	var seen []string
+	for i := range 2 {
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() { done <- call(t, cs, "mcp__up__wipe", nil) }()
+		id := f.awaitPending()
+		if slices.Contains(seen, id) {
+			t.Fatalf("call %d waited on decision %s again", i, id)
+		}
+		seen = append(seen, id)
+		f.decide(id, true, "")
+		if res := <-done; res.IsError || text(res) != "wiped" {
+			t.Fatalf("call %d = %q, want the upstream's result", i, text(res))
+		}
+	}
+	if n := f.upstream.count("wipe"); n != 2 {
+		t.Errorf("upstream wipe calls = %d, want 2", n)
+	}
+}
+
+// TestProgressRelayed: the upstream server's progress reaches the host as
+// MCP progress notifications (growing, with the total), before the result,
+// and the result's structured output passes through.
+func TestProgressRelayed(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	prog := &progressLog{}
+	cs := f.connect(f.agent("claude"), "claude-code", &mcp.ClientOptions{ProgressNotificationHandler: prog.handle})
+	res := callWithProgress(t, cs, "mcp__up__count", map[string]any{"n": 3}, "tok-count")
+	if res.IsError {
+		t.Fatalf("count = %q", text(res))
+	}
+	prog.await(t, 3) // the client hands notifications to its handler on their own goroutines
+	got := prog.all()
+	if len(got) != 3 {
+		t.Fatalf("progress notifications = %+v, want 3", got)
+	}
+	for i, p := range got {
+		if p.ProgressToken != "tok-count" || p.Progress != float64(i+1) || p.Total != 3 {
+			t.Errorf("progress %d = %+v, want %d of 3 for tok-count", i, p, i+1)
+		}
+	}
+	if out := jsonOf(t, res.StructuredContent); out != `{"counted":3}` {
+		t.Errorf("structuredContent = %s, want {\"counted\":3}", out)
+	}
+}
+
+// TestCancelCall: the host's cancellation reaches the running call: the
+// upstream server's handler sees its context end.
+func TestCancelCall(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	cs := f.connect(f.agent("claude"), "claude-code", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__block", Arguments: map[string]any{}})
+		errc <- err
+	}()
+	for f.upstream.count("block") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled call answered no error")
+	}
+	<-f.upstream.cancelled
+}
+
+// TestSessionlessProtocol: a 2026-07-28 client (no initialize, no session)
+// lists and calls through the same front door.
+func TestSessionlessProtocol(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	cs := f.connectVersion(f.agent("claude"), "codex", "2026-07-28", nil)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s, want 2026-07-28", v)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if res := call(t, cs, "portal__docs__read", map[string]any{"path": "hello.txt"}); res.IsError {
+			t.Fatalf("read = %q", text(res))
+		}
+	}
+	if opened := f.rows("session.opened"); len(opened) != 1 || opened[0].Payload["client"] != "codex" {
+		t.Errorf("session.opened rows = %s, want one for client codex", jsonOf(t, opened))
+	}
+}
+
+func callWithProgress(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, token string) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	p.SetProgressToken(token)
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil {
+		t.Errorf("call %s: %v", name, err)
+		return &mcp.CallToolResult{IsError: true}
+	}
+	return res
+}
+
+// progressLog collects the progress notifications a client received.
+type progressLog struct {
+	mu  sync.Mutex
+	got []mcp.ProgressNotificationParams
+}
+
+func (p *progressLog) handle(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, *req.Params)
+}
+
+func (p *progressLog) all() []mcp.ProgressNotificationParams {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
+}
+
+func (p *progressLog) messages() []string {
+	var out []string
+	for _, n := range p.all() {
+		out = append(out, n.Message)
+	}
+	return out
+}
+
+// await waits until n notifications arrived.
+func (p *progressLog) await(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(p.all()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d progress notifications, want %d", len(p.all()), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (f *fixture) wantFile(name, content string) {
+	f.t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.portalDir, name))
+	if err != nil || string(b) != content {
+		f.t.Errorf("portal file %s = %q, %v; want %q", name, b, err, content)
+	}
+}
+
+func (f *fixture) wantNoFile(name string) {
+	f.t.Helper()
+	if _, err := os.Stat(filepath.Join(f.portalDir, name)); !os.IsNotExist(err) {
+		f.t.Errorf("portal file %s exists (%v): the call ran", name, err)
+	}
+}
+
+func errorMeta(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	e, _ := res.Meta[mcpserver.MetaError].(map[string]any)
+	return e
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
