@@ -54,13 +54,14 @@ func (l *link) creds() gateway.Credentials { return gateway.Credentials{SessionI
 // or by its PAT and client (2026-07-28, where requests carry no session).
 // Expired links are pruned whenever one is added.
 type links struct {
+	now       func() time.Time
 	mu        sync.Mutex
 	bySession map[string]*link
 	byClient  map[string]*link
 }
 
-func newLinks() *links {
-	return &links{bySession: map[string]*link{}, byClient: map[string]*link{}}
+func newLinks(now func() time.Time) *links {
+	return &links{now: now, bySession: map[string]*link{}, byClient: map[string]*link{}}
 }
 
 func (ls *links) session(id string) *link {
@@ -74,7 +75,7 @@ func (ls *links) session(id string) *link {
 func (ls *links) bind(id string, l *link) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.prune(time.Now())
+	ls.prune(ls.now())
 	ls.bySession[id] = l
 }
 
@@ -93,7 +94,7 @@ func (ls *links) client(key string) *link {
 func (ls *links) putClient(key string, l *link) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.prune(time.Now())
+	ls.prune(ls.now())
 	ls.byClient[key] = l
 }
 
@@ -284,7 +285,10 @@ func linkToken(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo,
 	if l == nil {
 		return nil, auth.ErrInvalidToken
 	}
-	return &auth.TokenInfo{UserID: hex.EncodeToString(l.patHash[:]), Expiration: l.expires,
+	// The link's expiry was checked on the gateway's clock already; the
+	// SDK compares Expiration with the wall clock, so it gets one that only
+	// has to outlast this request's check.
+	return &auth.TokenInfo{UserID: hex.EncodeToString(l.patHash[:]), Expiration: time.Now().Add(time.Minute),
 		Extra: map[string]any{extraLink: l}}, nil
 }
 

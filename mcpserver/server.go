@@ -88,7 +88,7 @@ func New(b Backend, opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	s := &Server{b: b, opts: opts, log: opts.Logger, links: newLinks()}
+	s := &Server{b: b, opts: opts, log: opts.Logger, links: newLinks(opts.Clock)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
 		&mcp.ServerOptions{
 			Logger: opts.Logger,
