@@ -69,10 +69,15 @@ func TestBridge(t *testing.T) {
 	if res := call(t, cs, "portal__docs__read", map[string]any{"path": "hello.txt"}); res.IsError || !strings.Contains(text(res), "hello from the portal") {
 		t.Fatalf("read = %q", text(res))
 	}
-	if res := callWithProgress(t, cs, "mcp__up__count", map[string]any{"n": 2}, "host-token"); res.IsError {
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		done <- callWithProgress(t, cs, "mcp__up__count", map[string]any{"n": 2, "hold": true}, "host-token")
+	}()
+	prog.await(t, 2) // while the call runs (see TestProgressRelayed)
+	f.upstream.releaseHeld()
+	if res := <-done; res.IsError {
 		t.Fatalf("count = %q", text(res))
 	}
-	prog.await(t, 2)
 	for _, p := range prog.all() {
 		if p.ProgressToken != "host-token" {
 			t.Errorf("progress token %v, want the host's own", p.ProgressToken)

@@ -37,7 +37,8 @@ type fixture struct {
 	home *scaffold.Home
 	db   *journal.DB
 	gw   *gateway.Gateway
-	url  string // http://127.0.0.1:<port>/mcp
+	base string // http://127.0.0.1:<port>
+	url  string // base + /mcp
 	logs *syncBuffer
 	// upstream counts the calls the ingested MCP server received.
 	upstream *upstream
@@ -67,6 +68,12 @@ func (s *syncBuffer) String() string {
 
 func newFixture(t *testing.T, opts mcpserver.Options) *fixture {
 	t.Helper()
+	return newFixtureWith(t, opts, gateway.StreamLimits{})
+}
+
+// newFixtureWith is newFixture with the gateway's event-stream caps.
+func newFixtureWith(t *testing.T, opts mcpserver.Options, streams gateway.StreamLimits) *fixture {
+	t.Helper()
 	f := &fixture{t: t, home: plexustest.TempHome(t), logs: &syncBuffer{}, upstream: newUpstream(t),
 		hosts: http.DefaultTransport.(*http.Transport).Clone()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -82,7 +89,7 @@ func newFixture(t *testing.T, opts mcpserver.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.gw = mustGateway(t, f.home, f.db, reg, "http://"+ln.Addr().String(), log)
+	f.gw = mustGateway(t, f.home, f.db, reg, gateway.Config{BaseURL: "http://" + ln.Addr().String(), Home: f.home.Dir, Streams: streams}, log)
 	opts.Inbox, opts.Active, opts.Logger, opts.PeerUID = f.home.Inbox, f.home.Active, log, plexushttp.PeerUID
 	front := mcpserver.New(mcpserver.Backend{Sessions: f.gw, Grants: f.gw, Invoke: f.gw}, opts)
 	srv := plexushttp.New(plexushttp.Backend{Agents: f.gw, Grants: f.gw, Invoke: f.gw, Events: f.gw},
@@ -111,13 +118,14 @@ func newFixture(t *testing.T, opts mcpserver.Options) *fixture {
 		wg.Wait()
 		client.wait()
 	})
-	f.url = "http://" + ln.Addr().String() + "/mcp"
+	f.base = "http://" + ln.Addr().String()
+	f.url = f.base + "/mcp"
 	return f
 }
 
 // mustGateway builds the gateway the way the daemon does, deciding with the
 // owner-confirms policy.
-func mustGateway(t *testing.T, home *scaffold.Home, db *journal.DB, reg *registry.Registry, base string, log *slog.Logger) *gateway.Gateway {
+func mustGateway(t *testing.T, home *scaffold.Home, db *journal.DB, reg *registry.Registry, cfg gateway.Config, log *slog.Logger) *gateway.Gateway {
 	t.Helper()
 	signer, err := auth.NewSigner(home.SigningKey, "plexus", nil)
 	if err != nil {
@@ -127,7 +135,7 @@ func mustGateway(t *testing.T, home *scaffold.Home, db *journal.DB, reg *registr
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Config{BaseURL: base, Home: home.Dir}, gateway.Deps{Store: db, Events: db, Registry: reg,
+	gw, err := gateway.New(cfg, gateway.Deps{Store: db, Events: db, Registry: reg,
 		Signer: signer, Hasher: hasher, Authorizer: auth.UserConfirmAuthorizer{}, Throttle: auth.NewThrottle(nil),
 		ConnectionKey: home.ConnectionKey, Logger: log,
 		Sources: func(plexus.SourceConfig) (plexus.Source, error) { return nil, errors.New("no owner sources here") }})
@@ -301,14 +309,23 @@ type upstream struct {
 	// saw its context end.
 	calls     map[string]int
 	cancelled chan struct{}
+	// release ends every held "count" call.
+	release     chan struct{}
+	releaseOnce sync.Once
 }
 
+func (u *upstream) releaseHeld() { u.releaseOnce.Do(func() { close(u.release) }) }
+
 func newUpstream(t *testing.T) *upstream {
-	u := &upstream{calls: map[string]int{}, cancelled: make(chan struct{})}
+	u := &upstream{calls: map[string]int{}, cancelled: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(u.releaseHeld)
 	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	ro, destructive := true, true
 	type countIn struct {
 		N int `json:"n"`
+		// Hold keeps the call running after its progress until the test
+		// releases it, so the progress is seen while the call runs.
+		Hold bool `json:"hold,omitempty"`
 	}
 	type countOut struct {
 		Counted int `json:"counted"`
@@ -323,6 +340,13 @@ func newUpstream(t *testing.T) *upstream {
 						Progress: float64(i), Total: float64(in.N), Message: "step"}); err != nil {
 						return nil, countOut{}, err
 					}
+				}
+			}
+			if in.Hold {
+				select {
+				case <-u.release:
+				case <-ctx.Done():
+					return nil, countOut{}, ctx.Err()
 				}
 			}
 			return nil, countOut{Counted: in.N}, nil

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/mcpserver"
 )
@@ -270,11 +272,19 @@ func TestProgressRelayed(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
 	prog := &progressLog{}
 	cs := f.connect(f.agent("claude"), "claude-code", &mcp.ClientOptions{ProgressNotificationHandler: prog.handle})
-	res := callWithProgress(t, cs, "mcp__up__count", map[string]any{"n": 3}, "tok-count")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		done <- callWithProgress(t, cs, "mcp__up__count", map[string]any{"n": 3, "hold": true}, "tok-count")
+	}()
+	// Seen while the call still runs: the Go SDK client hands notifications
+	// to its handler on a goroutine of their own, so one that arrives just
+	// before the result may be handled after the call returned.
+	prog.await(t, 3)
+	f.upstream.releaseHeld()
+	res := <-done
 	if res.IsError {
 		t.Fatalf("count = %q", text(res))
 	}
-	prog.await(t, 3) // the client hands notifications to its handler on their own goroutines
 	got := prog.all()
 	if len(got) != 3 {
 		t.Fatalf("progress notifications = %+v, want 3", got)
@@ -409,4 +419,86 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCallFailureIsToolError: a call the gateway refuses or that fails is
+// a tool error naming the Plexus code, in the text and in _meta.
+func TestCallFailureIsToolError(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	cs := f.connect(f.agent("claude"), "claude-code", nil)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		code plexus.ErrorCode
+	}{
+		{"portal__docs__read", map[string]any{"path": "missing.txt"}, plexus.CodeTransportError},
+		{"mcp__up__count", map[string]any{"n": "three"}, plexus.CodeSchemaValidationFailed},
+	} {
+		res := call(t, cs, tc.tool, tc.args)
+		if !res.IsError || !strings.Contains(text(res), string(tc.code)) || errorMeta(t, res)["code"] != string(tc.code) {
+			t.Errorf("%s(%v) = isError %v %q, _meta %v; want a tool error with %s", tc.tool, tc.args, res.IsError, text(res), res.Meta, tc.code)
+		}
+	}
+}
+
+// TestCancelWhileWaiting: the host's cancellation ends a call's wait for the
+// owner: the wait gives back its event stream, and an approval that comes
+// after runs nothing.
+func TestCancelWhileWaiting(t *testing.T) {
+	// One event stream per session: the wait's own subscription shows.
+	f := newFixtureWith(t, mcpserver.Options{ProgressInterval: 20 * time.Millisecond}, gateway.StreamLimits{PerSession: 1})
+	prog := &progressLog{}
+	cs := f.connect(f.agent("claude"), "claude-code", &mcp.ClientOptions{ProgressNotificationHandler: prog.handle})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: "mcp__up__wipe", Arguments: map[string]any{}}
+		p.SetProgressToken("w")
+		_, err := cs.CallTool(ctx, p)
+		errc <- err
+	}()
+	id := f.awaitPending()
+	prog.await(t, 1) // the call is in its wait
+	sid := f.rows("session.opened")[0].Target
+	if st := f.eventsStatus(sid); st != http.StatusTooManyRequests {
+		t.Fatalf("GET /events while the call waits = %d, want 429: the wait holds the session's stream", st)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled call answered no error")
+	}
+	for deadline := time.Now().Add(30 * time.Second); f.eventsStatus(sid) != http.StatusOK; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled call's wait still holds the session's event stream")
+		}
+	}
+	f.decide(id, true, "")
+	if n := f.upstream.count("wipe"); n != 0 {
+		t.Fatalf("upstream wipe calls = %d after a cancelled wait, want 0", n)
+	}
+	if n := len(f.rows("invoke.started")); n != 0 {
+		t.Errorf("invoke.started rows = %d, want none", n)
+	}
+}
+
+// eventsStatus opens the session's /events and closes it at once,
+// answering the status.
+func (f *fixture) eventsStatus(sessionID string) int {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+"/events", nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set(plexus.SessionHeader, sessionID)
+	resp, err := (&http.Client{Transport: f.hosts}).Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cancel()
+	if err := resp.Body.Close(); err != nil {
+		f.t.Logf("close /events: %v", err)
+	}
+	return resp.StatusCode
 }
