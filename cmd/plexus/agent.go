@@ -120,11 +120,11 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 		return usageError(cmd, "usage: %s <capability> [key=value...]", cmd.FullName())
 	}
 	id := cmd.Args().First()
-	base, err := parseInput(cmd.String("input"))
+	base, err := client.ParseInput(cmd.String("input"))
 	if err != nil {
 		return usageError(cmd, "%v", err)
 	}
-	input, err := parseKeyValues(cmd.Args().Tail(), base)
+	input, err := client.MergePairs(cmd.Args().Tail(), base)
 	if err != nil {
 		return usageError(cmd, "%v", err)
 	}

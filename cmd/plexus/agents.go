@@ -37,16 +37,16 @@ func agentsConnectCommand() *cli.Command {
 			req := plexus.ConnectRequest{AgentID: cmd.Args().First(), Label: cmd.String("label")}
 			var window *plexus.TrustWindow
 			if s := cmd.String("window"); s != "" {
-				w, err := parseWindow(s)
+				w, err := plexus.ParseTrustWindow(s)
 				if err != nil {
 					return usageError(cmd, "%v", err)
 				}
 				window = w
 			}
 			for _, s := range cmd.StringSlice("grant") {
-				g, err := parseGrant(s)
+				g, err := plexus.ParseConnectGrant(s)
 				if err != nil {
-					return usageError(cmd, "%v", err)
+					return usageError(cmd, "--grant %q: %v", s, err)
 				}
 				g.TrustWindow = window
 				req.Grants = append(req.Grants, g)

@@ -34,37 +34,7 @@ func verbsString(vs []plexus.Verb) string {
 	return strings.Join(s, ",")
 }
 
-func windowString(tw *plexus.TrustWindow) string {
-	switch {
-	case tw == nil || tw.Kind == "":
-		return "-"
-	case tw.Kind == plexus.WindowCustom:
-		return compactDuration(time.Duration(tw.Ms) * time.Millisecond)
-	}
-	return string(tw.Kind)
-}
-
-// compactDuration writes a window as an owner would type it: 3d, 2h, 1d12h,
-// 90m; anything finer falls back to Go's form.
-func compactDuration(d time.Duration) string {
-	const day = 24 * time.Hour
-	if d <= 0 || d%time.Minute != 0 {
-		return d.String()
-	}
-	var b strings.Builder
-	if n := d / day; n > 0 {
-		fmt.Fprintf(&b, "%dd", n)
-		d -= n * day
-	}
-	if n := d / time.Hour; n > 0 {
-		fmt.Fprintf(&b, "%dh", n)
-		d -= n * time.Hour
-	}
-	if n := d / time.Minute; n > 0 {
-		fmt.Fprintf(&b, "%dm", n)
-	}
-	return b.String()
-}
+func windowString(tw *plexus.TrustWindow) string { return dash(plexus.FormatTrustWindow(tw)) }
 
 // timeString formats t for a table in local time; far-future until-revoked
 // stamps read as "never".
