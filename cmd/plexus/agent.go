@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -80,14 +79,7 @@ func agentListCommand() *cli.Command {
 				}
 				return printJSON(w, entries)
 			}
-			t := newTable(w)
-			fmt.Fprintln(t, "CAPABILITY\tVERBS\tPROVENANCE\tSENSITIVITY\tSTATUS\tLABEL")
-			for _, e := range entries {
-				status := posture(e)
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, verbsString(e.Verbs), e.Provenance,
-					dash(string(e.Sensitivity)), status, dash(e.Label))
-			}
-			return t.Flush()
+			return client.WriteEntries(w, entries)
 		},
 	}
 }
@@ -185,22 +177,6 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 	default:
 		return agentErr(addr, err)
 	}
-}
-
-// posture says what calling an entry will take right now, in the words of
-// the default confirm-risky policy: held or standing grants call at once,
-// low-sensitivity reads approve themselves on first use, execute asks the
-// owner every time, anything else asks the owner once per trust window.
-func posture(e client.ListEntry) string {
-	switch {
-	case e.CallableNow:
-		return "CALLABLE NOW"
-	case slices.Contains(e.Verbs, plexus.VerbExecute):
-		return "OWNER APPROVES EACH USE"
-	case e.Sensitivity == plexus.SensitivityLow:
-		return "AUTO-APPROVED ON FIRST CALL"
-	}
-	return "NEEDS OWNER APPROVAL"
 }
 
 func agentRegisterCommand() *cli.Command {

@@ -79,9 +79,9 @@ func extCommand() *cli.Command {
 					// The verbs Plexus requires, not only the declared ones (docs/trust.md).
 					verbs, why := registry.DeclVerbs(m, nil, nil)
 					for i, d := range m.Capabilities {
-						fmt.Fprintf(w, "  %s  %s  %s", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(verbs[i])))
+						fmt.Fprintf(w, "  %s  %s  %s", registry.EntryID(m.Source, d.Name), d.Kind, dash(client.VerbsString(verbs[i])))
 						if !slices.Equal(verbs[i], plexus.NormalizeVerbs(d.Grants)) {
-							fmt.Fprintf(w, "  (declared %s: %s)", dash(verbsString(d.Grants)), inbox.TermSafe(why[i]))
+							fmt.Fprintf(w, "  (declared %s: %s)", dash(client.VerbsString(d.Grants)), inbox.TermSafe(why[i]))
 						}
 						fmt.Fprintln(w)
 					}
@@ -209,7 +209,7 @@ func reportManifest(cmd *cli.Command, m plexus.ExtensionManifest, err error) err
 	}
 	fmt.Fprintf(w, "Valid: %s (%s), %d entries:\n", m.Source, m.Label, len(m.Capabilities))
 	for _, d := range m.Capabilities {
-		fmt.Fprintf(w, "  %s  %s  %s\n", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(d.Grants)))
+		fmt.Fprintf(w, "  %s  %s  %s\n", registry.EntryID(m.Source, d.Name), d.Kind, dash(client.VerbsString(d.Grants)))
 	}
 	for _, u := range registry.Unresolved(m, nil) {
 		fmt.Fprintf(w, "Note: %s is not declared here; it must be registered in the gateway before this manifest.\n", u)
