@@ -18,7 +18,6 @@ import (
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/inbox"
-	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/urfave/cli/v3"
 )
@@ -312,28 +311,13 @@ func (m *mover) outcome(ctx context.Context, p plexus.Pending, by string) error 
 }
 
 // mintedToken returns the id of the token minted when p was approved, ""
-// when none was (the asking session had ended). The journal is read as a
-// script reads it: the gateway's decision journals grant.approved for each
-// capability, then token.minted, on the request's trace.
+// when none was (the asking session had ended), read from the journal as a
+// script reads it.
 func (m *mover) mintedToken(ctx context.Context, p plexus.Pending) (string, error) {
 	db, err := openJournalReadOnly(ctx, m.home)
 	if err != nil {
 		return "", err
 	}
 	defer db.Close()
-	rows, err := db.Activity(ctx, journal.Filter{TraceID: p.TraceID})
-	if err != nil {
-		return "", err
-	}
-	var approved bool
-	var jti string
-	for _, a := range rows {
-		switch {
-		case a.ActionType == "grant.approved" && a.Payload["pendingId"] == p.ID:
-			approved, jti = true, ""
-		case a.ActionType == "token.minted" && approved && jti == "":
-			jti = a.Target
-		}
-	}
-	return jti, nil
+	return db.MintedOnApproval(ctx, p.TraceID, p.ID)
 }
