@@ -76,21 +76,49 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 	}
 	here, blind := r.locate(id)
 	if len(here) > 1 {
-		// A move made while locate looked (a file read in inbox/, then
-		// found again in active/) shows one file in two folders: a copy
-		// gone since is not one.
-		here = slices.DeleteFunc(here, func(c *copyOf) bool {
-			_, err := os.Lstat(c.path)
-			return errors.Is(err, os.ErrNotExist)
-		})
+		here = withoutVanished(here)
 	}
 	if s.p == nil {
 		delete(r.missing, id)
 		return r.unknown(ctx, id, here)
 	}
+	here, stale, err := r.setAsideStale(ctx, &s, here)
+	if err != nil {
+		return err
+	}
+	if len(here) > 1 {
+		r.reportConflict(id, s.p, here)
+		return nil
+	}
+	var c *copyOf
+	if len(here) == 1 {
+		c = here[0]
+	}
+	if c == nil && blind {
+		return nil // a folder could not be read: absence proves nothing
+	}
+	if c != nil {
+		delete(r.missing, id)
+	}
+	return r.apply(ctx, id, s, c, stale)
+}
+
+// withoutVanished drops the copies gone since locate saw them: a move made
+// while locate looked (a file read in inbox/, then found again in active/)
+// shows one file in two folders.
+func withoutVanished(here []*copyOf) []*copyOf {
+	return slices.DeleteFunc(here, func(c *copyOf) bool {
+		_, err := os.Lstat(c.path)
+		return errors.Is(err, os.ErrNotExist)
+	})
+}
+
+// setAsideStale takes out of here the copies that are the daemon's own
+// leftovers, to be removed once the decision is dealt with, and returns
+// what remains and those.
+func (r *Reconciler) setAsideStale(ctx context.Context, s *state, here []*copyOf) (rest, stale []*copyOf, err error) {
 	// Copies the daemon's last write replaced and was about to remove when
 	// a crash stopped it are its own leftovers, whatever else is there.
-	var stale []*copyOf
 	if s.rec != nil && len(s.rec.Prev) > 0 {
 		here = slices.DeleteFunc(here, func(c *copyOf) bool {
 			if slices.Contains(s.rec.Prev, plexus.FilePlace{Folder: c.folder, Sum: c.sum}) {
@@ -105,7 +133,7 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 			rec := *s.rec
 			rec.Prev = nil
 			if err := r.record(ctx, rec); err != nil {
-				return err
+				return nil, nil, err
 			}
 			s.rec = &rec
 		}
@@ -123,25 +151,23 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 			return false
 		})
 	}
-	if len(here) > 1 {
-		where := make([]string, len(here))
-		for i, c := range here {
-			where[i] = c.folder + "/"
-		}
-		r.report(id, "conflict:"+strings.Join(where, ","), "inbox.conflict", plexus.Activity{TraceID: s.p.TraceID, AgentID: s.p.AgentID, Target: id,
-			Payload: map[string]any{"folders": where, "problem": "the decision's file is in more than one folder; keep one"}})
-		return nil
+	return here, stale, nil
+}
+
+// reportConflict tells the owner that p's file is in more than one folder.
+func (r *Reconciler) reportConflict(id string, p *plexus.Pending, here []*copyOf) {
+	where := make([]string, len(here))
+	for i, c := range here {
+		where[i] = c.folder + "/"
 	}
-	var c *copyOf
-	if len(here) == 1 {
-		c = here[0]
-	}
-	if c == nil && blind {
-		return nil // a folder could not be read: absence proves nothing
-	}
-	if c != nil {
-		delete(r.missing, id)
-	}
+	r.report(id, "conflict:"+strings.Join(where, ","), "inbox.conflict", plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, Target: id,
+		Payload: map[string]any{"folders": where, "problem": "the decision's file is in more than one folder; keep one"}})
+}
+
+// apply brings the decision's file c (nil when there is none) in line with
+// the pending or decided s, then removes the stale copies.
+func (r *Reconciler) apply(ctx context.Context, id string, s state, c *copyOf, stale []*copyOf) error {
+	var err error
 	if s.p.State == plexus.StatePending {
 		err = r.pending(ctx, s, c, stale)
 	} else {
