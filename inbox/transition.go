@@ -427,28 +427,10 @@ func (r *Reconciler) refuse(ctx context.Context, s state, c *copyOf, stale []*co
 func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*copyOf) error {
 	p, rec := s.p, s.rec
 	want, ended := r.desired(s)
-	if c == nil && rec != nil && rec.Folder == plexus.FolderActive && want == plexus.FolderActive {
-		if !r.gone(p.ID) {
-			return nil
-		}
-		return r.revoke(ctx, s, nil, stale, r.absence(p.ID, plexus.FolderActive))
+	if c == nil {
+		return r.decidedWithoutFile(ctx, s, want, ended, stale)
 	}
 	delete(r.missing, p.ID) // whatever was missing is settled below
-	if c == nil {
-		switch {
-		case rec == nil || rec.Folder == plexus.FolderInbox:
-			// Never written, or decided elsewhere while its file was away.
-			b, err := r.render(*p, "", ended, Notes{})
-			if err != nil {
-				return err
-			}
-			return r.put(ctx, p.ID, want, b, stale)
-		case rec.Folder != "":
-			// The owner deleted a decided file: it stays deleted.
-			return r.record(ctx, plexus.DecisionFile{PendingID: p.ID, Folder: "", Sum: rec.Sum})
-		}
-		return nil
-	}
 	ours := rec != nil && rec.Folder == c.folder // the daemon put it there
 	// The file whose move into active/ approved this decision, not filed
 	// yet, belongs wherever the decision now does: its grant may have ended
@@ -477,19 +459,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		// The state changed through another channel (decided by the CLI or
 		// the admin API, expired, used, revoked, its window ended): the
 		// daemon moves its file.
-		var b []byte
-		var err error
-		if c.sum == rec.Sum {
-			b, err = r.render(*p, "", ended, Notes{})
-		} else {
-			b = Annotate(c.b, "this decision is now "+describeState(*p, ended)+"; your edits of this file were not applied")
-		}
-		if err != nil {
-			return err
-		}
-		return r.put(ctx, p.ID, want, b, append(stale, c),
-			&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.moved", Target: p.ID,
-				Payload: map[string]any{"from": c.folder, "to": want, "why": describeState(*p, ended)}})
+		return r.moveOurs(ctx, s, c, want, ended, stale)
 	default:
 		// The owner moved a decided file somewhere it does not belong: a
 		// decision is made once; moving its file again changes nothing.
@@ -499,6 +469,55 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 			&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.refused", Target: p.ID,
 				Payload: map[string]any{"folder": c.folder, "problem": note}})
 	}
+}
+
+// decidedWithoutFile handles a decided decision with no file in any
+// folder. An approved file gone from active/ revokes the decision once it
+// has stayed gone for the grace period; a file never written, or decided
+// elsewhere while it was away, is written where it belongs; one the owner
+// deleted stays deleted.
+func (r *Reconciler) decidedWithoutFile(ctx context.Context, s state, want, ended string, stale []*copyOf) error {
+	p, rec := s.p, s.rec
+	if rec != nil && rec.Folder == plexus.FolderActive && want == plexus.FolderActive {
+		if !r.gone(p.ID) {
+			return nil
+		}
+		return r.revoke(ctx, s, nil, stale, r.absence(p.ID, plexus.FolderActive))
+	}
+	delete(r.missing, p.ID) // whatever was missing is settled below
+	switch {
+	case rec == nil || rec.Folder == plexus.FolderInbox:
+		// Never written, or decided elsewhere while its file was away.
+		b, err := r.render(*p, "", ended, Notes{})
+		if err != nil {
+			return err
+		}
+		return r.put(ctx, p.ID, want, b, stale)
+	case rec.Folder != "":
+		// The owner deleted a decided file: it stays deleted.
+		return r.record(ctx, plexus.DecisionFile{PendingID: p.ID, Folder: "", Sum: rec.Sum})
+	}
+	return nil
+}
+
+// moveOurs moves the daemon's own file c of decided s to want: rendered
+// anew, or, when the owner edited it, annotated that the edits were not
+// applied.
+func (r *Reconciler) moveOurs(ctx context.Context, s state, c *copyOf, want, ended string, stale []*copyOf) error {
+	p := s.p
+	var b []byte
+	var err error
+	if c.sum == s.rec.Sum {
+		b, err = r.render(*p, "", ended, Notes{})
+	} else {
+		b = Annotate(c.b, "this decision is now "+describeState(*p, ended)+"; your edits of this file were not applied")
+	}
+	if err != nil {
+		return err
+	}
+	return r.put(ctx, p.ID, want, b, append(stale, c),
+		&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.moved", Target: p.ID,
+			Payload: map[string]any{"from": c.folder, "to": want, "why": describeState(*p, ended)}})
 }
 
 // redecided is the file of a decided decision that reached its folder: the
