@@ -28,6 +28,16 @@ func ParseVerbs(s string) ([]Verb, error) {
 	return NormalizeVerbs(vs), nil
 }
 
+// FormatVerbs writes vs as [ParseVerbs] reads them, comma-separated in the
+// order given ("read,write"); "" for none.
+func FormatVerbs(vs []Verb) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ",")
+}
+
 // ParseConnectGrant parses <capability>[=verbs]; without verbs the gateway
 // applies its default (read). The error does not repeat s: the caller names
 // the flag it came from.

@@ -70,3 +70,24 @@ func TestCompactDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatVerbs(t *testing.T) {
+	for _, tt := range []struct {
+		in   []Verb
+		want string
+	}{
+		{nil, ""},
+		{[]Verb{VerbRead}, "read"},
+		{[]Verb{VerbWrite, VerbRead}, "write,read"}, // as given
+	} {
+		if got := FormatVerbs(tt.in); got != tt.want {
+			t.Errorf("FormatVerbs(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+		if len(tt.in) > 0 {
+			back, err := ParseVerbs(FormatVerbs(tt.in))
+			if err != nil || !cmp.Equal(back, NormalizeVerbs(tt.in)) {
+				t.Errorf("ParseVerbs(FormatVerbs(%v)) = %v, %v", tt.in, back, err)
+			}
+		}
+	}
+}

@@ -178,16 +178,7 @@ func posture(e ListEntry) string {
 
 // VerbsString is vs as a table lists verbs: comma-separated as given, "-"
 // for none.
-func VerbsString(vs []plexus.Verb) string {
-	if len(vs) == 0 {
-		return "-"
-	}
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = string(v)
-	}
-	return strings.Join(s, ",")
-}
+func VerbsString(vs []plexus.Verb) string { return dash(plexus.FormatVerbs(vs)) }
 
 // newTable returns a tabwriter for a human table; Flush it when done.
 func newTable(w io.Writer) *tabwriter.Writer {
