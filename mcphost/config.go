@@ -252,3 +252,24 @@ func (s Server) Where() string {
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
 }
+
+// EntryOf is a server's mcp.json entry as `plexus mcp add` writes it: a
+// command with its args, or a url; env and headers when given.
+func EntryOf(command string, args []string, url string, env, headers map[string]string) (json.RawMessage, error) {
+	entry := map[string]any{}
+	if url != "" {
+		entry["url"] = url
+	} else {
+		entry["command"] = command
+		if len(args) > 0 {
+			entry["args"] = args
+		}
+	}
+	if env != nil {
+		entry["env"] = env
+	}
+	if headers != nil {
+		entry["headers"] = headers
+	}
+	return json.Marshal(entry)
+}

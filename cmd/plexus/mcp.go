@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -89,23 +88,18 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 		return usageError(cmd, "usage: %s <name> -- <command> [args…] | <name> --url <url>", cmd.FullName())
 	}
 	name, rest := args[0], args[1:]
-	entry := map[string]any{}
-	switch u := cmd.String("url"); {
-	case u != "" && len(rest) > 0:
+	url, command := cmd.String("url"), ""
+	switch {
+	case url != "" && len(rest) > 0:
 		return usageError(cmd, "give a command after -- or --url, not both")
-	case u != "":
-		entry["url"] = u
-	case len(rest) == 0:
+	case url == "" && len(rest) == 0:
 		return usageError(cmd, "give the server's command after --, or its --url")
-	default:
-		command, err := absCommand(rest[0])
-		if err != nil {
+	case url == "":
+		var err error
+		if command, err = absCommand(rest[0]); err != nil {
 			return err
 		}
-		entry["command"] = command
-		if len(rest) > 1 {
-			entry["args"] = rest[1:]
-		}
+		rest = rest[1:]
 	}
 	env, err := keyValues(cmd, "env")
 	if err != nil {
@@ -115,13 +109,7 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	if env != nil {
-		entry["env"] = env
-	}
-	if headers != nil {
-		entry["headers"] = headers
-	}
-	raw, err := json.Marshal(entry)
+	raw, err := mcphost.EntryOf(command, rest, url, env, headers)
 	if err != nil {
 		return err
 	}
