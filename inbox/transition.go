@@ -431,6 +431,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		return r.decidedWithoutFile(ctx, s, want, ended, stale)
 	}
 	delete(r.missing, p.ID) // whatever was missing is settled below
+
 	ours := rec != nil && rec.Folder == c.folder // the daemon put it there
 	// The file whose move into active/ approved this decision, not filed
 	// yet, belongs wherever the decision now does: its grant may have ended
