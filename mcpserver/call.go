@@ -40,7 +40,9 @@ func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest
 		if err != nil || answer != nil {
 			return answer, err
 		}
-		resp := s.b.Invoke.InvokeStream(ctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},
+		// What the server behind the call asks meanwhile goes to this host.
+		rctx := plexus.WithRelay(ctx, newHostRelay(ctx, req, l.client))
+		resp := s.b.Invoke.InvokeStream(rctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},
 			plexus.InvokeRequest{ID: entry.ID, Input: input}, p.relay)
 		if executes(entry) || !resp.OK && resp.Error != nil && stale(resp.Error.Code) {
 			l.dropToken(entry.ID, tok.JTI)

@@ -46,6 +46,11 @@ type fixture struct {
 	portalDir string
 	// hosts is the HTTP transport of the fixture's MCP clients.
 	hosts *http.Transport
+	// What another MCP source is added with (ingest, relay_test.go).
+	ctx  context.Context
+	reg  *registry.Registry
+	mcpT *mcpclient.Transport
+	log  *slog.Logger
 }
 
 // syncBuffer is a log sink written by the daemon's goroutines.
@@ -108,6 +113,7 @@ func newFixtureWith(t *testing.T, opts mcpserver.Options, streams gateway.Stream
 			t.Errorf("serve: %v", err)
 		}
 	}()
+	f.ctx, f.reg, f.mcpT, f.log = ctx, reg, mcpT, log
 	client := f.addSources(ctx, reg, mcpT, log)
 	t.Cleanup(func() {
 		// A connection the clients dialed but never used would hold the

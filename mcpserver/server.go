@@ -92,8 +92,9 @@ func New(b Backend, opts Options) *Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
 		&mcp.ServerOptions{
 			Logger: opts.Logger,
-			// Tools only, for now: no logging relay, no list_changed yet.
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			// Logging: the ingested servers' log messages, relayed to
+			// the host whose call they came with (relay.go).
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 			Instructions: "Plexus governs these tools: a call the owner has not pre-authorized waits for the owner's approval, and a call the owner denies answers why.",
 		})
 	srv.AddReceivingMiddleware(s.middleware)

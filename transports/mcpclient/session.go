@@ -46,7 +46,7 @@ func (s *session) pid() int {
 // session alone.
 func (c *Client) connect(ctx context.Context) (*session, error) {
 	c.lastStderr = ""
-	s := &session{c: newCapture(), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
+	s := &session{c: newCapture(c.log), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
 	var t mcp.Transport
 	if c.cfg.URL != "" {
 		t = &mcp.StreamableClientTransport{
@@ -63,14 +63,17 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, &mcp.ClientOptions{
 		Logger: c.log,
-		// Plexus offers the server nothing back: no roots, sampling or
-		// elicitation. Progress is relayed by the capture (capture.go).
-		Capabilities:               &mcp.ClientCapabilities{},
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
-		KeepAlive:                  keepAlive,
+		// What the server asks while a call runs goes to that call's
+		// caller (relay.go). Progress is relayed by the capture (capture.go).
+		Capabilities:                  relayCapabilities(),
+		CreateMessageWithToolsHandler: s.relaySampling,
+		ElicitationHandler:            s.relayElicitation,
+		ToolListChangedHandler:        func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
+		ResourceListChangedHandler:    func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
+		PromptListChangedHandler:      func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
+		KeepAlive:                     keepAlive,
 	})
+	client.AddReceivingMiddleware(s.relayRoots)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, nil)
@@ -100,6 +103,7 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	if s.caps == nil {
 		s.caps = &mcp.ServerCapabilities{}
 	}
+	c.askAllLogs(cctx, s)
 	go func() {
 		// Ends when the session does: the server went away, or close.
 		s.waitErr = cs.Wait()
