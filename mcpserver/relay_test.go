@@ -21,8 +21,9 @@ import (
 
 // asker is an MCP server on the official Go SDK that, while its tools run,
 // asks its client what the conformance everything-server asks: "ask"
-// samples, "elicit" elicits, "roots" lists roots, "log" logs. It speaks
-// 2025-11-25 (2026-07-28 has servers ask through input requests instead).
+// samples, "elicit" elicits, "roots" lists roots, "log" logs, the way
+// servers written for 2025-11-25 do (it would speak 2026-07-28 too, where
+// such requests are refused: Plexus asks it for 2025-11-25).
 // Each tool answers what it got back, or the error it got, as its text.
 type asker struct {
 	url string
@@ -36,8 +37,7 @@ type asker struct {
 
 func newAsker(t *testing.T, gate *barrier, meta mcp.Meta) *asker {
 	a := &asker{gate: gate, meta: meta}
-	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"},
-		&mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	type q struct {
 		Q string `json:"q"`

@@ -41,6 +41,17 @@ func (s *session) pid() int {
 	return s.cmd.Process.Pid
 }
 
+// upstreamProtocol is the version Plexus asks its servers for: the newest
+// with a session, on which a server may ask its client while a call runs.
+// Plexus relays those requests to the host that made the call (relay.go).
+// On 2026-07-28 a server must ask through input requests instead, and one
+// written the older way (its tool calls CreateMessage, Elicit, ListRoots)
+// would fail there, though it works for a host that talks to it directly;
+// one written the new way works on both, the SDK turning its input requests
+// into requests for a client on a session. A server that knows only older
+// versions answers with one of them.
+const upstreamProtocol = "2025-11-25"
+
 // connect starts the transport and initializes a session. The SDK's
 // client is made per session, so that its notification handlers feed this
 // session alone.
@@ -76,7 +87,7 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	client.AddReceivingMiddleware(s.relayRoots)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, t, nil)
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
 		// The SDK closed what it had opened (a started process included);
 		// what the process left in its group goes too.
