@@ -123,9 +123,16 @@ func (b *barrier) arrive(ctx context.Context) error {
 
 // ingest adds the MCP server at url as the source name, its client run
 // until the test ends.
-func (f *fixture) ingest(name, url string) {
+func (f *fixture) ingest(name, url string) *mcpclient.Client {
 	f.t.Helper()
-	c, err := mcpclient.New(name, mcpclient.ServerConfig{URL: url}, mcpclient.Options{Logger: f.log})
+	return f.ingestServer(name, mcpclient.ServerConfig{URL: url}, mcpclient.Options{})
+}
+
+// ingestServer adds the MCP server cfg as the source name.
+func (f *fixture) ingestServer(name string, cfg mcpclient.ServerConfig, opts mcpclient.Options) *mcpclient.Client {
+	f.t.Helper()
+	opts.Logger = f.log
+	c, err := mcpclient.New(name, cfg, opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -147,6 +154,7 @@ func (f *fixture) ingest(name, url string) {
 	if _, err := f.reg.Add(f.ctx, c); err != nil {
 		f.t.Fatal(err)
 	}
+	return c
 }
 
 // sampler answers sampling requests as the host's model would, recording

@@ -162,7 +162,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			return s.listTools(ctx, l)
 		case "tools/call":
-			return s.callTool(ctx, l, req.(*mcp.CallToolRequest))
+			call := req.(*mcp.CallToolRequest)
+			res, err := s.callTool(ctx, l, call)
+			return completed(call, res), err
 		}
 		return next(ctx, method, req)
 	}

@@ -26,7 +26,12 @@ func (s *Server) listTools(ctx context.Context, l *link) (*mcp.ListToolsResult, 
 	for _, t := range project(m.Entries) {
 		tools = append(tools, t.tool)
 	}
-	return &mcp.ListToolsResult{Tools: tools}, nil
+	res := &mcp.ListToolsResult{Tools: tools}
+	// The list is this agent's view: no one else's cache may serve it. (A
+	// 2026-07-28 result must say so; the SDK fills it in only for the
+	// lists it answers itself.)
+	res.CacheScope = "private"
+	return res, nil
 }
 
 // manifest is the link's current manifest; a session that ended (its

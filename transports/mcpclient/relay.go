@@ -284,25 +284,38 @@ func (s *session) relayElicitation(ctx context.Context, req *mcp.ElicitRequest) 
 	return &res, nil
 }
 
-// relayRoots answers roots/list, which the SDK's client answers from its
-// own list and no handler: a receiving middleware takes it first.
-func (s *session) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
+// relayRequests passes the server's requests to the relay before the SDK
+// sees them: the SDK's client answers roots/list from its own list, with
+// no handler, and checks an elicitation's schema against its own reading
+// of the spec, which is the host's to judge (a host that takes a schema
+// the SDK does not would never be asked). Requests fulfilled for a
+// multi-round-trip call reach the handlers instead.
+func (s *session) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		p, ok := req.GetParams().(*mcp.ListRootsParams)
-		if method != plexus.RelayRoots || !ok {
-			return next(ctx, method, req)
+		switch p := req.GetParams().(type) {
+		case *mcp.ListRootsParams:
+			if p == nil {
+				p = &mcp.ListRootsParams{}
+			}
+			var res mcp.ListRootsResult
+			if err := s.ask(ctx, plexus.RelayRoots, p.Meta, p, &res); err != nil {
+				return nil, err
+			}
+			if res.Roots == nil {
+				res.Roots = []*mcp.Root{}
+			}
+			return &res, nil
+		case *mcp.ElicitParams:
+			if p == nil {
+				p = &mcp.ElicitParams{}
+			}
+			return s.relayElicitation(ctx, &mcp.ElicitRequest{Params: p})
+		case *mcp.CreateMessageWithToolsParams:
+			if p != nil {
+				return s.relaySampling(ctx, &mcp.CreateMessageWithToolsRequest{Params: p})
+			}
 		}
-		if p == nil {
-			p = &mcp.ListRootsParams{}
-		}
-		var res mcp.ListRootsResult
-		if err := s.ask(ctx, plexus.RelayRoots, p.Meta, p, &res); err != nil {
-			return nil, err
-		}
-		if res.Roots == nil {
-			res.Roots = []*mcp.Root{}
-		}
-		return &res, nil
+		return next(ctx, method, req)
 	}
 }
 

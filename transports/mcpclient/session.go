@@ -84,7 +84,7 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		PromptListChangedHandler:      func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
 		KeepAlive:                     keepAlive,
 	})
-	client.AddReceivingMiddleware(s.relayRoots)
+	client.AddReceivingMiddleware(s.relayRequests)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
