@@ -44,7 +44,7 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 	}
 	b := &bridge{o: o, calls: map[string]progressTarget{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}})
 	srv.AddReceivingMiddleware(b.middleware)
 	defer b.close()
 	return srv.Run(ctx, t)
@@ -150,7 +150,9 @@ func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 			impl = &mcp.Implementation{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 		}
 	}
-	c := mcp.NewClient(impl, &mcp.ClientOptions{ProgressNotificationHandler: b.relay})
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	c := mcp.NewClient(impl, b.clientOptions(ss))
+	c.AddReceivingMiddleware(relayRoots(ss))
 	// No reconnection attempts: a daemon that is down is said so at once,
 	// and the next request connects anew.
 	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1,
