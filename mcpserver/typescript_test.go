@@ -31,7 +31,7 @@ type tsCall struct {
 
 // runTSHost runs ts-host.mjs with the pinned Node, making calls, with the
 // transport args ("http", url, pat, or "stdio", command…).
-func runTSHost(t *testing.T, calls []tsCall, mode string, args ...string) tsHostRun {
+func runTSHost(t *testing.T, calls []tsCall, env []string, mode string, args ...string) tsHostRun {
 	t.Helper()
 	node := conformanceNode(t)
 	file := filepath.Join(t.TempDir(), "calls.json")
@@ -52,6 +52,7 @@ func runTSHost(t *testing.T, calls []tsCall, mode string, args ...string) tsHost
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(node, "node"), argv...)
 	cmd.Dir = conformanceDir
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -76,7 +77,31 @@ func TestTypeScriptHostHTTP(t *testing.T) {
 	run := runTSHost(t, []tsCall{
 		{Name: "portal__docs__read", Arguments: map[string]any{"path": "hello.txt"}},
 		{Name: "mcp__asker__ask", Arguments: map[string]any{"q": "the answer?"}},
-	}, "http", f.url, f.agent("ts"))
+	}, nil, "http", f.url, f.agent("ts"))
+	checkTSHost(t, run)
+}
+
+// TestTypeScriptHostStdio: the same host launching a command that speaks
+// MCP on its stdin and stdout: the bridge of `plexus mcp serve` (this test
+// binary, see TestMain), forwarding to the front door.
+func TestTypeScriptHostStdio(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	f.ingest("asker", newAsker(t, nil, nil).url)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runTSHost(t, []tsCall{
+		{Name: "portal__docs__read", Arguments: map[string]any{"path": "hello.txt"}},
+		{Name: "mcp__asker__ask", Arguments: map[string]any{"q": "the answer?"}},
+	}, []string{bridgeEnv + "=1", "BRIDGE_ENDPOINT=" + f.url, "BRIDGE_PAT=" + f.agent("ts")}, "stdio", self)
+	checkTSHost(t, run)
+}
+
+// checkTSHost checks the TypeScript host listed the tools, read the file
+// and answered the server's sampling request, whose answer came back.
+func checkTSHost(t *testing.T, run tsHostRun) {
+	t.Helper()
 	for _, want := range []string{"portal__docs__read", "mcp__asker__ask", "mcp__up__count"} {
 		if !slices.Contains(run.Tools, want) {
 			t.Errorf("tools %v lack %s", run.Tools, want)
