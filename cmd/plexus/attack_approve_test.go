@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
 )
@@ -31,7 +32,7 @@ func approveRegister(t *testing.T, td *testDaemon, sid string, m plexus.Extensio
 	if st := td.call(t, "POST", "/extensions", session(sid), plexus.ExtensionRegisterRequest{Manifest: m}, &resp); st != http.StatusAccepted || resp.PendingID == "" {
 		t.Fatalf("register: status %d, %+v", st, resp)
 	}
-	in := filepath.Join(td.home.Inbox, resp.PendingID+".md")
+	in := filepath.Join(td.Home().Inbox, resp.PendingID+".md")
 	waitFor(t, 10*time.Second, "the decision file", holds(func() bool { _, err := os.Stat(in); return err == nil }))
 	return resp.PendingID, string(mustRead(t, in))
 }
@@ -40,10 +41,10 @@ func approveRegister(t *testing.T, td *testDaemon, sid string, m plexus.Extensio
 // owner does, and waits for the source to be registered.
 func approveMove(t *testing.T, td *testDaemon, id, source string) {
 	t.Helper()
-	if err := os.Rename(filepath.Join(td.home.Inbox, id+".md"), filepath.Join(td.home.Active, id+".md")); err != nil {
+	if err := os.Rename(filepath.Join(td.Home().Inbox, id+".md"), filepath.Join(td.Home().Active, id+".md")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the source "+source, holds(func() bool { _, ok := td.reg.Source(source); return ok }))
+	waitFor(t, 10*time.Second, "the source "+source, holds(func() bool { _, ok := td.Registry().Source(source); return ok }))
 }
 
 // approveWantBefore reports whether every want occurs in s before the first mark.
@@ -81,10 +82,10 @@ func approveWantAfter(t *testing.T, what, s, mark string, wants ...string) {
 // grant can reach it, and an execute grant serves one call: reading the
 // connection-key through a standing read grant is impossible.
 func TestAttackApproveShellAsRead(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	_, sid := enrolledAgent(t, td, "claude")
-	sh, err := td.plat.Resolve("sh")
+	sh, err := td.resolve("sh")
 	if err != nil {
 		t.Skipf("no sh on this machine: %v", err)
 	}
@@ -133,7 +134,7 @@ func TestAttackApproveShellAsRead(t *testing.T) {
 
 	// Approved by moving the file: the entry requires execute.
 	approveMove(t, td, id, "helper")
-	entry, _ := td.reg.Entry("helper.file.read")
+	entry, _ := td.Registry().Entry("helper.file.read")
 	if want := []plexus.Verb{plexus.VerbRead, plexus.VerbExecute}; !slices.Equal(entry.Grants, want) {
 		t.Fatalf("entry grants = %v, want %v", entry.Grants, want)
 	}
@@ -158,7 +159,7 @@ func TestAttackApproveShellAsRead(t *testing.T) {
 		&pend); st != http.StatusAccepted || pend.PendingID == "" {
 		t.Fatalf("an execute grant: status %d, %+v", st, pend)
 	}
-	grantFile := filepath.Join(td.home.Inbox, pend.PendingID+".md")
+	grantFile := filepath.Join(td.Home().Inbox, pend.PendingID+".md")
 	waitFor(t, 10*time.Second, "the grant's decision file", holds(func() bool { _, err := os.Stat(grantFile); return err == nil }))
 	g := string(mustRead(t, grantFile))
 	approveWantBefore(t, "grant file", g, "## The agent says", "runs `"+sh+"`", "`-c` `{p}`", "requires **read, execute**")
@@ -171,7 +172,7 @@ func TestAttackApproveShellAsRead(t *testing.T) {
 	if st, r, _ := td.invoke(t, tok.Token, call); st != http.StatusOK || !r.OK {
 		t.Fatalf("the approved call: status %d, %+v", st, r.Error)
 	}
-	call.Input = map[string]any{"p": "cat " + filepath.Join(td.home.Dir, "connection-key") + " >> " + canary}
+	call.Input = map[string]any{"p": "cat " + filepath.Join(td.Home().Dir, "connection-key") + " >> " + canary}
 	if _, r, _ := td.invoke(t, tok.Token, call); r.OK || r.Error == nil {
 		t.Fatalf("a second call under the once grant ran: %+v", r)
 	}
@@ -188,9 +189,9 @@ func TestAttackApproveShellAsRead(t *testing.T) {
 // caller's choosing; the value is refused as invalid input, nothing runs,
 // and after a literal "--" the same value is an operand.
 func TestAttackApproveOptionInjection(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
-	if _, err := td.plat.Resolve("sort"); err != nil {
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
+	if _, err := td.resolve("sort"); err != nil {
 		t.Skipf("no sort on this machine: %v", err)
 	}
 	input := json.RawMessage(`{"type":"object","properties":{"file":{"type":"string"}},"required":["file"]}`)
@@ -244,8 +245,8 @@ func TestAttackApproveOptionInjection(t *testing.T) {
 // TestAttackApproveWorkflowHidesWrite: a workflow declared ["read"] with a
 // write member is shown, and granted, as requiring read and write.
 func TestAttackApproveWorkflowHidesWrite(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	_, sid := enrolledAgent(t, td, "claude")
 	input := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)
 	read, write := []plexus.Verb{plexus.VerbRead}, []plexus.Verb{plexus.VerbWrite}
@@ -267,7 +268,7 @@ func TestAttackApproveWorkflowHidesWrite(t *testing.T) {
 		"runs, in order, notes2.note.read (read), notes2.note.wipe (write)")
 
 	approveMove(t, td, id, "notes2")
-	wf, _ := td.reg.Entry("notes2.daily.review")
+	wf, _ := td.Registry().Entry("notes2.daily.review")
 	if !slices.Equal(wf.Grants, []plexus.Verb{plexus.VerbRead, plexus.VerbWrite}) {
 		t.Fatalf("workflow grants = %v, want read, write", wf.Grants)
 	}
@@ -282,7 +283,7 @@ func TestAttackApproveWorkflowHidesWrite(t *testing.T) {
 		"notes2.daily.review": map[string]any{"decision": "allow", "verbs": []string{"read", "write"}}}}, &pend); st != http.StatusAccepted {
 		t.Fatalf("a read, write grant of the workflow: status %d", st)
 	}
-	grantFile := filepath.Join(td.home.Inbox, pend.PendingID+".md")
+	grantFile := filepath.Join(td.Home().Inbox, pend.PendingID+".md")
 	waitFor(t, 10*time.Second, "the grant's decision file", holds(func() bool { _, err := os.Stat(grantFile); return err == nil }))
 	g := string(mustRead(t, grantFile))
 	approveWantBefore(t, "grant file", g, "## The agent says", "`notes2.daily.review` requires **read, write**",
@@ -303,7 +304,7 @@ func TestAttackApproveWorkflowHidesWrite(t *testing.T) {
 // nothing is pending. A route that hands a fixed shell to find -exec is
 // accepted for approval but requires execute, saying which argument.
 func TestAttackApproveRouteReadAsTransport(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	_, sid := enrolledAgent(t, td, "claude")
 	read := []plexus.Verb{plexus.VerbRead}
 	input := &plexus.IOSchema{Input: json.RawMessage(`{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"]}`)}
@@ -320,10 +321,10 @@ func TestAttackApproveRouteReadAsTransport(t *testing.T) {
 		!strings.Contains(refused.Error.Message, `capabilities[0].route.Bin: differs from "bin" only by case`) {
 		t.Fatalf("case-variant route: status %d, %+v; want invalid_request naming capabilities[0].route.Bin", st, refused.Error)
 	}
-	if _, ok := td.reg.Source("lister"); ok {
+	if _, ok := td.Registry().Source("lister"); ok {
 		t.Error("the refused source is registered")
 	}
-	if md, _ := filepath.Glob(filepath.Join(td.home.Inbox, "*.md")); len(md) != 0 {
+	if md, _ := filepath.Glob(filepath.Join(td.Home().Inbox, "*.md")); len(md) != 0 {
 		t.Errorf("a refused registration left decision files: %v", md)
 	}
 
@@ -355,8 +356,8 @@ func TestAttackApproveLinkToShell(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("#!/bin/sh\necho plain\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	td := startTestDaemon(t, daemonOptions{Env: []string{"PATH=" + dir}})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{Env: []string{"PATH=" + dir}})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	_, sid := enrolledAgent(t, td, "claude")
 	read := []plexus.Verb{plexus.VerbRead}
 	m := plexus.ExtensionManifest{Manifest: plexus.ManifestVersion, Source: "writer", Label: "Text editor", Transport: plexus.TransportCLI,
@@ -384,7 +385,7 @@ func TestAttackApproveLinkToShell(t *testing.T) {
 		"writer.note.view":  {plexus.VerbRead, plexus.VerbExecute},
 		"writer.note.plain": read,
 	} {
-		if entry, _ := td.reg.Entry(entryID); !slices.Equal(entry.Grants, want) {
+		if entry, _ := td.Registry().Entry(entryID); !slices.Equal(entry.Grants, want) {
 			t.Errorf("%s grants = %v, want %v", entryID, entry.Grants, want)
 		}
 	}
@@ -403,7 +404,7 @@ func TestAttackApproveLinkToShell(t *testing.T) {
 		"writer.note.plain": map[string]any{"decision": "allow", "verbs": []string{"read"}}}}, &pend); st != http.StatusAccepted || pend.PendingID == "" {
 		t.Fatalf("a read grant of the plain program: status %d, %+v", st, pend)
 	}
-	grantFile := filepath.Join(td.home.Inbox, pend.PendingID+".md")
+	grantFile := filepath.Join(td.Home().Inbox, pend.PendingID+".md")
 	waitFor(t, 10*time.Second, "the grant's decision file", holds(func() bool { _, err := os.Stat(grantFile); return err == nil }))
 	tok := approveByMove(t, td, sid, grantFile, pend.PendingID)
 	call := plexus.InvokeRequest{ID: "writer.note.plain"}
@@ -434,7 +435,7 @@ func TestAttackApproveLinkToShell(t *testing.T) {
 // its file into active/, and waits for the token the session then gets.
 func approveByMove(t *testing.T, td *testDaemon, sid, file, pendingID string) plexus.ScopedToken {
 	t.Helper()
-	if err := os.Rename(file, filepath.Join(td.home.Active, pendingID+".md")); err != nil {
+	if err := os.Rename(file, filepath.Join(td.Home().Active, pendingID+".md")); err != nil {
 		t.Fatal(err)
 	}
 	var tok plexus.ScopedToken

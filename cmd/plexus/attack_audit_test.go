@@ -27,6 +27,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the lock holder's own connection
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -222,7 +223,7 @@ func wantOutcome(t testing.TB, what string, status int, resp plexus.InvokeRespon
 // with the same key runs exactly once, and a second retry is answered from
 // memory without running again.
 func TestAttackAuditLockedJournal(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
+	td := startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
 	effects := filepath.Join(t.TempDir(), "effects.log")
 	var reg plexus.ExtensionRegisterResponse
 	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, &reg); st != http.StatusCreated {
@@ -235,7 +236,7 @@ func TestAttackAuditLockedJournal(t *testing.T) {
 		return st, resp
 	}
 
-	release := lockJournal(t, filepath.Join(td.home.Dir, "journal.db"))
+	release := lockJournal(t, filepath.Join(td.Home().Dir, "journal.db"))
 	st, locked := call()
 	wantOutcome(t, "the call while the journal is locked", st, locked, "not_run")
 	if got := effectLines(t, effects); len(got) != 0 {
@@ -250,7 +251,7 @@ func TestAttackAuditLockedJournal(t *testing.T) {
 	if j := status.Journal; j == nil || j.WriteFailures < 1 || j.LastFailure == nil {
 		t.Errorf("status journal = %+v; want the failed write counted", status.Journal)
 	}
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	if out := e.ok("status").stdout; !strings.Contains(out, "journal write failures:") || !strings.Contains(out, "invoke.started effects.line.append") {
 		t.Errorf("plexus status does not show the failed write:\n%s", out)
 	}
@@ -289,8 +290,8 @@ func TestAttackAuditLockedJournal(t *testing.T) {
 // (a refused credential's auth.failed, written while another process holds
 // the journal's lock) is not dropped: the status counts it and names it.
 func TestAttackAuditFailureCounted(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
-	release := lockJournal(t, filepath.Join(td.home.Dir, "journal.db"))
+	td := startTestDaemon(t, daemon.Options{})
+	release := lockJournal(t, filepath.Join(td.Home().Dir, "journal.db"))
 	var refused plexus.ErrorResponse
 	st := td.call(t, "POST", "/link/handshake", map[string]string{"Authorization": "Bearer not-a-pat"}, plexus.HandshakeRequest{}, &refused)
 	release()
@@ -386,7 +387,7 @@ func TestAttackAuditOutcomeUnwritable(t *testing.T) {
 	go func() { // no t.Fatal off the test goroutine: the answer carries the error
 		var a answer
 		b, _ := json.Marshal(req)
-		hreq, err := http.NewRequest(http.MethodPost, td.baseURL()+"/invoke", bytes.NewReader(b))
+		hreq, err := http.NewRequest(http.MethodPost, td.BaseURL()+"/invoke", bytes.NewReader(b))
 		if err != nil {
 			answered <- answer{err: err}
 			return
@@ -403,7 +404,7 @@ func TestAttackAuditOutcomeUnwritable(t *testing.T) {
 		answered <- a
 	}()
 	waitFor(t, 30*time.Second, "the tool to run", holds(func() bool { return len(effectLines(t, effects)) == 1 }))
-	release := lockJournal(t, filepath.Join(td.home.Dir, "journal.db"))
+	release := lockJournal(t, filepath.Join(td.Home().Dir, "journal.db"))
 	if err := os.Remove(effects + ".hold"); err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +445,7 @@ func TestAttackAuditConcurrentDuplicate(t *testing.T) {
 	firstDone := make(chan int, 1)
 	go func() { // no t.Fatal off the test goroutine
 		b, _ := json.Marshal(req)
-		hreq, err := http.NewRequest(http.MethodPost, td.baseURL()+"/invoke", bytes.NewReader(b))
+		hreq, err := http.NewRequest(http.MethodPost, td.BaseURL()+"/invoke", bytes.NewReader(b))
 		if err != nil {
 			firstDone <- 0
 			return
@@ -550,7 +551,7 @@ func crashWriteGrant(t *testing.T, p *plexusProc, f *crashFixture, sid, capID st
 // and an agent holding a standing write grant on effects.line.append-wait.
 func effectsDaemon(t *testing.T) (td *testDaemon, effects string, token plexus.ScopedToken) {
 	t.Helper()
-	td = startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
+	td = startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
 	effects = filepath.Join(t.TempDir(), "effects.log")
 	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, nil); st != http.StatusCreated {
 		t.Fatalf("add the effects extension: status %d", st)

@@ -24,6 +24,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the attacker's own connection
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 )
 
 // chainAttackEnv is a home a real daemon wrote: a portal, an enrolled
@@ -198,8 +199,8 @@ func TestAttackChainTruncatedTail(t *testing.T) {
 
 	// Starting the daemon again does not re-anchor the cut table: it
 	// records what it found, and verify keeps reporting it.
-	td := startTestDaemon(t, daemonOptions{Home: e.home})
-	e.addr = td.ln.Addr().String()
+	td := startTestDaemon(t, daemon.Options{Home: e.home})
+	e.addr = td.Addr()
 	e.ok("agent", "call", "portal.notes.read", "path=hello.md")
 	td.stop()
 	e.verifyBroken(
@@ -243,8 +244,8 @@ func TestAttackChainBoundaryForged(t *testing.T) {
 	e.verifyBroken("journal: anchor — journal.anchor is missing", boundary)
 	e.unchangedSince(before)
 
-	td := startTestDaemon(t, daemonOptions{Home: e.home})
-	e.addr = td.ln.Addr().String()
+	td := startTestDaemon(t, daemon.Options{Home: e.home})
+	e.addr = td.Addr()
 	e.ok("agent", "call", "portal.notes.read", "path=hello.md")
 	td.stop()
 	e.verifyBroken(
@@ -355,7 +356,7 @@ func TestAttackChainKeyFile(t *testing.T) {
 			"journal: anchor — ", "does not verify with chain-key",
 			"journal: key — no keyed row (1..", "chain-key is not the key this journal was written with")
 
-		_, err := startDaemon(t.Context(), daemonOptions{Home: e.home, Addr: "127.0.0.1:0"})
+		_, err := daemon.Start(t.Context(), daemon.Options{Home: e.home, Addr: "127.0.0.1:0", Owner: testOwner})
 		if err == nil || !strings.Contains(err.Error(), "chain-key does not match this journal") {
 			t.Fatalf("start with another chain-key: %v", err)
 		}

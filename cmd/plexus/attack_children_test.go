@@ -14,6 +14,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/scaffold"
 )
@@ -160,7 +161,7 @@ func TestAttackChildEnvironment(t *testing.T) {
 	}
 	env := append(os.Environ(), "LANG=C.UTF-8", "TZ=Europe/Paris")
 	env = append(env, childCanaries...)
-	td := startTestDaemon(t, daemonOptions{Home: w.home, Env: env})
+	td := startTestDaemon(t, daemon.Options{Home: w.home, Env: env})
 	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: w.manifest("")}, nil); st != http.StatusCreated {
 		t.Fatalf("register the extension: status %d", st)
 	}

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/platform"
 )
@@ -176,7 +177,7 @@ func TestAttackDecisionFolders(t *testing.T) {
 		if err := os.Remove(fifo); err != nil {
 			t.Fatal(err)
 		}
-		e.inbox.Rescan()
+		e.Inbox().Rescan()
 		e.waitFile(t, plexus.FolderRejected, a.ID, stateIs(plexus.StateDenied))
 		e.onlyInRegular(t, a.ID, plexus.FolderRejected)
 	})
@@ -206,7 +207,7 @@ func TestAttackDecisionFolders(t *testing.T) {
 	t.Run("SymlinkToConnectionKey", func(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
-		keyPath := filepath.Join(e.home.Dir, connectionKeyFile)
+		keyPath := filepath.Join(e.Home().Dir, connectionKeyFile)
 		key, err := os.ReadFile(keyPath)
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +219,7 @@ func TestAttackDecisionFolders(t *testing.T) {
 		link := e.path(plexus.FolderInbox, a.ID)
 		plantSymlink(t, link, keyPath)
 
-		cli := &cliEnv{t: t, home: e.home.Dir, addr: e.ln.Addr().String(), agentHome: filepath.Join(t.TempDir(), "agent")}
+		cli := &cliEnv{t: t, home: e.Home().Dir, addr: e.Addr(), agentHome: filepath.Join(t.TempDir(), "agent")}
 		r := cli.run("approve", a.ID)
 		if r.code != exitError || !strings.Contains(r.stderr, "inbox/"+a.ID+".md is a symlink, not a decision file") ||
 			!strings.Contains(r.stderr, "nothing was moved") {
@@ -342,7 +343,7 @@ func (e *filesEnv) onlyInRegular(t *testing.T, id, folder string) []byte {
 // on the path the call reaches as well, and refuses with grant_required.
 func TestAttackPortalSymlinkConstraint(t *testing.T) {
 	failOnLeakedGoroutines(t)
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	dir := addPortal(t, td, "box")
 	mustFile := func(name, body string) {
 		p := filepath.Join(dir, filepath.FromSlash(name))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -38,7 +39,7 @@ func tokenTwins(t *testing.T, tok string) []string {
 // keyed by the token string; now each twin is token_revoked on /invoke and
 // /grants/refresh, nothing dispatches, and the minted token keeps working.
 func TestAttackTokenTwins(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	addEcho(t, td, "test", "")
 	_, sid := enrolledAgent(t, td, "alice")
 	tok := grantOK(t, td, sid, map[string]any{"test.echo.read": "allow"})
@@ -65,8 +66,8 @@ func TestAttackTokenTwins(t *testing.T) {
 // Now the same entry names the same fault: across eight reloads, each
 // proven by a fresh probe server's own row, the broken server has one row.
 func TestAttackMCPProblemRepeated(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
-	path := filepath.Join(td.home.Dir, "mcp.json")
+	td := startTestDaemon(t, daemon.Options{})
+	path := filepath.Join(td.Home().Dir, "mcp.json")
 	for i := range 8 {
 		cfg := fmt.Sprintf(`{"mcpServers": {
 			"bad": {"command": "x", "env": {"1a": "v", "2b": "v", "3c": "v", "4d": "v", "5e": "v"}},
@@ -93,7 +94,7 @@ func TestAttackMCPProblemRepeated(t *testing.T) {
 // order). The owner's POST /admin/api/extensions now gets the same refusal
 // every time, and nothing is registered.
 func TestAttackManifestRefusalStable(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	manifest := json.RawMessage(`{"manifest": "plexus-extension/0.1", "source": "wobble", "label": "Wobble", "transport": "cli",
 		"capabilities": [{"name": "wobble.run", "kind": "capability", "label": "Run", "describe": "Runs.", "grants": ["read"],
 		"route": {"bin": "true"},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
@@ -44,7 +45,7 @@ type flooder struct {
 
 // once sends the flood's request once and returns the status.
 func (f *flooder) once(t *testing.T, td *testDaemon, c *http.Client) int {
-	req, err := http.NewRequest(f.method, td.baseURL()+f.path, strings.NewReader(string(f.body)))
+	req, err := http.NewRequest(f.method, td.BaseURL()+f.path, strings.NewReader(string(f.body)))
 	if err != nil {
 		t.Error(err)
 		return 0
@@ -97,7 +98,7 @@ func (f *flooder) count(status int) int64 {
 // address, 127.0.0.1 for everyone, and the flood locked all of them out.
 func TestAttackCredentialFlood(t *testing.T) {
 	clk := newFakeClock() // frozen: a block, once earned, lasts the whole test
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
 	addEcho(t, td, "test", "")
 	pat, sid := enrolledAgent(t, td, "claude")
@@ -213,7 +214,7 @@ func TestAttackCredentialFlood(t *testing.T) {
 // count of the rest, instead of a row per call (about 1.4 MB/s before).
 func TestAttackRateLimitFloodJournal(t *testing.T) {
 	clk := newFakeClock() // frozen: the bucket never refills, the window never ends
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now, RateLimit: 1})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now, RateLimit: 1})
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
 	addEcho(t, td, "test", "")
 	_, sid := enrolledAgent(t, td, "claude")
@@ -281,7 +282,7 @@ func wantCoalesced(t *testing.T, what string, rows []plexus.Activity, total int,
 // can still open a stream, and once the agent's clients close their
 // connections the slots come back.
 func TestAttackEventStreamFlood(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	pat, _ := enrolledAgent(t, td, "claude")
 	sessions := make([]string, 10)
 	for i := range sessions {
@@ -298,7 +299,7 @@ func TestAttackEventStreamFlood(t *testing.T) {
 	)
 	try := func(sid string) (int, []byte, func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "GET", td.baseURL()+"/events", nil)
+		req, _ := http.NewRequestWithContext(ctx, "GET", td.BaseURL()+"/events", nil)
 		req.Header.Set(plexus.SessionHeader, sid)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -422,13 +423,13 @@ func rawRequest(t *testing.T, addr, requestLine, host string) (int, []byte) {
 // drops it). A foreign Host header, or a foreign authority in the request
 // line, is now answered 403 host_forbidden before any credential is read.
 func TestAttackAbsoluteFormHost(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	_, sid := enrolledAgent(t, td, "claude")
-	addr := td.ln.Addr().String()
+	addr := td.Addr()
 	before := len(td.activity(t, journal.Filter{}))
 	tests := []struct{ name, line, host string }{
 		{"foreign Host", "GET http://" + addr + "/.well-known/plexus HTTP/1.1", "evil.example"},
-		{"foreign Host with port", "GET http://" + addr + "/.well-known/plexus HTTP/1.1", "evil.example:" + fmt.Sprint(td.srv.Port())},
+		{"foreign Host with port", "GET http://" + addr + "/.well-known/plexus HTTP/1.1", "evil.example:" + fmt.Sprint(td.port())},
 		{"foreign authority", "GET http://evil.example/.well-known/plexus HTTP/1.1", addr},
 		{"enroll with foreign Host", "POST http://" + addr + "/agents/enroll HTTP/1.1", "evil.example"},
 	}
@@ -455,7 +456,7 @@ func TestAttackAbsoluteFormHost(t *testing.T) {
 // windows, not in calls.
 func TestDenialWindowRollover(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now, RateLimit: 1})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now, RateLimit: 1})
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
 	addEcho(t, td, "test", "")
 	_, sid := enrolledAgent(t, td, "claude")
@@ -491,7 +492,7 @@ func TestDenialWindowRollover(t *testing.T) {
 // rows and one coalesced run of rate_limited.
 func TestAttackExpiredTokenFlood(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now, RateLimit: 1})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now, RateLimit: 1})
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
 	addEcho(t, td, "test", "")
 	_, sid := enrolledAgent(t, td, "claude")
@@ -542,7 +543,7 @@ func TestAttackSameUserRefusalFlood(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "auth-config.json"), mustJSON(t, a), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	td := startTestDaemon(t, daemonOptions{Home: home})
+	td := startTestDaemon(t, daemon.Options{Home: home})
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
 	var conn plexus.ConnectResponse
 	td.call(t, "POST", "/admin/api/agents/connect", td.admin(), plexus.ConnectRequest{AgentID: "claude"}, &conn)

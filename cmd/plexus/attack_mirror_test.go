@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -18,13 +19,13 @@ import (
 // `plexus status` shows the owner the failed mirror write.
 func TestAttackMirrorLink(t *testing.T) {
 	clock := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clock.Now})
+	td := startTestDaemon(t, daemon.Options{Clock: clock.Now})
 	target := filepath.Join(t.TempDir(), "owner-notes.txt")
 	if err := os.WriteFile(target, []byte("the owner's notes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tomorrow := clock.Now().Add(24 * time.Hour).UTC().Format("2006-01-02")
-	if err := os.Symlink(target, filepath.Join(td.home.Dir, "audit", tomorrow+".jsonl")); err != nil {
+	if err := os.Symlink(target, filepath.Join(td.Home().Dir, "audit", tomorrow+".jsonl")); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(24 * time.Hour)

@@ -36,6 +36,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
@@ -211,14 +212,14 @@ func benchAgent(b *testing.B, td *testDaemon, id string) (pat, sessionID string)
 // does not throttle the load.
 func benchEchoDaemon(b *testing.B) (td *testDaemon, token string) {
 	b.Helper()
-	td = startTestDaemon(b, daemonOptions{RateLimit: 1e9})
+	td = startTestDaemon(b, daemon.Options{RateLimit: 1e9})
 	addEcho(b, td, "test", "")
 	_, sid := benchAgent(b, td, "bench")
 	var tok plexus.ScopedToken
 	if st := td.call(b, "PUT", "/grants", session(sid), map[string]any{"grants": map[string]any{"test.echo.read": "allow"}}, &tok); st != http.StatusOK || tok.Token == "" {
 		b.Fatalf("read grant: status %d, %+v", st, tok)
 	}
-	st, raw, err := benchDo(http.DefaultClient, "POST", td.baseURL()+"/invoke", bearer(tok.Token), benchInvokeBody)
+	st, raw, err := benchDo(http.DefaultClient, "POST", td.BaseURL()+"/invoke", bearer(tok.Token), benchInvokeBody)
 	if err != nil || st != http.StatusOK || !bytes.Contains(raw, []byte(`"ok":true`)) {
 		b.Fatalf("invoke: status %d, %s, %v", st, raw, err)
 	}
@@ -455,8 +456,8 @@ func (s benchSource) Scan(context.Context) ([]plexus.Entry, error) {
 
 func benchAddSource(b *testing.B, td *testDaemon, src plexus.Source) {
 	b.Helper()
-	td.reg.AddTransport(echoTransport{})
-	res, err := td.reg.Add(context.Background(), src)
+	td.Registry().AddTransport(echoTransport{})
+	res, err := td.Registry().Add(context.Background(), src)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -476,7 +477,7 @@ func BenchmarkInvokeThroughput(b *testing.B) {
 		td, token := benchEchoDaemon(b)
 		bare := benchBareEcho(b)
 		pc, bc := benchHTTPClient(benchClients), benchHTTPClient(benchClients)
-		plexusCall := invokeCaller(pc, td.baseURL()+"/invoke", bearer(token))
+		plexusCall := invokeCaller(pc, td.BaseURL()+"/invoke", bearer(token))
 		bareCall := invokeCaller(bc, bare+"/invoke", nil)
 
 		for _, do := range []func() error{bareCall, plexusCall} {
@@ -523,7 +524,7 @@ func BenchmarkInvokeLatency(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
 		td, token := benchEchoDaemon(b)
 		bare := benchBareEcho(b)
-		pl := sampleLatency(b, 500, invokeCaller(benchHTTPClient(1), td.baseURL()+"/invoke", bearer(token)), benchLatencyTime)
+		pl := sampleLatency(b, 500, invokeCaller(benchHTTPClient(1), td.BaseURL()+"/invoke", bearer(token)), benchLatencyTime)
 		bl := sampleLatency(b, 500, invokeCaller(benchHTTPClient(1), bare+"/invoke", nil), benchLatencyTime/2)
 		p50, p99, p999 := percentile(pl, 50), percentile(pl, 99), percentile(pl, 99.9)
 		m["p50-µs"], m["p99-µs"], m["p99.9-µs"], m["max-µs"] = us(p50), us(p99), us(p999), us(pl[len(pl)-1])
@@ -552,14 +553,14 @@ func BenchmarkMCPToolCall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		td := startTestDaemon(b, daemonOptions{RateLimit: 1e9})
+		td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
 		cfg := fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv)
-		if err := os.WriteFile(filepath.Join(td.home.Dir, "mcp.json"), []byte(cfg), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(td.Home().Dir, "mcp.json"), []byte(cfg), 0o600); err != nil {
 			b.Fatal(err)
 		}
 		_, sid := benchAgent(b, td, "bench")
 		waitFor(b, 20*time.Second, "the bench server's tools", holds(func() bool {
-			_, ok := td.reg.Entry("mcp.bench.greet")
+			_, ok := td.Registry().Entry("mcp.bench.greet")
 			return ok
 		}))
 		token := grantAllowed(b, td, sid, map[string]any{"mcp.bench.greet": "allow"})
@@ -567,7 +568,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 		body := []byte(`{"id":"mcp.bench.greet","input":{"name":"plexus"}}`)
 		pc := benchHTTPClient(benchClients)
 		viaPlexus := func() error {
-			st, raw, err := benchDo(pc, "POST", td.baseURL()+"/invoke", bearer(token), body)
+			st, raw, err := benchDo(pc, "POST", td.BaseURL()+"/invoke", bearer(token), body)
 			if err != nil {
 				return err
 			}
@@ -642,7 +643,7 @@ func benchPend(b *testing.B, c *http.Client, td *testDaemon, sid, capID string) 
 	b.Helper()
 	body := benchJSON(b, map[string]any{"grants": map[string]any{
 		capID: map[string]any{"decision": "allow", "verbs": []string{"write"}, "purpose": "benchmark the decision path"}}})
-	st, raw, err := benchDo(c, "PUT", td.baseURL()+"/grants", session(sid), body)
+	st, raw, err := benchDo(c, "PUT", td.BaseURL()+"/grants", session(sid), body)
 	var pend plexus.GrantPendingResponse
 	if err == nil {
 		err = json.Unmarshal(raw, &pend)
@@ -711,7 +712,7 @@ func benchDecisionFigures(b *testing.B, m map[string]float64, lat []time.Duratio
 // benchDecisions files, as an owner's does. Bars: p50 < 30 ms, p99 < 100 ms.
 func BenchmarkDecisionLatencyFile(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
-		td := startTestDaemon(b, daemonOptions{RateLimit: 1e9})
+		td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
 		benchAddSource(b, td, benchSource{id: "mv", n: benchDecisions + 10, verb: plexus.VerbWrite})
 		_, sid := benchAgent(b, td, "mover")
 		events := td.openEvents(b, sid, "")
@@ -719,7 +720,7 @@ func BenchmarkDecisionLatencyFile(b *testing.B) {
 
 		run := func(i int) time.Duration {
 			id := benchPend(b, c, td, sid, fmt.Sprintf("mv.item%05d.write", i))
-			from := filepath.Join(td.home.Inbox, inbox.FileName(id))
+			from := filepath.Join(td.Home().Inbox, inbox.FileName(id))
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				if _, err := os.Stat(from); err == nil {
@@ -731,12 +732,12 @@ func BenchmarkDecisionLatencyFile(b *testing.B) {
 			}
 			// The owner moves a file that has been up a while: the hint
 			// its writing raised has fired and its pass is over.
-			time.Sleep(2 * inboxDebounce)
-			if err := td.inbox.Sync(context.Background()); err != nil {
+			time.Sleep(2 * daemon.InboxDebounce)
+			if err := td.Inbox().Sync(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			t0 := time.Now()
-			if err := os.Rename(from, filepath.Join(td.home.Active, inbox.FileName(id))); err != nil {
+			if err := os.Rename(from, filepath.Join(td.Home().Active, inbox.FileName(id))); err != nil {
 				b.Fatal(err)
 			}
 			return benchAwaitApproved(b, events, id).Sub(t0)
@@ -766,7 +767,7 @@ func BenchmarkDecisionLatencyFile(b *testing.B) {
 // (BenchmarkDecisionLatencyFile), which the design's bars are for.
 func BenchmarkDecisionLatency(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
-		td := startTestDaemon(b, daemonOptions{RateLimit: 1e9})
+		td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
 		benchAddSource(b, td, benchSource{id: "dec", n: benchDecisions + 10, verb: plexus.VerbWrite})
 		_, sid := benchAgent(b, td, "decider")
 		events := td.openEvents(b, sid, "")
@@ -776,7 +777,7 @@ func BenchmarkDecisionLatency(b *testing.B) {
 		run := func(i int) time.Duration {
 			id := benchPend(b, c, td, sid, fmt.Sprintf("dec.item%05d.write", i))
 			t0 := time.Now()
-			st, raw, err := benchDo(c, "POST", td.baseURL()+"/admin/api/pending/"+id+"/approve", admin, []byte(`{}`))
+			st, raw, err := benchDo(c, "POST", td.BaseURL()+"/admin/api/pending/"+id+"/approve", admin, []byte(`{}`))
 			if err != nil || st != http.StatusOK {
 				b.Fatalf("approve: status %d, %s, %v", st, raw, err)
 			}
@@ -841,10 +842,10 @@ func benchSeedPendings(b *testing.B, home string, n int) {
 // benchInboxStart starts a daemon on home and times its reconciler's
 // start-up pass: from run to the end of the first full pass. stop ends the
 // daemon.
-func benchInboxStart(b *testing.B, home string) (d *daemon, pass time.Duration, stop func()) {
+func benchInboxStart(b *testing.B, home string) (d *daemon.Daemon, pass time.Duration, stop func()) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d, err := startDaemon(ctx, daemonOptions{Home: home, Addr: "127.0.0.1:0"})
+	d, err := daemon.Start(ctx, daemon.Options{Home: home, Addr: "127.0.0.1:0", Owner: func() string { return testDecider }})
 	if err != nil {
 		cancel()
 		b.Fatal(err)
@@ -853,11 +854,11 @@ func benchInboxStart(b *testing.B, home string) (d *daemon, pass time.Duration, 
 	// start-up one: asked during that pass, it would wait for the next.
 	// It asks at once; the sleep only lets its goroutine get there.
 	synced := make(chan error, 1)
-	go func() { synced <- d.inbox.Sync(ctx) }()
+	go func() { synced <- d.Inbox().Sync(ctx) }()
 	time.Sleep(10 * time.Millisecond)
 	done := make(chan error, 1)
 	t0 := time.Now()
-	go func() { done <- d.run(ctx) }()
+	go func() { done <- d.Run(ctx) }()
 	if err := <-synced; err != nil {
 		b.Fatal(err)
 	}
@@ -889,7 +890,7 @@ func BenchmarkInboxReconcile10k(b *testing.B) {
 
 		d, first, stop := benchInboxStart(b, home)
 		stop()
-		entries, err := os.ReadDir(d.home.Inbox)
+		entries, err := os.ReadDir(d.Home().Inbox)
 		if err != nil || len(entries) != benchInboxFiles {
 			b.Fatalf("inbox/ holds %d entries after the first start, want %d: %v", len(entries), benchInboxFiles, err)
 		}
@@ -916,16 +917,23 @@ func BenchmarkInboxReconcile10k(b *testing.B) {
 				ids = append(ids, id)
 			}
 		}
+		// The journal as a second process reads it: the daemon's own
+		// connection is its business.
+		rdb, err := journal.OpenReader(ctx, d.Home().Journal)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rdb.Close()
 		var moves []time.Duration
 		for i := range benchInboxMoves {
 			id := ids[(i*7919)%len(ids)]
 			t0 := time.Now()
-			if err := os.Rename(filepath.Join(d.home.Inbox, inbox.FileName(id)), filepath.Join(d.home.Rejected, inbox.FileName(id))); err != nil {
+			if err := os.Rename(filepath.Join(d.Home().Inbox, inbox.FileName(id)), filepath.Join(d.Home().Rejected, inbox.FileName(id))); err != nil {
 				b.Fatal(err)
 			}
 			for {
 				var p *plexus.Pending
-				if err := d.db.View(ctx, func(tx plexus.StateTx) error { p, err = tx.Pending(id); return err }); err != nil {
+				if err := rdb.View(ctx, func(tx plexus.StateTx) error { p, err = tx.Pending(id); return err }); err != nil {
 					b.Fatal(err)
 				}
 				if p.State == plexus.StateDenied {
@@ -937,7 +945,7 @@ func BenchmarkInboxReconcile10k(b *testing.B) {
 				time.Sleep(500 * time.Microsecond)
 			}
 			moves = append(moves, time.Since(t0))
-			if err := d.inbox.Sync(ctx); err != nil {
+			if err := d.Inbox().Sync(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1000,14 +1008,14 @@ func BenchmarkColdStartInProcess(b *testing.B) {
 		for i := range benchColdStarts + 1 {
 			ctx, cancel := context.WithCancel(context.Background())
 			start := time.Now()
-			d, err := startDaemon(ctx, daemonOptions{Home: home, Addr: "127.0.0.1:0"})
+			d, err := daemon.Start(ctx, daemon.Options{Home: home, Addr: "127.0.0.1:0", Owner: func() string { return testDecider }})
 			if err != nil {
 				cancel()
 				b.Fatal(err)
 			}
 			done := make(chan error, 1)
-			go func() { done <- d.run(ctx) }()
-			ready, err := pollReady(d.baseURL()+"/.well-known/plexus", 20*time.Second)
+			go func() { done <- d.Run(ctx) }()
+			ready, err := pollReady(d.BaseURL()+"/.well-known/plexus", 20*time.Second)
 			cancel()
 			if rerr := <-done; rerr != nil {
 				b.Fatalf("daemon run: %v", rerr)
@@ -1037,14 +1045,14 @@ func BenchmarkColdStartInProcess(b *testing.B) {
 // second figure. Bar: < 50 ms.
 func BenchmarkHandshake10k(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
-		td := startTestDaemon(b, daemonOptions{RateLimit: 1e9})
+		td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
 		benchAddSource(b, td, benchSource{id: "bulk", n: benchManifestSize, verb: plexus.VerbRead})
 		pat, sid := benchAgent(b, td, "manifest")
 		c := benchHTTPClient(1)
 		hsBody := benchJSON(b, plexus.HandshakeRequest{Client: &plexus.ClientInfo{Name: "bench", Version: "1"}})
 
 		// Once, decoded: the manifest really holds the 10,000 entries.
-		st, raw, err := benchDo(c, "POST", td.baseURL()+"/link/handshake", bearer(pat), hsBody)
+		st, raw, err := benchDo(c, "POST", td.BaseURL()+"/link/handshake", bearer(pat), hsBody)
 		var hs plexus.HandshakeResponse
 		if err == nil {
 			err = json.Unmarshal(raw, &hs)
@@ -1058,7 +1066,7 @@ func BenchmarkHandshake10k(b *testing.B) {
 			var ds []time.Duration
 			for i := range benchManifestRuns + 3 {
 				t0 := time.Now()
-				st, raw, err := benchDo(c, method, td.baseURL()+path, hdr, body)
+				st, raw, err := benchDo(c, method, td.BaseURL()+path, hdr, body)
 				d := time.Since(t0)
 				if err != nil || st != http.StatusOK || len(raw) < size/2 {
 					b.Fatalf("%s %s: status %d, %d bytes, %v", method, path, st, len(raw), err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 )
 
 // lockedBuffer collects the daemon's log lines; the daemon writes from many
@@ -45,9 +46,9 @@ func (l *lockedBuffer) Bytes() []byte {
 func TestCanarySecretsNeverPersist(t *testing.T) {
 	logs := &lockedBuffer{}
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now,
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	home := td.home.Dir
+	home := td.Home().Dir
 	dir := addPortal(t, td, "notes")
 	input := "CANARY-INPUT-" + randomHex(t, 12)
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
 )
@@ -72,7 +73,7 @@ func syncInbox(t *testing.T, td *testDaemon) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := td.inbox.Sync(ctx); err != nil {
+	if err := td.Inbox().Sync(ctx); err != nil {
 		t.Fatalf("inbox sync: %v", err)
 	}
 }
@@ -267,7 +268,7 @@ func TestCLIApproveDaemonStopped(t *testing.T) {
 	}
 
 	for range 2 { // a second start finds nothing left to apply
-		td := startTestDaemon(t, daemonOptions{Home: d.home})
+		td := startTestDaemon(t, daemon.Options{Home: d.home})
 		syncInbox(t, td)
 		rows := decisionRows(t, td, "grant.approved", pid)
 		if len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaCLI || rows[0].Payload["decidedBy"] != testDecider {

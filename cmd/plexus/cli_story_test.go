@@ -28,6 +28,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // tampering with journal.db
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/scaffold"
 )
 
@@ -53,8 +54,8 @@ type cliEnv struct {
 // newCLIEnv starts a test daemon and returns an environment pointing at it.
 func newCLIEnv(t *testing.T) (*cliEnv, *testDaemon) {
 	t.Helper()
-	td := startTestDaemon(t, daemonOptions{})
-	return &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: filepath.Join(t.TempDir(), "agent")}, td
+	td := startTestDaemon(t, daemon.Options{})
+	return &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: filepath.Join(t.TempDir(), "agent")}, td
 }
 
 // with returns a copy of e that reports to t (a subtest's).
@@ -67,6 +68,9 @@ func (e *cliEnv) with(t *testing.T) *cliEnv {
 // testDecider is who decides in the command-line tests, in place of `git
 // config user.email` or $USER.
 const testDecider = "owner@plexus.test"
+
+// testOwner is the in-process daemon's Options.Owner: testDecider.
+func testOwner() string { return testDecider }
 
 // run runs `plexus --home … --addr … --agent-home … args…`, deciding as
 // testDecider.
@@ -819,11 +823,11 @@ func TestCLIOwnerCommands(t *testing.T) {
 
 	var st plexus.StatusResponse
 	e.jsonOut(&st, "status", "--json")
-	if st.Home != e.home || st.Agents != 2 || st.Grants != 1 || st.Pending != 0 || st.Gateway.BaseURL != td.baseURL() ||
+	if st.Home != e.home || st.Agents != 2 || st.Grants != 1 || st.Pending != 0 || st.Gateway.BaseURL != td.BaseURL() ||
 		!slices.ContainsFunc(st.Sources, func(s plexus.SourceStatus) bool { return s.ID == "portal:notes" && s.Entries == 4 }) {
 		t.Errorf("status --json = %+v", st)
 	}
-	if r := e.ok("status"); !strings.Contains(r.stdout, "running at "+td.baseURL()) || !regexp.MustCompile(`(?m)^portal:notes\s`).MatchString(r.stdout) {
+	if r := e.ok("status"); !strings.Contains(r.stdout, "running at "+td.BaseURL()) || !regexp.MustCompile(`(?m)^portal:notes\s`).MatchString(r.stdout) {
 		t.Errorf("%s", r)
 	}
 

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,20 +19,22 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // testDaemon is a real gateway (journal.db, registry, portal transport,
 // loopback server) on 127.0.0.1:0 with a temp home.
 type testDaemon struct {
-	*daemon
+	*daemon.Daemon
 	key    string
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func startTestDaemon(t testing.TB, o daemonOptions) *testDaemon {
+func startTestDaemon(t testing.TB, o daemon.Options) *testDaemon {
 	t.Helper()
 	if o.Home == "" {
 		o.Home = filepath.Join(t.TempDir(), "home")
@@ -38,11 +42,14 @@ func startTestDaemon(t testing.TB, o daemonOptions) *testDaemon {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
+	if o.Owner == nil {
+		o.Owner = func() string { return testDecider }
+	}
 	if o.Logger == nil && os.Getenv("PLEXUS_TEST_LOG") != "" {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d, err := startDaemon(ctx, o)
+	d, err := daemon.Start(ctx, o)
 	if err != nil {
 		cancel()
 		t.Fatalf("start daemon: %v", err)
@@ -51,8 +58,8 @@ func startTestDaemon(t testing.TB, o daemonOptions) *testDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	td := &testDaemon{daemon: d, key: key, cancel: cancel, done: make(chan error, 1)}
-	go func() { td.done <- d.run(ctx) }()
+	td := &testDaemon{Daemon: d, key: key, cancel: cancel, done: make(chan error, 1)}
+	go func() { td.done <- d.Run(ctx) }()
 	t.Cleanup(td.stop)
 	return td
 }
@@ -77,7 +84,7 @@ func (td *testDaemon) call(t testing.TB, method, path string, hdr map[string]str
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, td.baseURL()+path, rd)
+	req, err := http.NewRequest(method, td.BaseURL()+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +104,31 @@ func (td *testDaemon) call(t testing.TB, method, path string, hdr map[string]str
 		}
 	}
 	return resp.StatusCode
+}
+
+// port is the daemon's bound port, the one its Host guard accepts.
+func (td *testDaemon) port() int {
+	_, p, err := net.SplitHostPort(td.Addr())
+	if err != nil {
+		panic(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// resolve finds name as the daemon's cli and stdio transports do: on its
+// PATH (the test's own environment: the suites leave Options.Env nil)
+// enriched with the usual install folders.
+func (td *testDaemon) resolve(name string) (string, error) {
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	plat := platform.New(platform.Options{Home: td.Home().Dir, UserHome: userHome, Env: os.Environ(), GOOS: runtime.GOOS})
+	return plat.Resolve(name)
 }
 
 func (td *testDaemon) admin() map[string]string {
@@ -128,7 +160,7 @@ func (td *testDaemon) openEvents(t testing.TB, sessionID, lastEventID string) <-
 func openStream(t testing.TB, td *testDaemon, sid, lastEventID string) (<-chan sseEvent, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, td.baseURL()+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, td.BaseURL()+"/events", nil)
 	req.Header.Set(plexus.SessionHeader, sid)
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
@@ -230,7 +262,7 @@ func (td *testDaemon) raw(t testing.TB, method, path string, hdr map[string]stri
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequest(method, td.baseURL()+path, rd)
+	req, err := http.NewRequest(method, td.BaseURL()+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +311,7 @@ func (td *testDaemon) invoke(t testing.TB, tok string, req plexus.InvokeRequest,
 // script would.
 func (td *testDaemon) activity(t testing.TB, f journal.Filter) []plexus.Activity {
 	t.Helper()
-	db, err := journal.OpenReader(context.Background(), td.home.Journal)
+	db, err := journal.OpenReader(context.Background(), td.Home().Journal)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,11 +49,11 @@ func (s echoSource) Scan(context.Context) ([]plexus.Entry, error) {
 // party unless prov says otherwise) on a running test daemon.
 func addEcho(t testing.TB, td *testDaemon, id string, prov plexus.Provenance) {
 	t.Helper()
-	td.reg.AddTransport(echoTransport{})
+	td.Registry().AddTransport(echoTransport{})
 	if prov == "" {
 		prov = plexus.ProvenanceFirstParty
 	}
-	if _, err := td.reg.Add(context.Background(), echoSource{id: id, prov: prov}); err != nil {
+	if _, err := td.Registry().Add(context.Background(), echoSource{id: id, prov: prov}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
 )
@@ -80,8 +81,8 @@ func TestExtensionLocalREST(t *testing.T) {
 	}))
 
 	logs := &syncBuffer{}
-	td := startTestDaemon(t, daemonOptions{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	var m map[string]any
 	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "extensions", "notes-rest.json"))
 	if err != nil {
@@ -134,8 +135,8 @@ func TestExtensionLocalREST(t *testing.T) {
 
 	// The key is nowhere but its own file.
 	td.stop()
-	secretFile := filepath.Join(td.home.Dir, "secrets", "notes-api-key")
-	err = filepath.WalkDir(td.home.Dir, func(p string, d fs.DirEntry, err error) error {
+	secretFile := filepath.Join(td.Home().Dir, "secrets", "notes-api-key")
+	err = filepath.WalkDir(td.Home().Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || p == secretFile {
 			return err
 		}
@@ -190,8 +191,8 @@ func TestExtensionCLIWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + filepath.Dir(bin), "NOTES_DIR=/not/passed/to/tools", "HOME=" + userHome}
-	td := startTestDaemon(t, daemonOptions{Env: env})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{Env: env})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	e.ok("ext", "add", filepath.Join("..", "..", "examples", "extensions", "notes-workflow.json"))
 
 	_, sid := enrolledAgent(t, td, "claude")
@@ -201,12 +202,12 @@ func TestExtensionCLIWorkflow(t *testing.T) {
 		"notes.daily.log": map[string]any{"decision": "allow", "verbs": []string{"read", "write"}}}}, &pend); st != http.StatusAccepted {
 		t.Fatalf("grant: status %d, %+v", st, pend)
 	}
-	in := filepath.Join(td.home.Inbox, pend.PendingID+".md")
+	in := filepath.Join(td.Home().Inbox, pend.PendingID+".md")
 	waitFor(t, 10*time.Second, "the decision file", holds(func() bool { _, err := os.Stat(in); return err == nil }))
 	if b, _ := os.ReadFile(in); !strings.Contains(string(b), "notes.vault.append") {
 		t.Errorf("the decision file does not show the members the workflow brings:\n%s", b)
 	}
-	if err := os.Rename(in, filepath.Join(td.home.Active, pend.PendingID+".md")); err != nil {
+	if err := os.Rename(in, filepath.Join(td.Home().Active, pend.PendingID+".md")); err != nil {
 		t.Fatal(err)
 	}
 	res := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == pend.PendingID })
@@ -250,7 +251,7 @@ func TestExtensionCLIWorkflow(t *testing.T) {
 // restart, and deleting its file from active/ uninstalls it.
 func TestExtensionAgentRegistration(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
-	td := startTestDaemon(t, daemonOptions{Home: home})
+	td := startTestDaemon(t, daemon.Options{Home: home})
 	_, sid := enrolledAgent(t, td, "claude")
 	events := td.openEvents(t, sid, "")
 	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "extensions", "notes-workflow.json"))
@@ -276,10 +277,10 @@ func TestExtensionAgentRegistration(t *testing.T) {
 		resp.PendingID == "" || resp.OK {
 		t.Fatalf("register: status %d, %+v", st, resp)
 	}
-	if _, ok := td.reg.Source("notes"); ok {
+	if _, ok := td.Registry().Source("notes"); ok {
 		t.Fatal("an agent's extension was registered before the owner decided")
 	}
-	in := filepath.Join(td.home.Inbox, resp.PendingID+".md")
+	in := filepath.Join(td.Home().Inbox, resp.PendingID+".md")
 	waitFor(t, 10*time.Second, "the decision file", holds(func() bool { _, err := os.Stat(in); return err == nil }))
 	raw, _ := os.ReadFile(in)
 	f, err := inbox.Parse(raw)
@@ -288,15 +289,15 @@ func TestExtensionAgentRegistration(t *testing.T) {
 		t.Fatalf("decision file (%v):\n%s", err, raw)
 	}
 
-	if err := os.Rename(in, filepath.Join(td.home.Active, resp.PendingID+".md")); err != nil {
+	if err := os.Rename(in, filepath.Join(td.Home().Active, resp.PendingID+".md")); err != nil {
 		t.Fatal(err)
 	}
 	res := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == resp.PendingID })
 	if res.Decision != plexus.StateApproved {
 		t.Fatalf("grant_resolved = %+v", res)
 	}
-	waitFor(t, 10*time.Second, "the source", holds(func() bool { _, ok := td.reg.Source("notes"); return ok }))
-	if e, _ := td.reg.Entry("notes.vault.read"); e.Provenance != plexus.ProvenanceExtension {
+	waitFor(t, 10*time.Second, "the source", holds(func() bool { _, ok := td.Registry().Source("notes"); return ok }))
+	if e, _ := td.Registry().Entry("notes.vault.read"); e.Provenance != plexus.ProvenanceExtension {
 		t.Errorf("provenance = %q, want extension", e.Provenance)
 	}
 	if rows := td.activity(t, journal.Filter{Type: "extension.approved"}); len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaFile {
@@ -310,14 +311,14 @@ func TestExtensionAgentRegistration(t *testing.T) {
 
 	// Back after a restart, still an extension's.
 	td.stop()
-	td = startTestDaemon(t, daemonOptions{Home: home})
-	if e, ok := td.reg.Entry("notes.vault.read"); !ok || e.Provenance != plexus.ProvenanceExtension {
+	td = startTestDaemon(t, daemon.Options{Home: home})
+	if e, ok := td.Registry().Entry("notes.vault.read"); !ok || e.Provenance != plexus.ProvenanceExtension {
 		t.Fatalf("after a restart: %+v, %v", e, ok)
 	}
 	// The file is rewritten as decided by the reconciler, which may not
 	// have run between the move and the stop: at the latest its start-up
 	// look does it.
-	active := filepath.Join(td.home.Active, resp.PendingID+".md")
+	active := filepath.Join(td.Home().Active, resp.PendingID+".md")
 	waitFor(t, 10*time.Second, "the active file rewritten as approved", func() string {
 		f, err := inbox.Parse(mustRead(t, active))
 		if err != nil || f.State != plexus.StateApproved {
@@ -330,7 +331,7 @@ func TestExtensionAgentRegistration(t *testing.T) {
 	if err := os.Remove(active); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the extension to be removed", holds(func() bool { _, ok := td.reg.Source("notes"); return !ok }))
+	waitFor(t, 10*time.Second, "the extension to be removed", holds(func() bool { _, ok := td.Registry().Source("notes"); return !ok }))
 	if rows := td.activity(t, journal.Filter{Type: "source.removed"}); len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaFile {
 		t.Errorf("source.removed rows = %+v", rows)
 	}
@@ -350,8 +351,8 @@ func mustRead(t *testing.T, path string) []byte {
 // and a service that comes up is announced with source_status.
 func TestExtensionHealth(t *testing.T) {
 	port := freePort(t)
-	td := startTestDaemon(t, daemonOptions{Env: []string{"PATH=" + t.TempDir()}, HealthTTL: 100 * time.Millisecond})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{Env: []string{"PATH=" + t.TempDir()}, HealthTTL: 100 * time.Millisecond})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	_, sid := enrolledAgent(t, td, "claude")
 	events := td.openEvents(t, sid, "")
 
@@ -397,8 +398,8 @@ func TestExtensionHealth(t *testing.T) {
 // TestExtensionApproveByCLI: plexus approve on an agent's registration says
 // what it registered, and the journal names the CLI.
 func TestExtensionApproveByCLI(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	_, sid := enrolledAgent(t, td, "claude")
 	var m plexus.ExtensionManifest
 	if err := json.Unmarshal(mustRead(t, filepath.Join("..", "..", "examples", "extensions", "mdfmt.json")), &m); err != nil {
@@ -416,7 +417,7 @@ func TestExtensionApproveByCLI(t *testing.T) {
 		rows[0].Payload["decidedBy"] != testDecider {
 		t.Errorf("extension.approved rows = %+v", rows)
 	}
-	if e, ok := td.reg.Entry("mdfmt.file.format"); !ok || e.Provenance != plexus.ProvenanceExtension {
+	if e, ok := td.Registry().Entry("mdfmt.file.format"); !ok || e.Provenance != plexus.ProvenanceExtension {
 		t.Errorf("entry = %+v, %v", e, ok)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -92,11 +93,11 @@ func TestCLIExtValidate(t *testing.T) {
 // and once removed does not come back.
 func TestCLIExtAddRemove(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
-	td := startTestDaemon(t, daemonOptions{Home: home})
-	e := &cliEnv{t: t, home: home, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{Home: home})
+	e := &cliEnv{t: t, home: home, addr: td.Addr(), agentHome: t.TempDir()}
 	_, sid := enrolledAgent(t, td, "claude")
 	events := td.openEvents(t, sid, "")
-	rev := td.reg.Revision()
+	rev := td.Registry().Revision()
 
 	r := e.ok("ext", "add", specManifest(t, "notes-workflow.json"))
 	if !strings.Contains(r.stdout, "Extension notes added (Notes helpers, managed)") || !strings.Contains(r.stdout, "notes.daily.log  workflow  read,write") {
@@ -136,7 +137,7 @@ func TestCLIExtAddRemove(t *testing.T) {
 	caps := m["capabilities"].([]any)
 	caps[0].(map[string]any)["label"] = "Read a note, v2"
 	m["capabilities"] = caps[:2] // the workflow is gone in v2
-	rev = td.reg.Revision()
+	rev = td.Registry().Revision()
 	if r := e.ok("ext", "add", writeManifest(t, m)); !strings.Contains(r.stdout, "Extension notes re-registered") {
 		t.Errorf("re-add: %s", r)
 	}
@@ -156,7 +157,7 @@ func TestCLIExtAddRemove(t *testing.T) {
 	if r := e.run("ext", "add", writeManifest(t, bad)); r.code != exitError || !strings.Contains(r.stdout, "capabilities: empty") {
 		t.Errorf("invalid add: %s", r)
 	}
-	if _, ok := td.reg.Source("broken"); ok {
+	if _, ok := td.Registry().Source("broken"); ok {
 		t.Error("an invalid manifest was registered")
 	}
 
@@ -168,9 +169,9 @@ func TestCLIExtAddRemove(t *testing.T) {
 
 	// Persisted: back after a restart, with the same entries.
 	td.stop()
-	td = startTestDaemon(t, daemonOptions{Home: home})
-	e.addr = td.ln.Addr().String()
-	if e, ok := td.reg.Entry("notes.vault.read"); !ok || e.Label != "Read a note, v2" {
+	td = startTestDaemon(t, daemon.Options{Home: home})
+	e.addr = td.Addr()
+	if e, ok := td.Registry().Entry("notes.vault.read"); !ok || e.Label != "Read a note, v2" {
 		t.Fatalf("the extension (as re-registered) did not come back after a restart: %+v", e)
 	}
 
@@ -183,7 +184,7 @@ func TestCLIExtAddRemove(t *testing.T) {
 	}
 	// ...is revoked when the extension is removed.
 	e.ok("ext", "remove", "notes")
-	if _, ok := td.reg.Entry("notes.vault.read"); ok {
+	if _, ok := td.Registry().Entry("notes.vault.read"); ok {
 		t.Error("removed extension still offered")
 	}
 	eventWhere(t, events, plexus.EventTokenRevoked, func(r plexus.TokenRevokedEvent) bool { return r.JTI == tok.JTI })
@@ -201,8 +202,8 @@ func TestCLIExtAddRemove(t *testing.T) {
 		t.Errorf("remove twice: %s", r)
 	}
 	td.stop()
-	td = startTestDaemon(t, daemonOptions{Home: home})
-	if _, ok := td.reg.Source("notes"); ok {
+	td = startTestDaemon(t, daemon.Options{Home: home})
+	if _, ok := td.Registry().Source("notes"); ok {
 		t.Error("a removed extension came back after a restart")
 	}
 }
@@ -229,7 +230,7 @@ func TestExampleManifestsValid(t *testing.T) {
 // same slug) loses them, journaled; DELETE /extensions/{source} is the
 // owner's alone.
 func TestAdminExtensionsAPI(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	pat, _ := enrolledAgent(t, td, "claude")
 	manifest := func(source string) plexus.ExtensionManifest {
 		return plexus.ExtensionManifest{Manifest: plexus.ManifestVersion, Source: source, Label: "GitHub helpers", Transport: plexus.TransportCLI,
@@ -251,7 +252,7 @@ func TestAdminExtensionsAPI(t *testing.T) {
 		len(resp.Registered) != 0 {
 		t.Fatalf("colliding add: status %d, %+v", st, resp)
 	}
-	if e, _ := td.reg.Entry("mcp.github.repo.list"); e.Source != "mcp:github" {
+	if e, _ := td.Registry().Entry("mcp.github.repo.list"); e.Source != "mcp:github" {
 		t.Errorf("the id went to %s, not its first claimant", e.Source)
 	}
 	if rows := td.activity(t, journal.Filter{Type: "source.collision"}); len(rows) != 1 || rows[0].Target != "mcp.github" ||
@@ -265,7 +266,7 @@ func TestAdminExtensionsAPI(t *testing.T) {
 	if st := td.call(t, "DELETE", "/extensions/mcp:github", td.admin(), nil, nil); st != http.StatusOK {
 		t.Errorf("owner remove: status %d", st)
 	}
-	if _, ok := td.reg.Source("mcp:github"); ok {
+	if _, ok := td.Registry().Source("mcp:github"); ok {
 		t.Error("still registered after DELETE /extensions/mcp:github")
 	}
 	if st := td.call(t, "DELETE", "/extensions/nope", td.admin(), nil, nil); st != http.StatusNotFound {
@@ -292,7 +293,7 @@ func TestCLIAgentRegister(t *testing.T) {
 	}
 	id := strings.TrimSuffix(r.stdout[strings.Index(r.stdout, "pend_"):], ".\n")
 	e.ok("approve", id)
-	if en, ok := td.reg.Entry("mdfmt.file.format"); !ok || en.Provenance != plexus.ProvenanceExtension {
+	if en, ok := td.Registry().Entry("mdfmt.file.format"); !ok || en.Provenance != plexus.ProvenanceExtension {
 		t.Errorf("after approval: %+v, %v", en, ok)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -58,8 +59,8 @@ func TestExtensionWorkflowRevokedBetweenMembers(t *testing.T) {
 				Transport: plexus.TransportWorkflow, Members: []plexus.WorkflowMember{
 					{ID: "gated.step.first", Verbs: []plexus.Verb{plexus.VerbRead}}, {ID: "gated.step.second", Verbs: []plexus.Verb{plexus.VerbRead}}}},
 		}}
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	e.ok("ext", "add", writeManifest(t, m))
 	_, sid := enrolledAgent(t, td, "claude")
 	events := td.openEvents(t, sid, "")

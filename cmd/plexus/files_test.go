@@ -16,6 +16,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
@@ -57,7 +58,7 @@ func newFilesEnv(t *testing.T, home string) *filesEnv {
 // moves are made by filesOwner.
 func startFilesDaemon(t *testing.T, home string, clock *plexustest.Clock) *testDaemon {
 	t.Helper()
-	return startTestDaemon(t, daemonOptions{Home: home, Clock: clock.Now, Owner: func() string { return filesOwner }})
+	return startTestDaemon(t, daemon.Options{Home: home, Clock: clock.Now, Owner: func() string { return filesOwner }})
 }
 
 // asked is a decision put up for the owner.
@@ -94,7 +95,7 @@ func (e *filesEnv) ask(t *testing.T, bundle string, caps ...string) asked {
 
 // path is where decision id's file is in folder.
 func (e *filesEnv) path(folder, id string) string {
-	return filepath.Join(e.home.Dir, folder, inbox.FileName(id))
+	return filepath.Join(e.Home().Dir, folder, inbox.FileName(id))
 }
 
 // inboxFile is decision id's file in inbox/: its path and what it holds.
@@ -150,7 +151,7 @@ func (e *filesEnv) settle(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.inbox.Sync(ctx); err != nil {
+	if err := e.Inbox().Sync(ctx); err != nil {
 		t.Fatalf("sync the inbox: %v", err)
 	}
 }
@@ -488,7 +489,7 @@ func TestFiles(t *testing.T) {
 				if tc.inInbox {
 					folder = plexus.FolderInbox
 				}
-				tmp := filepath.Join(e.home.Dir, folder, tc.scratch(a.ID))
+				tmp := filepath.Join(e.Home().Dir, folder, tc.scratch(a.ID))
 				ownerWrite(t, tmp, b)
 				move(t, tmp, e.path(folder, a.ID))
 				if tc.inInbox {
@@ -726,7 +727,7 @@ func TestFiles(t *testing.T) {
 		e := newFilesEnv(t, "")
 		a := e.ask(t, "", notesWrite)
 		e.clock.Advance(24*time.Hour + time.Second)
-		if err := e.gw.Sweep(context.Background()); err != nil {
+		if err := e.Gateway().Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 
@@ -864,7 +865,7 @@ func TestFiles(t *testing.T) {
 		broken := edit(t, b, "verbs: [write]\n", "verbs: [write\n", `reason: ""`, `reason: ""`+"\nmy_note: asked Bob on Monday")
 		// Edited under a scratch name and moved straight into active/, so
 		// the broken text is never seen sitting in inbox/ (BrokenInInbox).
-		scratch := filepath.Join(e.home.Inbox, "."+a.ID+".md.swp")
+		scratch := filepath.Join(e.Home().Inbox, "."+a.ID+".md.swp")
 		move(t, in, scratch)
 		ownerWrite(t, scratch, broken)
 		move(t, scratch, e.path(plexus.FolderActive, a.ID))
@@ -937,7 +938,7 @@ func TestFiles(t *testing.T) {
 		e.stop()
 		move(t, e.path(plexus.FolderInbox, a.ID), e.path(plexus.FolderActive, a.ID))
 
-		home := e.home.Dir
+		home := e.Home().Dir
 		e.events = nil
 		for range 2 { // a second restart applies nothing again
 			e.testDaemon = startFilesDaemon(t, home, e.clock)
@@ -995,7 +996,7 @@ func TestFiles(t *testing.T) {
 		e.settle(t)
 		e.checkStory(t, a.Trace, "grant.requested", "inbox.unreadable")
 		e.checkRow(t, a.Trace, "inbox.unreadable", plexus.ActorSystem, a.ID, map[string]any{"folder": plexus.FolderInbox})
-		if err := e.inbox.Sync(context.Background()); err != nil {
+		if err := e.Inbox().Sync(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		e.checkStory(t, a.Trace, "grant.requested", "inbox.unreadable") // journaled once

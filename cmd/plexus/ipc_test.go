@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/ipchost"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/transports/ipc"
@@ -40,12 +41,12 @@ func buildGoProvider(t *testing.T) string {
 func startIPCDaemon(t *testing.T) (*testDaemon, *cliEnv, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	td := startTestDaemon(t, daemonOptions{
+	td := startTestDaemon(t, daemon.Options{
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		IPC: ipc.HubOptions{HeartbeatInterval: time.Second, MinBackoff: 20 * time.Millisecond,
 			MaxBackoff: 200 * time.Millisecond, StopGrace: 500 * time.Millisecond},
 	})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: filepath.Join(t.TempDir(), "agent")}
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: filepath.Join(t.TempDir(), "agent")}
 	return td, e, logs
 }
 
@@ -63,7 +64,7 @@ func streamInvoke(t *testing.T, td *testDaemon, tok string, req plexus.InvokeReq
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, td.baseURL()+"/invoke", bytes.NewReader(mustJSON(t, req)))
+	hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, td.BaseURL()+"/invoke", bytes.NewReader(mustJSON(t, req)))
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
 	hreq.Header.Set("Authorization", "Bearer "+tok)
@@ -152,7 +153,7 @@ func TestIPCProviders(t *testing.T) {
 			t.Errorf("providers add: no %q in\n%s", want, r)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(td.home.Dir, "providers.json")); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(td.Home().Dir, "providers.json")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("providers.json: %v %v, want mode 0600", fi, err)
 	}
 	st := providerStatus(t, e, "demo")
@@ -160,10 +161,10 @@ func TestIPCProviders(t *testing.T) {
 		len(st.EnvNames) != 1 || st.EnvNames[0] != "NOTES_DIR" {
 		t.Errorf("providers list = %+v", st)
 	}
-	if fi, err := os.Stat(filepath.Join(td.home.Dir, "run", "ipc.sock")); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(td.Home().Dir, "run", "ipc.sock")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket: %v %v, want mode 0600", fi, err)
 	}
-	if fi, err := os.Stat(filepath.Join(td.home.Dir, "run")); err != nil || fi.Mode().Perm() != 0o700 {
+	if fi, err := os.Stat(filepath.Join(td.Home().Dir, "run")); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("run/: %v %v, want mode 0700", fi, err)
 	}
 	added := waitRow(t, td, "manifest.changed", func(a plexus.Activity) bool {
@@ -300,7 +301,7 @@ func TestIPCProviders(t *testing.T) {
 	})
 
 	t.Run("BadInputChangesNothing", func(t *testing.T) {
-		path := filepath.Join(td.home.Dir, "providers.json")
+		path := filepath.Join(td.Home().Dir, "providers.json")
 		before := mustRead(t, path)
 		for _, args := range [][]string{
 			{"providers", "add", "Bad", "--", "x"},
@@ -353,7 +354,7 @@ func TestIPCProviders(t *testing.T) {
 		}
 		e.ok("providers", "remove", "leak")
 		td.stop()
-		err := filepath.WalkDir(td.home.Dir, func(p string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(td.Home().Dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
@@ -418,7 +419,7 @@ func mustString(t *testing.T, v any) string {
 // providers commands say why.
 func TestIPCUnavailable(t *testing.T) {
 	home := filepath.Join(t.TempDir(), strings.Repeat("h", 100))
-	td := startTestDaemon(t, daemonOptions{Home: home})
+	td := startTestDaemon(t, daemon.Options{Home: home})
 	row := waitRow(t, td, "ipc.unavailable", nil)
 	if !strings.Contains(mustString(t, row.Payload), "ipc") {
 		t.Errorf("ipc.unavailable = %+v", row)
@@ -426,7 +427,7 @@ func TestIPCUnavailable(t *testing.T) {
 	if st, _ := td.raw(t, http.MethodGet, "/.well-known/plexus", nil, nil); st != http.StatusOK {
 		t.Errorf("the daemon does not serve: %d", st)
 	}
-	e := &cliEnv{t: t, home: home, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	e := &cliEnv{t: t, home: home, addr: td.Addr(), agentHome: t.TempDir()}
 	r := e.run("providers", "add", "p", "--", "/bin/true")
 	if r.code != exitError || !strings.Contains(r.stderr, "not served") {
 		t.Errorf("%s", r)

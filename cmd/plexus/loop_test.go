@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -55,7 +56,7 @@ func addPortal(t *testing.T, td *testDaemon, alias string) string {
 // /events → invoke write → refresh → revoke → token_revoked → invoke refused
 // token_revoked; and the journal tells that story by trace id.
 func TestAgentLoop(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	dir := addPortal(t, td, "notes")
 	_, sid := enrolledAgent(t, td, "claude")
 	events := td.openEvents(t, sid, "")
@@ -160,7 +161,7 @@ func TestAgentLoop(t *testing.T) {
 	}
 
 	// The journal tells the write grant's story under one trace id.
-	db, err := journal.OpenReader(context.Background(), filepath.Join(td.home.Dir, "journal.db"))
+	db, err := journal.OpenReader(context.Background(), filepath.Join(td.Home().Dir, "journal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/platform"
 )
 
@@ -95,7 +98,7 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 		t.Fatal(err)
 	}
 	const canary = "aws-canary-5f0e2b"
-	td := startTestDaemon(t, daemonOptions{Home: home, Env: append(os.Environ(), "AWS_SECRET_ACCESS_KEY="+canary)})
+	td := startTestDaemon(t, daemon.Options{Home: home, Env: append(os.Environ(), "AWS_SECRET_ACCESS_KEY="+canary)})
 	_, sid := enrolledAgent(t, td, "claude")
 	events := td.openEvents(t, sid, "")
 
@@ -156,7 +159,7 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 
 	// The server's progress notifications reach a streamed /invoke as SSE
 	// before the result, and the session's /events.
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, td.baseURL()+"/invoke",
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, td.BaseURL()+"/invoke",
 		strings.NewReader(`{"id":"mcp.everything.trigger-long-running-operation","input":{"duration":0.3,"steps":3}}`))
 	req.Header.Set("Authorization", "Bearer "+read)
 	req.Header.Set("Content-Type", "application/json")
@@ -187,7 +190,7 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 	}
 
 	// Killed: unavailable, then reconnected with a new process.
-	pid := td.mcp.Client("everything").PID()
+	pid := childRunning(t, bin)
 	if pid <= 0 {
 		t.Fatalf("server pid %d", pid)
 	}
@@ -242,8 +245,8 @@ func TestMCPEverythingThroughPlexus(t *testing.T) {
 func TestMCPFilesystemThroughPlexus(t *testing.T) {
 	bin := npmMCPServer(t, "mcp-server-filesystem")
 	dir := t.TempDir()
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	if r := e.ok("mcp", "add", "fs", "--", bin, dir); !strings.Contains(r.stdout, "entries of mcp:fs") {
 		t.Errorf("mcp add said %q; want the entries it serves", r.stdout)
 	}
@@ -283,8 +286,8 @@ func TestMCPFilesystemThroughPlexus(t *testing.T) {
 // --json and --no-progress keep stderr quiet.
 func TestAgentCallShowsProgress(t *testing.T) {
 	bin := npmMCPServer(t, "mcp-server-everything")
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	e.ok("mcp", "add", "everything", "--", bin, "stdio")
 	e.enroll("claude")
 	args := []string{"agent", "call", "mcp.everything.trigger-long-running-operation", "duration=0.2", "steps=2"}
@@ -297,4 +300,35 @@ func TestAgentCallShowsProgress(t *testing.T) {
 			t.Errorf("%s: stdout %q, stderr %q", flag, r.stdout, r.stderr)
 		}
 	}
+}
+
+// childRunning returns the pid of the test process's child (the in-process
+// daemon's) whose command line names prog, or 0 when there is none. It
+// reads /proc, as ps would.
+func childRunning(t *testing.T, prog string) int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc to find the server's process in: %v", err)
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue // gone since the listing
+		}
+		// The fields after the command's ")" are: state, ppid, …
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(prog)) {
+			return pid
+		}
+	}
+	return 0
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/examples/planexe"
 	"github.com/plexus-gw/plexus/examples/planexe/contract"
 )
@@ -60,7 +61,7 @@ func (c *planexeCaller) Call(ctx context.Context, tool string, args map[string]a
 	if err != nil {
 		return contract.Result{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.td.baseURL()+"/invoke", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.td.BaseURL()+"/invoke", bytes.NewReader(body))
 	if err != nil {
 		return contract.Result{}, err
 	}
@@ -151,8 +152,8 @@ func TestMCPStreamableHTTPThroughPlexus(t *testing.T) {
 	}
 	stop := serve()
 
-	td := startTestDaemon(t, daemonOptions{})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: t.TempDir()}
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
 	e.ok("mcp", "add", "plan", "--url", "http://"+addr+"/mcp")
 	_, sid := enrolledAgent(t, td, "planner")
 	create := "mcp.plan." + planexe.ToolSessionCreate
@@ -175,12 +176,12 @@ func TestMCPStreamableHTTPThroughPlexus(t *testing.T) {
 		t.Fatalf("a call with the server down: %s", raw)
 	}
 	waitFor(t, 10*time.Second, "the source to be unavailable", holds(func() bool {
-		return td.reg.SourceHealth("mcp:plan").Status == plexus.HealthUnavailable
+		return td.Registry().SourceHealth("mcp:plan").Status == plexus.HealthUnavailable
 	}))
 	// Back on the same address: reconnected, and calls work again.
 	serve()
 	waitFor(t, 30*time.Second, "the source to be back", holds(func() bool {
-		return td.reg.SourceHealth("mcp:plan").Status == plexus.HealthOK
+		return td.Registry().SourceHealth("mcp:plan").Status == plexus.HealthOK
 	}))
 	if st, resp, raw := call(); !resp.OK {
 		t.Fatalf("session.create after the server came back: %d %s", st, raw)
@@ -207,7 +208,7 @@ func TestPlanExeThroughPlexus(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "mcp.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	td := startTestDaemon(t, daemonOptions{Home: home, RateLimit: 1e6})
+	td := startTestDaemon(t, daemon.Options{Home: home, RateLimit: 1e6})
 	_, sid := enrolledAgent(t, td, "planner")
 	waitFor(t, 20*time.Second, "the PlanExe tools", holds(func() bool {
 		_, ok := manifestEntry(t, td, sid, "mcp.planexe."+planexe.ToolArtifactWrite)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/gateway"
 )
 
@@ -17,7 +18,7 @@ import (
 // the approval back pins the old one again; forgetting the pins starts
 // afresh.
 func TestCheckPins(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	ctx := t.Context()
 	const src = "mcp:s"
 	def := func(name, desc string) gateway.Definition {
@@ -26,7 +27,7 @@ func TestCheckPins(t *testing.T) {
 	}
 	check := func(step string, want []string, defs ...gateway.Definition) {
 		t.Helper()
-		held, err := td.gw.CheckPins(ctx, src, defs)
+		held, err := td.Gateway().CheckPins(ctx, src, defs)
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -49,7 +50,7 @@ func TestCheckPins(t *testing.T) {
 	}
 	decide := func(p plexus.Pending, approve bool) {
 		t.Helper()
-		if _, err := td.gw.Decide(ctx, plexus.Decision{PendingID: p.ID, Approve: approve, Via: plexus.ViaCLI}); err != nil {
+		if _, err := td.Gateway().Decide(ctx, plexus.Decision{PendingID: p.ID, Approve: approve, Via: plexus.ViaCLI}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,13 +86,13 @@ func TestCheckPins(t *testing.T) {
 	if n := len(pending()); n != 1 {
 		t.Fatalf("pending after a revert of an approved change: %d", n)
 	}
-	if _, err := td.gw.RevokeDecision(ctx, ps[0].ID, "owner", plexus.ViaCLI, "changed my mind"); err != nil {
+	if _, err := td.Gateway().RevokeDecision(ctx, ps[0].ID, "owner", plexus.ViaCLI, "changed my mind"); err != nil {
 		t.Fatal(err)
 	}
 	check("revoked: the old definition pinned again", []string{"mcp.s.b"}, def("a", "A"), def("b", "B2"), def("c", "C"))
 	check("revoked: the old definition served", nil, def("a", "A"), def("b", "B"), def("c", "C"))
 
-	if err := td.gw.ForgetPins(ctx, src); err != nil {
+	if err := td.Gateway().ForgetPins(ctx, src); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(pending()); n != 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/journal"
 )
@@ -178,7 +179,7 @@ func wantEnvelope(t testing.TB, st int, raw []byte, wantStatus int, wantCode ple
 // (auditId "").
 func TestInvokeErrorCodes(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
 	addEcho(t, td, "test", "")
 	dir := addPortal(t, td, "notes")
 	outsideDir := t.TempDir()
@@ -204,7 +205,7 @@ func TestInvokeErrorCodes(t *testing.T) {
 		t.Fatalf("echo: status %d, %+v", st, resp)
 	}
 
-	port := strconv.Itoa(td.srv.Port())
+	port := strconv.Itoa(td.port())
 	echoCall := func(input map[string]any) []byte {
 		return mustJSON(t, plexus.InvokeRequest{ID: "test.echo.read", Input: input})
 	}
@@ -293,7 +294,7 @@ func TestInvokeErrorCodes(t *testing.T) {
 // through and answers the rest 429 rate_limited in the invoke shape.
 func TestInvokeRateLimited(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now, RateLimit: 1})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now, RateLimit: 1})
 	// Before the daemon stops: a connection the client dialed but never
 	// used would hold up its graceful shutdown.
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
@@ -335,9 +336,9 @@ func TestInvokeRateLimited(t *testing.T) {
 // TestEndpointErrors: every endpoint but /invoke answers failures in the
 // uniform {error:{…}} envelope, with the guard running before auth.
 func TestEndpointErrors(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	_, sid := enrolledAgent(t, td, "claude")
-	port := strconv.Itoa(td.srv.Port())
+	port := strconv.Itoa(td.port())
 	withHost := func(h map[string]string, host string) map[string]string {
 		out := map[string]string{"Host": host}
 		for k, v := range h {
@@ -400,7 +401,7 @@ func TestEndpointErrors(t *testing.T) {
 // TestOnceGrantConcurrent: a once grant serves exactly one call, even when
 // twenty calls race on the same token.
 func TestOnceGrantConcurrent(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
+	td := startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
 	// Before the daemon stops: a connection the client dialed but never
 	// used would hold up its graceful shutdown.
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
@@ -450,7 +451,7 @@ func TestOnceGrantConcurrent(t *testing.T) {
 // its constraint, fails closed on anything doubtful, survives refresh, and a
 // constraint with an unsupported op is declined and never admits a call.
 func TestConstraintsFailClosed(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	dir := addPortal(t, td, "docs")
 	for name, body := range map[string]string{"public/a.md": "PUBLIC-A", "secret.md": "TOP-SECRET", "publicity/b.md": "NEIGHBOUR"} {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -575,7 +576,7 @@ func TestConstraintsFailClosed(t *testing.T) {
 // transport_error), nothing outside is read or written, and each refusal is
 // an invoke.failed row with errorCode transport_error.
 func TestPortalConfinement(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	dir := addPortal(t, td, "box")
 	outside := t.TempDir()
 	const canary = "OUTSIDE-CANARY-7f3a9c"
@@ -664,7 +665,7 @@ func TestPortalConfinement(t *testing.T) {
 // decision nobody takes expires.
 func TestDefaultDenyReadOnly(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
 	addPortal(t, td, "notes")
 	addEcho(t, td, "ext", plexus.ProvenanceExtension)
 	pat, sid := enrolledAgent(t, td, "claude")
@@ -718,7 +719,7 @@ func TestDefaultDenyReadOnly(t *testing.T) {
 	})
 	t.Run("PendingExpires", func(t *testing.T) {
 		clk.Advance(24*time.Hour + time.Second)
-		if err := td.gw.Sweep(t.Context()); err != nil {
+		if err := td.Gateway().Sweep(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		var s plexus.GrantStatusResponse
@@ -747,7 +748,7 @@ func handshake(t testing.TB, td *testDaemon, pat string, client *plexus.ClientIn
 // asking for it again pends instead of silently re-approving; once the owner
 // approves again, the standing grant short-circuits as before.
 func TestRevocationTombstone(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	addPortal(t, td, "notes")
 	_, sid := enrolledAgent(t, td, "claude")
 	tok := grantOK(t, td, sid, map[string]any{"portal.notes.read": "allow"})
@@ -777,13 +778,13 @@ func TestRevocationTombstone(t *testing.T) {
 // TestGuardEmptyHost: a request with no Host, or an empty one, is refused
 // like any foreign Host (a raw connection, since net/http always sends one).
 func TestGuardEmptyHost(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	for _, req := range []string{
 		"GET /.well-known/plexus HTTP/1.0\r\n\r\n",
 		"GET /.well-known/plexus HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n",
 		"POST /invoke HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}",
 	} {
-		conn, err := net.Dial("tcp", td.ln.Addr().String())
+		conn, err := net.Dial("tcp", td.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -811,7 +812,7 @@ func TestGuardEmptyHost(t *testing.T) {
 // and runs nothing again; a new key is a new call, which the used grant
 // refuses.
 func TestOnceGrantIdempotentRetry(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{Authorizer: auth.AutoApproveAuthorizer{}})
+	td := startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
 	addEcho(t, td, "test", "")
 	_, sid := enrolledAgent(t, td, "claude")
 	tok := grantOK(t, td, sid, map[string]any{"test.echo.run": map[string]any{"decision": "allow", "verbs": []string{"execute"}}})

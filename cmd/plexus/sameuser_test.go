@@ -12,6 +12,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
@@ -24,10 +25,10 @@ func TestSameUserAgent(t *testing.T) {
 		t.Skip("the peer's uid is read from /proc/net/tcp on Linux only")
 	}
 	t.Run("Warn", func(t *testing.T) {
-		td := startTestDaemon(t, daemonOptions{})
+		td := startTestDaemon(t, daemon.Options{})
 		addPortal(t, td, "notes")
 		_, sid := enrolledAgent(t, td, "claude")
-		db, err := journal.OpenReader(context.Background(), filepath.Join(td.home.Dir, "journal.db"))
+		db, err := journal.OpenReader(context.Background(), filepath.Join(td.Home().Dir, "journal.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,10 +49,10 @@ func TestSameUserAgent(t *testing.T) {
 		if err != nil || len(rows) != 1 || rows[0].Payload["sameUser"] != true {
 			t.Fatalf("grant.requested rows = %v, %v; want sameUser true", rows, err)
 		}
-		if err := td.inbox.Sync(context.Background()); err != nil {
+		if err := td.Inbox().Sync(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		raw, err := os.ReadFile(filepath.Join(td.home.Inbox, pend.PendingID+".md"))
+		raw, err := os.ReadFile(filepath.Join(td.Home().Inbox, pend.PendingID+".md"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestSameUserAgent(t *testing.T) {
 			t.Fatalf("status sameUserAgents = %v", st.SameUserAgents)
 		}
 		var out, errOut strings.Builder
-		if code := run(context.Background(), []string{"plexus", "--home", td.home.Dir, "--addr", td.ln.Addr().String(), "status"}, &out, &errOut); code != 0 ||
+		if code := run(context.Background(), []string{"plexus", "--home", td.Home().Dir, "--addr", td.Addr(), "status"}, &out, &errOut); code != 0 ||
 			!strings.Contains(out.String(), "WARNING: these agents run as your own OS user: claude") {
 			t.Fatalf("plexus status (exit %d):\n%s%s", code, out.String(), errOut.String())
 		}
@@ -82,7 +83,7 @@ func TestSameUserAgent(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(home, "auth-config.json"), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		td := startTestDaemon(t, daemonOptions{Home: home})
+		td := startTestDaemon(t, daemon.Options{Home: home})
 		var conn plexus.ConnectResponse
 		td.call(t, "POST", "/admin/api/agents/connect", td.admin(), plexus.ConnectRequest{AgentID: "claude"}, &conn)
 		var enr plexus.EnrollResponse

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plexus-gw/plexus/daemon"
 )
 
 // offlineEnv is a command-line environment over home with no daemon.
@@ -156,9 +158,9 @@ func TestSecretsCommands(t *testing.T) {
 // no log line.
 func TestSecretsCanary(t *testing.T) {
 	logs := &lockedBuffer{}
-	td := startTestDaemon(t, daemonOptions{
+	td := startTestDaemon(t, daemon.Options{
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	e := &cliEnv{t: t, home: td.home.Dir, addr: td.ln.Addr().String(), agentHome: filepath.Join(t.TempDir(), "agent")}
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: filepath.Join(t.TempDir(), "agent")}
 	canary := "CANARY-SECRET-" + randomHex(t, 12)
 	secretFile := filepath.Join(e.home, "secrets", "canary-key")
 

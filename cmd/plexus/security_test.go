@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/journal"
 )
@@ -73,7 +74,7 @@ func randomHex(t testing.TB, n int) string {
 // each is refused with the code the spec gives it, and none dispatches.
 func TestTokenTampering(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
 	addEcho(t, td, "test", "")
 	patA, sidA := enrolledAgent(t, td, "alice")
 	_, sidB := enrolledAgent(t, td, "bob")
@@ -93,7 +94,7 @@ func TestTokenTampering(t *testing.T) {
 	if header["alg"] != "HS256" {
 		t.Fatalf("minted alg = %v, want HS256", header["alg"])
 	}
-	realKey := td.home.SigningKey
+	realKey := td.Home().SigningKey
 	otherKey := make([]byte, 32)
 	_, _ = rand.Read(otherKey)
 
@@ -191,7 +192,7 @@ func TestTokenTampering(t *testing.T) {
 // redemptions of one code exactly one gets a PAT.
 func TestEnrollment(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
 	// Before the daemon stops: a connection the client dialed but never
 	// used would hold up its graceful shutdown.
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
@@ -354,7 +355,7 @@ func tokenClaims(t testing.TB, tok string) (sub, sessionID string) {
 // ledger, its tokens, its polls nor its revokes reach the other agent;
 // revoking one agent leaves the other working.
 func TestAgentIsolation(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	addEcho(t, td, "test", "")
 	addPortal(t, td, "notes")
 	patA, sidA := enrolledAgent(t, td, "alice")
@@ -436,7 +437,7 @@ func TestAgentIsolation(t *testing.T) {
 // window once, the manifest never marks it standing, and its token works
 // exactly once.
 func TestExecuteNeverStanding(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	addEcho(t, td, "test", "")
 	windows := []struct {
 		name string
@@ -532,7 +533,7 @@ func TestExecuteNeverStanding(t *testing.T) {
 // every session opened with it (admin and anonymous) and their tokens, and
 // leaves agent sessions, bootstrapped under PATs, working.
 func TestKeyRotation(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	addEcho(t, td, "test", "")
 	_, sid := enrolledAgent(t, td, "claude")
 	agentTok := grantOK(t, td, sid, map[string]any{"test.echo.read": "allow"})
@@ -568,7 +569,7 @@ func TestKeyRotation(t *testing.T) {
 	if slices.Contains(rot.RevokedSessions, sid) || slices.Contains(rot.RevokedJTIs, agentTok.JTI) {
 		t.Errorf("rotation touched the agent: %+v", rot)
 	}
-	if onDisk, err := readConnectionKey(td.home.Dir); err != nil || onDisk != newKey {
+	if onDisk, err := readConnectionKey(td.Home().Dir); err != nil || onDisk != newKey {
 		t.Errorf("connection-key file = %q, %v; want the new key", onDisk, err)
 	}
 
@@ -642,7 +643,7 @@ func until(t *testing.T, ch <-chan sseEvent, stop func(sseEvent) bool) []sseEven
 // events it missed, a replayed grant_resolved carries no token, and no other
 // session ever sees this session's token_revoked or grant_resolved.
 func TestEventsReplay(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	addPortal(t, td, "notes")
 	patA, sidA := enrolledAgent(t, td, "alice")
 	_, sidB := enrolledAgent(t, td, "bob")
@@ -665,7 +666,7 @@ func TestEventsReplay(t *testing.T) {
 		t.Fatalf("revoke: status %d", st)
 	}
 	revoked := waitEvent(t, evA, plexus.EventTokenRevoked)
-	if _, err := td.reg.Add(context.Background(), echoSource{id: "last", prov: plexus.ProvenanceFirstParty}); err != nil {
+	if _, err := td.Registry().Add(context.Background(), echoSource{id: "last", prov: plexus.ProvenanceFirstParty}); err != nil {
 		t.Fatal(err) // a closing broadcast
 	}
 	last := waitEvent(t, evA, plexus.EventManifestChanged)
@@ -765,7 +766,7 @@ func streamEnds(t *testing.T, ch <-chan sseEvent, forbidden ...string) {
 // token_revoked events of that ending, and carries nothing afterwards.
 func TestEventsEndWithSession(t *testing.T) {
 	clk := newFakeClock()
-	td := startTestDaemon(t, daemonOptions{Clock: clk.Now})
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
 	addEcho(t, td, "test", "")
 	_, sidA := enrolledAgent(t, td, "alice")
 	_, sidB := enrolledAgent(t, td, "bob")
@@ -783,7 +784,7 @@ func TestEventsEndWithSession(t *testing.T) {
 	broadcast := func() sseEvent {
 		t.Helper()
 		n++
-		if _, err := td.reg.Add(context.Background(), echoSource{id: "more" + string(rune('a'+n)), prov: plexus.ProvenanceFirstParty}); err != nil {
+		if _, err := td.Registry().Add(context.Background(), echoSource{id: "more" + string(rune('a'+n)), prov: plexus.ProvenanceFirstParty}); err != nil {
 			t.Fatal(err)
 		}
 		return waitEvent(t, evB, plexus.EventManifestChanged)
@@ -823,7 +824,7 @@ func TestEventsEndWithSession(t *testing.T) {
 		// watches the broadcast that bob's old stream must not carry.
 		_, sidC := enrolledAgent(t, td, "carol")
 		evC, _ := openStream(t, td, sidC, "")
-		if _, err := td.reg.Add(context.Background(), echoSource{id: "late", prov: plexus.ProvenanceFirstParty}); err != nil {
+		if _, err := td.Registry().Add(context.Background(), echoSource{id: "late", prov: plexus.ProvenanceFirstParty}); err != nil {
 			t.Fatal(err)
 		}
 		waitEvent(t, evC, plexus.EventManifestChanged)
@@ -835,7 +836,7 @@ func TestEventsEndWithSession(t *testing.T) {
 // rotation either fail or open a session that the rotation ends; none opened
 // with the old key outlives it.
 func TestKeyRotationRace(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	// Before the daemon stops: a connection the client dialed but never
 	// used would hold up its graceful shutdown.
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
@@ -907,7 +908,7 @@ func TestKeyRotationRace(t *testing.T) {
 // Redeeming a new code replaces the agent's PAT: the old PAT and every
 // session opened under it stop working at once.
 func TestReenrollEndsOldSessions(t *testing.T) {
-	td := startTestDaemon(t, daemonOptions{})
+	td := startTestDaemon(t, daemon.Options{})
 	addPortal(t, td, "notes")
 	oldPAT, oldSID := enrolledAgent(t, td, "claude")
 	var tok plexus.ScopedToken

@@ -1,4 +1,11 @@
-package main
+// Package daemon is the one composition root of the Plexus gateway: it
+// opens the journal under PLEXUS_HOME, builds the registry with every
+// transport, the gateway, the files-as-API services, the MCP servers'
+// manager and the ipc providers' supervisor, binds the loopback listener,
+// and runs them all until its context ends. `plexus serve` parses flags and
+// calls it; the end-to-end suites start it in-process with their own clock.
+// This is the only package where the others meet.
+package daemon
 
 import (
 	"context"
@@ -10,7 +17,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -35,14 +41,14 @@ import (
 	"github.com/plexus-gw/plexus/watcher"
 )
 
-// inboxDebounce is how long the decision folders must stay quiet before a
+// InboxDebounce is how long the decision folders must stay quiet before a
 // look: short, because a move is the owner waiting for an answer, and long
 // enough to take an editor's save (temp file, rename) as one change.
-const inboxDebounce = 10 * time.Millisecond
+const InboxDebounce = 10 * time.Millisecond
 
-// daemonOptions configure one gateway process. Addr "" means network.json's
+// Options configure one gateway process. Addr "" means network.json's
 // bind and port.
-type daemonOptions struct {
+type Options struct {
 	Home       string
 	Addr       string
 	Logger     *slog.Logger
@@ -52,7 +58,9 @@ type daemonOptions struct {
 	// Clock drives every expiry (tokens, windows, codes, pending); nil means
 	// time.Now. Tests move it to expire things without sleeping.
 	Clock func() time.Time
-	// Owner names who decides by moving files; nil means deciderIdentity.
+	// Owner names who decides by moving files (the command line's `git
+	// config user.email`, else $USER); it is called when a decision is
+	// first made by a move. Required.
 	Owner func() string
 	// InboxInterval is the period of the full inbox reconcile; 0 means
 	// inbox.DefaultInterval.
@@ -69,10 +77,9 @@ type daemonOptions struct {
 	IPC ipc.HubOptions
 }
 
-// daemon is one wired gateway: the journal, the registry and its
-// transports, the gateway and the loopback server. This is the only place
-// the packages meet.
-type daemon struct {
+// Daemon is one wired gateway: the journal, the registry and its
+// transports, the gateway and the loopback server.
+type Daemon struct {
 	home *scaffold.Home
 	db   *journal.DB
 	reg  *registry.Registry
@@ -97,10 +104,13 @@ type daemon struct {
 	mcp *mcphost.Manager
 }
 
-// startDaemon initializes PLEXUS_HOME on first start, verifies it, opens the
+// Start initializes PLEXUS_HOME on first start, verifies it, opens the
 // journal, loads the owner's sources and binds the listener. It does not
-// serve yet: call run.
-func startDaemon(ctx context.Context, o daemonOptions) (*daemon, error) {
+// serve yet: call Run. An error leaves nothing open.
+func Start(ctx context.Context, o Options) (*Daemon, error) {
+	if o.Owner == nil {
+		return nil, errors.New("daemon options: Owner is required (who decides by moving files)")
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -118,7 +128,7 @@ func startDaemon(ctx context.Context, o daemonOptions) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{home: home, db: db, log: log}
+	d := &Daemon{home: home, db: db, log: log}
 	if err := d.start(ctx, o, addr); err != nil {
 		d.closeStarted()
 		return nil, err
@@ -142,7 +152,7 @@ func prepareHome(dir string) (*scaffold.Home, error) {
 // its transports, the listener, the gateway, the files-as-API services and
 // the MCP servers, then loads the owner's sources. What it started before
 // an error is closed by closeStarted.
-func (d *daemon) start(ctx context.Context, o daemonOptions, addr string) error {
+func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	deps, err := gatewayDeps(d.home, o)
 	if err != nil {
 		return err
@@ -177,7 +187,7 @@ func (d *daemon) start(ctx context.Context, o daemonOptions, addr string) error 
 // gatewayDeps builds the gateway's credentials and policies from the home's
 // keys and the options: the hasher, the signer, the rate limiter and the
 // authorizer (the owner confirms, unless a test says otherwise).
-func gatewayDeps(home *scaffold.Home, o daemonOptions) (gateway.Deps, error) {
+func gatewayDeps(home *scaffold.Home, o Options) (gateway.Deps, error) {
 	hasher, err := auth.NewHasher(home.HashKey)
 	if err != nil {
 		return gateway.Deps{}, fmt.Errorf("hash-key: %w", err)
@@ -203,7 +213,7 @@ func gatewayDeps(home *scaffold.Home, o daemonOptions) (gateway.Deps, error) {
 
 // addTransports builds the registry and every transport, and answers the
 // mcp transport the MCP servers' manager feeds.
-func (d *daemon) addTransports(o daemonOptions) (*mcpclient.Transport, error) {
+func (d *Daemon) addTransports(o Options) (*mcpclient.Transport, error) {
 	// The registry calls back into the gateway, which needs the registry:
 	// the callbacks close over d and run only after both exist.
 	d.reg = registry.New(registry.Options{
@@ -245,7 +255,7 @@ func (d *daemon) addTransports(o daemonOptions) (*mcpclient.Transport, error) {
 
 // newGateway builds the gateway on the journal, the registry and deps
 // (from gatewayDeps), serving at the bound listener's address.
-func (d *daemon) newGateway(o daemonOptions, deps gateway.Deps) error {
+func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	home := d.home
 	deps.Store, deps.Events, deps.Registry = d.db, d.db, d.reg
 	deps.Trust = auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()}
@@ -271,12 +281,9 @@ func (d *daemon) newGateway(o daemonOptions, deps gateway.Deps) error {
 // newServices builds the services that run beside the gateway: the owner's
 // notify command, the inbox reconciler and the watcher that hints it, and
 // the manager of mcp.json's servers.
-func (d *daemon) newServices(o daemonOptions, mcpTransport *mcpclient.Transport) error {
+func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error {
 	home := d.home
 	owner := o.Owner
-	if owner == nil {
-		owner = sync.OnceValue(deciderIdentity)
-	}
 	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log)
 	var err error
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: d.log,
@@ -286,7 +293,7 @@ func (d *daemon) newServices(o daemonOptions, mcpTransport *mcpclient.Transport)
 		return err
 	}
 	d.watch, err = watcher.New([]string{home.Inbox, home.Active, home.Rejected, home.Archive},
-		watcher.Options{Debounce: inboxDebounce, Logger: d.log})
+		watcher.Options{Debounce: InboxDebounce, Logger: d.log})
 	if err != nil {
 		return err
 	}
@@ -299,7 +306,7 @@ func (d *daemon) newServices(o daemonOptions, mcpTransport *mcpclient.Transport)
 // had opened: the listener, the ipc hub, the transports' children and
 // connections, and the journal. Their errors are not the start's error,
 // which the caller returns.
-func (d *daemon) closeStarted() {
+func (d *Daemon) closeStarted() {
 	if d.ln != nil {
 		d.ln.Close()
 	}
@@ -319,7 +326,7 @@ func (d *daemon) closeStarted() {
 // one place that knows which kinds of owner-added source exist. An
 // extension's workflow members are checked against the registry as it
 // stands.
-func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
+func (d *Daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 	switch cfg.Kind {
 	case "portal":
 		var pc struct {
@@ -330,7 +337,7 @@ func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 			return nil, fmt.Errorf("portal config: %w", err)
 		}
 		return portal.NewSource(pc.Alias, pc.Path)
-	case extensionKind:
+	case gateway.SourceKindExtension:
 		m, err := registry.ParseManifest(cfg.Config)
 		if err != nil {
 			return nil, err
@@ -350,8 +357,9 @@ func (d *daemon) sourceFactory(cfg plexus.SourceConfig) (plexus.Source, error) {
 	return nil, fmt.Errorf("unknown source kind %q (known: portal, extension)", cfg.Kind)
 }
 
-// run serves until ctx ends, then shuts everything down in order.
-func (d *daemon) run(ctx context.Context) error {
+// Run serves until ctx ends, then shuts everything down in order and
+// closes the journal. It returns the first service's failure, if any.
+func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
@@ -380,7 +388,7 @@ func (d *daemon) run(ctx context.Context) error {
 
 // forwardHints hands the watcher's hints to the reconciler until the
 // watcher closes its channel (when ctx ends).
-func (d *daemon) forwardHints(context.Context) error {
+func (d *Daemon) forwardHints(context.Context) error {
 	for h := range d.watch.Hints() {
 		d.inbox.Hint(h.Full, h.Dirs)
 	}
@@ -388,12 +396,12 @@ func (d *daemon) forwardHints(context.Context) error {
 }
 
 // note journals what the ipc hub observed, through the gateway.
-func (d *daemon) note(action, target, trace string, payload map[string]any) {
+func (d *Daemon) note(action, target, trace string, payload map[string]any) {
 	d.gw.Note(context.Background(), action, target, trace, payload)
 }
 
 // checkPins hands an MCP server's tool definitions to the gateway's pins.
-func (d *daemon) checkPins(ctx context.Context, source string, defs []mcpclient.Definition) (map[string]bool, error) {
+func (d *Daemon) checkPins(ctx context.Context, source string, defs []mcpclient.Definition) (map[string]bool, error) {
 	var gdefs []gateway.Definition
 	for _, def := range defs {
 		gdefs = append(gdefs, gateway.Definition{EntryID: def.EntryID, Primitive: def.Primitive, Name: def.Name, Hash: def.Hash, Raw: def.Raw})
@@ -401,4 +409,24 @@ func (d *daemon) checkPins(ctx context.Context, source string, defs []mcpclient.
 	return d.gw.CheckPins(ctx, source, gdefs)
 }
 
-func (d *daemon) baseURL() string { return "http://" + d.ln.Addr().String() }
+// What follows is read-only access to the wired parts, for the command
+// line's banner and for suites that drive the daemon in-process.
+
+// Home is the loaded PLEXUS_HOME.
+func (d *Daemon) Home() *scaffold.Home { return d.home }
+
+// Addr is the bound listener's address (host:port), with the real port
+// when Options.Addr asked for ":0".
+func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+
+// BaseURL is the loopback API's base URL, http://Addr.
+func (d *Daemon) BaseURL() string { return "http://" + d.Addr() }
+
+// Registry is the live registry of sources and entries.
+func (d *Daemon) Registry() *registry.Registry { return d.reg }
+
+// Gateway is the gateway the HTTP API serves.
+func (d *Daemon) Gateway() *gateway.Gateway { return d.gw }
+
+// Inbox is the files-as-API reconciler of the decision folders.
+func (d *Daemon) Inbox() *inbox.Reconciler { return d.inbox }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // .ReapChildren), and journals each as a system row, child.reaped. A
 // failure to reap is logged: the daemon serves on, as it would have
 // without the record.
-func (d *daemon) reapChildren(ctx context.Context) {
+func (d *Daemon) reapChildren(ctx context.Context) {
 	reaped, err := d.plat.ReapChildren(ctx)
 	if err != nil {
 		d.log.Warn("stop what the previous run left running", "err", err)
