@@ -26,7 +26,6 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the lock holder's own connection
 	"github.com/plexus-gw/plexus"
-	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/journal"
 )
@@ -223,7 +222,7 @@ func wantOutcome(t testing.TB, what string, status int, resp plexus.InvokeRespon
 // with the same key runs exactly once, and a second retry is answered from
 // memory without running again.
 func TestAttackAuditLockedJournal(t *testing.T) {
-	td := startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
+	td := startTestDaemon(t, daemon.Options{Authorizer: autoApprove{}})
 	effects := filepath.Join(t.TempDir(), "effects.log")
 	var reg plexus.ExtensionRegisterResponse
 	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, &reg); st != http.StatusCreated {
@@ -551,7 +550,7 @@ func crashWriteGrant(t *testing.T, p *plexusProc, f *crashFixture, sid, capID st
 // and an agent holding a standing write grant on effects.line.append-wait.
 func effectsDaemon(t *testing.T) (td *testDaemon, effects string, token plexus.ScopedToken) {
 	t.Helper()
-	td = startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
+	td = startTestDaemon(t, daemon.Options{Authorizer: autoApprove{}})
 	effects = filepath.Join(t.TempDir(), "effects.log")
 	if st := td.call(t, "POST", "/admin/api/extensions", td.admin(), plexus.ExtensionRegisterRequest{Manifest: effectsManifest(t, effects)}, nil); st != http.StatusCreated {
 		t.Fatalf("add the effects extension: status %d", st)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
@@ -476,4 +477,21 @@ func holds(cond func() bool) func() string {
 		}
 		return "not yet"
 	}
+}
+
+// autoApprove allows every well-formed grant request, for the suites that
+// test what happens past the owner's decision: the shipped policy's
+// decision (narration, sensitivity, window), allowed; a request the policy
+// denies (an unknown verb) stays denied. The gateway still caps execute at
+// once.
+type autoApprove struct{ auth.UserConfirmAuthorizer }
+
+func (autoApprove) Policy() string { return "auto-approve" }
+
+func (a autoApprove) Authorize(ctx context.Context, ac plexus.AuthorizationContext) plexus.AuthorizationDecision {
+	d := a.UserConfirmAuthorizer.Authorize(ctx, ac)
+	if d.Outcome != plexus.OutcomeDeny {
+		d.Outcome, d.Reason = plexus.OutcomeAllow, "auto-approve policy"
+	}
+	return d
 }

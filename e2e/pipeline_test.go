@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
-	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/journal"
@@ -401,7 +400,7 @@ func TestEndpointErrors(t *testing.T) {
 // TestOnceGrantConcurrent: a once grant serves exactly one call, even when
 // twenty calls race on the same token.
 func TestOnceGrantConcurrent(t *testing.T) {
-	td := startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
+	td := startTestDaemon(t, daemon.Options{Authorizer: autoApprove{}})
 	// Before the daemon stops: a connection the client dialed but never
 	// used would hold up its graceful shutdown.
 	t.Cleanup(http.DefaultClient.CloseIdleConnections)
@@ -812,7 +811,7 @@ func TestGuardEmptyHost(t *testing.T) {
 // and runs nothing again; a new key is a new call, which the used grant
 // refuses.
 func TestOnceGrantIdempotentRetry(t *testing.T) {
-	td := startTestDaemon(t, daemon.Options{Authorizer: auth.AutoApproveAuthorizer{}})
+	td := startTestDaemon(t, daemon.Options{Authorizer: autoApprove{}})
 	addEcho(t, td, "test", "")
 	_, sid := enrolledAgent(t, td, "claude")
 	tok := grantOK(t, td, sid, map[string]any{"test.echo.run": map[string]any{"decision": "allow", "verbs": []string{"execute"}}})
