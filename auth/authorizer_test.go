@@ -110,4 +110,3 @@ func TestUserConfirmAuthorizer(t *testing.T) {
 		t.Errorf("Policy() = %q", got)
 	}
 }
-
