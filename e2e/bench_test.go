@@ -1123,10 +1123,10 @@ func BenchmarkIdleRSS(b *testing.B) {
 // BenchmarkJournalTrace1M fills a journal.db with 1M hash-chained activity
 // rows straight through the journal package (10k rows per transaction; the
 // gateway would take far too long), then times `plexus journal --trace`:
-// the built binary end to end, and the journal.Activity query alone (as
-// lastRows issues it). Most traces are five-row stories; one "hot"
-// trace holds 1% of all rows (a long-lived token's invokes) and is timed
-// with the CLI's default --limit 100. Bar: < 50 ms.
+// the built binary end to end, and the query alone as the command issues
+// it (journal.DB.Newest). Most traces are five-row stories; one "hot" trace
+// holds 1% of all rows (a long-lived token's invokes) and is timed with the
+// CLI's default --limit 100. Bar: < 50 ms.
 func BenchmarkJournalTrace1M(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
 		ctx := context.Background()
@@ -1268,18 +1268,4 @@ func BenchmarkZZSummary(b *testing.B) {
 	}
 	fmt.Println(sb.String())
 	b.ReportMetric(0, "ns/op")
-}
-
-// lastRows is the query `plexus journal` issues (cmd/plexus/journal.go):
-// the newest limit rows matching f, oldest first.
-func lastRows(ctx context.Context, db *journal.DB, f journal.Filter, limit int) ([]plexus.Activity, error) {
-	f.Limit, f.Desc = limit, limit > 0
-	rows, err := db.Activity(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	if f.Desc {
-		slices.Reverse(rows)
-	}
-	return rows, nil
 }
