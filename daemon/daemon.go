@@ -58,9 +58,9 @@ type Options struct {
 	// Clock drives every expiry (tokens, windows, codes, pending); nil means
 	// time.Now. Tests move it to expire things without sleeping.
 	Clock func() time.Time
-	// Owner names who decides by moving files (the command line's `git
-	// config user.email`, else $USER); it is called when a decision is
-	// first made by a move. Required.
+	// Owner names who decides by moving files (for `plexus serve`, `git
+	// config user.email`, else $USER); it is called for each decision made
+	// by a move, so a slow one should remember its answer. Required.
 	Owner func() string
 	// InboxInterval is the period of the full inbox reconcile; 0 means
 	// inbox.DefaultInterval.
