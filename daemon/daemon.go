@@ -27,6 +27,7 @@ import (
 	"github.com/plexus-gw/plexus/ipchost"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/mcphost"
+	"github.com/plexus-gw/plexus/mcpserver"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
@@ -175,8 +176,11 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.newServices(o, mcpTransport); err != nil {
 		return err
 	}
+	// The MCP front door at /mcp (issue 14), behind the same guard.
+	front := mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.gw},
+		mcpserver.Options{Inbox: d.home.Inbox, Active: d.home.Active, PeerUID: plexushttp.PeerUID, Logger: d.log, Clock: o.Clock})
 	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers})
+		Providers: d.providers, MCP: front})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}

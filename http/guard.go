@@ -114,13 +114,13 @@ func allowCORS(w nethttp.ResponseWriter, r *nethttp.Request, origin string) (pre
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", origin)
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Retry-After, Allow")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, Allow, WWW-Authenticate, Mcp-Session-Id")
 	if r.Method != nethttp.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return false
 	}
 	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
 	h.Set("Access-Control-Allow-Headers", strings.Join([]string{
-		"Authorization", "Content-Type", "Last-Event-ID",
+		"Authorization", "Content-Type", "Last-Event-ID", "Mcp-Session-Id", "Mcp-Protocol-Version",
 		plexus.SessionHeader, plexus.ConnectionKeyHeader, plexus.ViaHeader,
 	}, ", "))
 	h.Set("Access-Control-Max-Age", "600")

@@ -67,6 +67,9 @@ func (s *Server) routes() {
 	if b.Owner != nil {
 		s.providerRoutes()
 	}
+	if s.opts.MCP != nil {
+		m.HandleFunc(mcpPath, s.handleMCP)
+	}
 
 	m.HandleFunc("/", s.fallback)
 }

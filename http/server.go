@@ -68,6 +68,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Providers serves /admin/api/providers; nil answers not_found there.
 	Providers ProvidersAPI
+	// MCP serves /mcp, the MCP front door (every method: it answers 405
+	// itself), after the guard; it checks the bearer itself. Nil answers
+	// not_found there.
+	MCP nethttp.Handler
 }
 
 // Server is the loopback HTTP server. Create it with [New]; bind with

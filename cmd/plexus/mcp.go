@@ -53,6 +53,7 @@ func mcpCommand() *cli.Command {
 				ArgsUsage: "<name>",
 				Action:    mcpRemove,
 			},
+			mcpServeCommand(),
 		},
 	}
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/mcpserver"
+	"github.com/urfave/cli/v3"
+)
+
+// agentIDPattern is the gateway's agent id syntax; it also keeps --agent a
+// single path element under clients/.
+var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// clientsDir is where `plexus clients connect` keeps each host agent's
+// credential, under --home: clients/<agent-id>/credentials.json.
+const clientsDir = "clients"
+
+// mcpServeCommand is `plexus mcp serve`: a stdio MCP server for a host that
+// launches a command, forwarding to the running daemon's /mcp as the agent
+// whose credential it reads. No secret goes into the host's config.
+func mcpServeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve an MCP host over stdio as an agent, through the running daemon",
+		Description: "Reads the agent's credential from --home's clients/<agent>/ (written by plexus clients connect),\n" +
+			"or from --agent-home DIR for an agent enrolled with plexus agent enroll. Speaks MCP on stdin and stdout.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "the agent id whose credential --home's clients/ holds"},
+		},
+		Action: mcpServe,
+	}
+}
+
+func mcpServe(ctx context.Context, cmd *cli.Command) error {
+	if err := checkArgs(cmd, 0, ""); err != nil {
+		return err
+	}
+	dir, err := agentCredDir(cmd)
+	if err != nil {
+		return err
+	}
+	creds, err := client.NewCredStore(dir).Credentials()
+	if errors.Is(err, client.ErrNotEnrolled) {
+		return &codedError{code: exitError, msg: fmt.Sprintf("no agent credential in %s: connect the host with plexus clients connect, or enroll with plexus agent enroll --agent-home %s", dir, dir)}
+	}
+	if err != nil {
+		return err
+	}
+	base := creds.BaseURL
+	if base == "" || cmd.IsSet("addr") {
+		base = baseURL(cmd.String("addr"))
+	}
+	stdin := processOf(cmd).stdin
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{cmd.Root().Writer}}
+	return mcpserver.Bridge(ctx, t, mcpserver.BridgeOptions{Endpoint: strings.TrimSuffix(base, "/") + "/mcp", PAT: creds.PAT,
+		StartHint: "start it with: plexus serve --home " + cmd.String("home")})
+}
+
+// agentCredDir is the credential directory --agent or --agent-home names;
+// exactly one must be given.
+func agentCredDir(cmd *cli.Command) (string, error) {
+	agent, home := cmd.String("agent"), cmd.IsSet("agent-home")
+	switch {
+	case agent != "" && home:
+		return "", usageError(cmd, "give --agent or --agent-home, not both")
+	case home:
+		return cmd.String("agent-home"), nil
+	case agent == "":
+		return "", usageError(cmd, "usage: plexus mcp serve --agent <id> (or --agent-home DIR)")
+	case !agentIDPattern.MatchString(agent):
+		return "", usageError(cmd, "--agent %q is not an agent id", agent)
+	}
+	return filepath.Join(cmd.String("home"), clientsDir, agent), nil
+}
+
+// nopWriteCloser lets the command's stdout serve as the transport's
+// writer without the transport closing it.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

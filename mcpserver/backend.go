@@ -1,0 +1,54 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/gateway"
+)
+
+// What the front door consumes of the gateway, in three small groups;
+// *gateway.Gateway implements them all. Every method may be called
+// concurrently from any request's goroutine, answers a *plexus.Error (via
+// error) whose Code says what went wrong, and keeps no ctx past its return
+// except Subscribe, whose stream lives until ctx ends.
+
+// Sessions opens a Plexus session for a PAT and shows it its manifest.
+type Sessions interface {
+	// Handshake with c.Bearer set takes the PAT path: the session belongs
+	// to the PAT's agent.
+	Handshake(ctx context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error)
+	Manifest(ctx context.Context, c gateway.Credentials) (plexus.ManifestResponse, error)
+}
+
+// Grants asks for grants and learns the owner's decisions.
+type Grants interface {
+	// RequestGrants answers a token, or a pending notice, never both nil.
+	RequestGrants(ctx context.Context, c gateway.Credentials, req plexus.GrantRequest) (*plexus.ScopedToken, *plexus.GrantPendingResponse, error)
+	// GrantStatus carries the token only for the session that asked.
+	GrantStatus(ctx context.Context, c gateway.Credentials, pendingID string) (plexus.GrantStatusResponse, error)
+	// Subscribe streams the session's events (grant_resolved among them)
+	// until ctx ends or the subscriber falls too far behind.
+	Subscribe(ctx context.Context, c gateway.Credentials, lastEventID int64) (<-chan plexus.Event, error)
+}
+
+// Invoker runs a call under a scoped token.
+type Invoker interface {
+	// InvokeStream hands the call's progress to sink as it happens (calls
+	// never overlap, all before it returns).
+	InvokeStream(ctx context.Context, c gateway.Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse
+}
+
+// Backend is the gateway as the front door sees it; every field is
+// required.
+type Backend struct {
+	Sessions Sessions
+	Grants   Grants
+	Invoke   Invoker
+}
+
+var (
+	_ Sessions = (*gateway.Gateway)(nil)
+	_ Grants   = (*gateway.Gateway)(nil)
+	_ Invoker  = (*gateway.Gateway)(nil)
+)

@@ -1,0 +1,223 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+// BridgeOptions configures [Bridge].
+type BridgeOptions struct {
+	// Endpoint is the daemon's /mcp URL (http://127.0.0.1:7077/mcp).
+	Endpoint string
+	// PAT is the agent's credential, sent on every request to Endpoint
+	// and nowhere else.
+	PAT string
+	// StartHint tells the host's user how to start the daemon when it is
+	// not running ("start it with: plexus serve").
+	StartHint string
+	Logger    *slog.Logger
+}
+
+// Bridge serves one MCP host over t (stdio, for a host that launches a
+// command) by forwarding its tools/list and tools/call to the daemon's
+// front door as the agent whose PAT it holds: the same view, grants, waits
+// and journal rows as over HTTP, with the call's progress relayed back and
+// the host's cancellation forwarded. It connects to the daemon at the
+// host's first request (so the daemon records the host's name), and again
+// after the daemon restarted; while the daemon is down each request is
+// answered an error saying so and how to start it. It returns when the
+// host closes the connection or ctx ends.
+func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &bridge{o: o, calls: map[string]progressTarget{}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	srv.AddReceivingMiddleware(b.middleware)
+	defer b.close()
+	return srv.Run(ctx, t)
+}
+
+// bridge forwards one host's requests to the daemon.
+type bridge struct {
+	o BridgeOptions
+
+	mu      sync.Mutex // guards up and calls
+	up      *mcp.ClientSession
+	calls   map[string]progressTarget // the daemon-side progress token → the host's
+	counter atomic.Uint64
+}
+
+// progressTarget is where a forwarded call's progress goes on the host's
+// side.
+type progressTarget struct {
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+}
+
+func (b *bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			up, err := b.session(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			// Fresh params: the host's _meta may carry its own
+			// protocol version, which is not this connection's.
+			params := &mcp.ListToolsParams{}
+			if p := req.(*mcp.ListToolsRequest).Params; p != nil {
+				params.Cursor = p.Cursor
+			}
+			res, err := up.ListTools(ctx, params)
+			return res, b.failed(up, err)
+		case "tools/call":
+			up, err := b.session(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return b.call(ctx, up, req.(*mcp.CallToolRequest))
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// call forwards one tools/call (name and arguments; none of the host's
+// _meta, which names its own protocol version), with a progress token of
+// its own when the host sent one, mapped back to the host's for the call's
+// duration.
+func (b *bridge) call(ctx context.Context, up *mcp.ClientSession, req *mcp.CallToolRequest) (mcp.Result, error) {
+	p := &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments}
+	if len(req.Params.Arguments) == 0 {
+		p.Arguments = map[string]any{}
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		own := "bridge-" + strconv.FormatUint(b.counter.Add(1), 10)
+		b.mu.Lock()
+		b.calls[own] = progressTarget{ctx: ctx, ss: req.Session, token: tok}
+		b.mu.Unlock()
+		defer func() {
+			b.mu.Lock()
+			delete(b.calls, own)
+			b.mu.Unlock()
+		}()
+		p.SetProgressToken(own)
+	}
+	res, err := up.CallTool(ctx, p)
+	return res, b.failed(up, err)
+}
+
+// relay hands the daemon's progress for a forwarded call to the host.
+func (b *bridge) relay(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	own, _ := req.Params.ProgressToken.(string)
+	b.mu.Lock()
+	t, ok := b.calls[own]
+	b.mu.Unlock()
+	if !ok {
+		return
+	}
+	params := *req.Params
+	params.ProgressToken = t.token
+	if err := t.ss.NotifyProgress(t.ctx, &params); err != nil {
+		b.o.Logger.Debug("relay progress to the host", "err", err)
+	}
+}
+
+// session is the connection to the daemon, opened (again) when there is
+// none, under the host's own client name and version.
+func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSession, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.up != nil {
+		return b.up, nil
+	}
+	impl := &mcp.Implementation{Name: "plexus-mcp-serve", Version: plexus.Version}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+			impl = &mcp.Implementation{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
+		}
+	}
+	c := mcp.NewClient(impl, &mcp.ClientOptions{ProgressNotificationHandler: b.relay})
+	// No reconnection attempts: a daemon that is down is said so at once,
+	// and the next request connects anew.
+	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: http.DefaultTransport}}}
+	up, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return nil, b.unreachable(err)
+	}
+	b.up = up
+	return up, nil
+}
+
+// failed forgets the connection to the daemon when err says it is gone,
+// so the next request connects again; err is answered as it is.
+func (b *bridge) failed(up *mcp.ClientSession, err error) error {
+	if err == nil || !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, mcp.ErrSessionMissing) {
+		return err
+	}
+	b.mu.Lock()
+	if b.up == up {
+		b.up = nil
+	}
+	b.mu.Unlock()
+	if cerr := up.Close(); cerr != nil {
+		b.o.Logger.Debug("close the daemon session", "err", cerr)
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: "the connection to Plexus was lost (did the daemon restart?); call again to reconnect"}
+}
+
+// unreachable is the host's answer when the daemon cannot be reached or
+// refuses the agent: plainly what is wrong and what to do.
+func (b *bridge) unreachable(err error) error {
+	text := strings.ReplaceAll(err.Error(), b.o.PAT, "[PAT]") // should a library ever quote a header
+	var msg string
+	switch {
+	case strings.Contains(text, "401") || strings.Contains(text, "Unauthorized"):
+		msg = fmt.Sprintf("Plexus at %s refused this agent's credential (was the agent revoked?): %s", b.o.Endpoint, text)
+	default:
+		msg = fmt.Sprintf("Plexus is not running at %s (%s)", b.o.Endpoint, text)
+		if b.o.StartHint != "" {
+			msg += "; " + b.o.StartHint
+		}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
+}
+
+func (b *bridge) close() {
+	b.mu.Lock()
+	up := b.up
+	b.up = nil
+	b.mu.Unlock()
+	if up != nil {
+		if err := up.Close(); err != nil {
+			b.o.Logger.Debug("close the daemon session", "err", err)
+		}
+	}
+}
+
+// bearerRoundTripper adds the agent's PAT to each request to the daemon.
+type bearerRoundTripper struct {
+	pat  string
+	base http.RoundTripper
+}
+
+func (t bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.pat)
+	return t.base.RoundTrip(r)
+}

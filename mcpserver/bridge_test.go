@@ -1,0 +1,120 @@
+package mcpserver_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus/mcpserver"
+)
+
+// bridged runs [mcpserver.Bridge] for a host speaking MCP over real pipes
+// (as over a launched command's stdin and stdout) and answers the host's
+// session.
+func bridged(t *testing.T, o mcpserver.BridgeOptions, host string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	hostR, bridgeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridgeR, hostW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Bridge(ctx, &mcp.IOTransport{Reader: bridgeR, Writer: bridgeW}, o)
+	}()
+	c := mcp.NewClient(&mcp.Implementation{Name: host, Version: "9.9"}, opts)
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: hostR, Writer: hostW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cs.Close(); err != nil {
+			t.Logf("close host session: %v", err)
+		}
+		cancel()
+		if err := <-done; err != nil && ctx.Err() == nil && err != io.EOF {
+			t.Logf("bridge: %v", err)
+		}
+	})
+	return cs
+}
+
+// TestBridge: a host speaking stdio reaches the agent's tools through the
+// daemon's front door: the same tools, a call, the call's progress under
+// the host's own token, and the host's name in the session's row.
+func TestBridge(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	prog := &progressLog{}
+	cs := bridged(t, mcpserver.BridgeOptions{Endpoint: f.url, PAT: f.agent("desk")}, "claude-desktop",
+		&mcp.ClientOptions{ProgressNotificationHandler: prog.handle})
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "portal__docs__read") {
+		t.Fatalf("tools = %v", names)
+	}
+	if res := call(t, cs, "portal__docs__read", map[string]any{"path": "hello.txt"}); res.IsError || !strings.Contains(text(res), "hello from the portal") {
+		t.Fatalf("read = %q", text(res))
+	}
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		done <- callWithProgress(t, cs, "mcp__up__count", map[string]any{"n": 2, "hold": true}, "host-token")
+	}()
+	prog.await(t, 2) // while the call runs (see TestProgressRelayed)
+	f.upstream.releaseHeld()
+	if res := <-done; res.IsError {
+		t.Fatalf("count = %q", text(res))
+	}
+	for _, p := range prog.all() {
+		if p.ProgressToken != "host-token" {
+			t.Errorf("progress token %v, want the host's own", p.ProgressToken)
+		}
+	}
+	if opened := f.rows("session.opened"); len(opened) != 1 || opened[0].Payload["client"] != "claude-desktop" {
+		t.Errorf("session.opened = %s, want the host's name", jsonOf(t, opened))
+	}
+}
+
+// TestBridgeDaemonDown: with no daemon listening, the host is told plainly
+// that Plexus is not running and how to start it.
+func TestBridgeDaemonDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cs := bridged(t, mcpserver.BridgeOptions{Endpoint: "http://" + addr + "/mcp", PAT: "plx_agent_x",
+		StartHint: "start it with: plexus serve"}, "cursor", nil)
+	_, err = cs.ListTools(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "not running at http://"+addr) || !strings.Contains(err.Error(), "plexus serve") {
+		t.Fatalf("list with the daemon down: %v, want it to say Plexus is not running and how to start it", err)
+	}
+}
+
+// TestBridgeRefusedPAT: a PAT the daemon refuses is said so, without the
+// PAT.
+func TestBridgeRefusedPAT(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	const pat = "plx_agent_0123456789abcdef0123456789abcdef"
+	cs := bridged(t, mcpserver.BridgeOptions{Endpoint: f.url, PAT: pat}, "cursor", nil)
+	_, err := cs.ListTools(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "refused this agent's credential") || strings.Contains(err.Error(), pat) {
+		t.Fatalf("list with a refused PAT: %v", err)
+	}
+}

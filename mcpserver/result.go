@@ -1,0 +1,81 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+// MetaError is the _meta key of a tool error's Plexus error (code,
+// message, and the pending id where there is one).
+const MetaError = "plexus/error"
+
+// callResult is the gateway's answer as a tools/call result. An ingested
+// MCP tool's own result (success, or its isError) passes through as the
+// server gave it; any other success is its output as JSON text, and as
+// structuredContent when the entry declares an output schema; any other
+// failure is a tool error naming the Plexus code.
+func callResult(entry plexus.Entry, resp plexus.InvokeResponse) *mcp.CallToolResult {
+	if len(resp.MCPResult) > 0 && (resp.OK || resp.Error != nil && resp.Error.Code == plexus.CodeMCPToolError) {
+		var r mcp.CallToolResult
+		if err := json.Unmarshal(resp.MCPResult, &r); err == nil && (resp.OK || r.IsError) {
+			return &r
+		}
+	}
+	if !resp.OK {
+		body := resp.Error
+		if body == nil {
+			body = &plexus.ErrorBody{Code: plexus.CodeInternalError, Message: "the call failed without an error"}
+		}
+		return errorResult(body, entry.ID)
+	}
+	text, err := json.Marshal(resp.Output)
+	if err != nil {
+		return errorResult(&plexus.ErrorBody{Code: plexus.CodeInternalError, Message: "the output could not be encoded"}, entry.ID)
+	}
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
+	if _, isObject := resp.Output.(map[string]any); isObject && entry.IO != nil && len(entry.IO.Output) > 0 {
+		r.StructuredContent = resp.Output
+	}
+	return r
+}
+
+// errorResult is a tool error carrying a Plexus error: its code in the text
+// and in _meta.
+func errorResult(e *plexus.ErrorBody, capability string) *mcp.CallToolResult {
+	meta := map[string]any{"code": e.Code, "message": e.Message}
+	if e.PendingID != "" {
+		meta["pendingId"] = e.PendingID
+	}
+	r := &mcp.CallToolResult{IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Plexus refused or failed the call of %s (%s): %s", capability, e.Code, e.Message)}}}
+	r.Meta = mcp.Meta{MetaError: meta, MetaCapability: capability}
+	return r
+}
+
+// deniedResult is the owner's denial, with the reason the owner gave.
+func deniedResult(capability, reason string) *mcp.CallToolResult {
+	return errorResult(&plexus.ErrorBody{Code: plexus.CodeGrantRequired,
+		Message: "the owner denied the request to call it: " + reason}, capability)
+}
+
+// undecidedResult is the answer of a call whose wait for the owner ended
+// undecided: exactly how the owner approves, and that the call must be
+// made again. The decision stays open; the next call waits on it.
+func (s *Server) undecidedResult(capability, pendingID string) *mcp.CallToolResult {
+	msg := fmt.Sprintf("the owner has not decided yet (waited %s); the call was not made. "+
+		"To approve, run `plexus approve %s`", s.opts.ApprovalWait, pendingID)
+	if s.opts.Inbox != "" {
+		file := filepath.Join(s.opts.Inbox, pendingID+".md")
+		if s.opts.Active != "" {
+			msg += fmt.Sprintf(", or move %s into %s", file, s.opts.Active+string(filepath.Separator))
+		} else {
+			msg += ", or approve the decision file " + file
+		}
+	}
+	msg += "; then call this tool again."
+	return errorResult(&plexus.ErrorBody{Code: plexus.CodeGrantPendingUser, Message: msg, PendingID: pendingID}, capability)
+}

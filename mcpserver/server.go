@@ -1,0 +1,168 @@
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+// Defaults applied to the zero value of each [Options] field.
+const (
+	DefaultApprovalWait     = 120 * time.Second
+	DefaultProgressInterval = 5 * time.Second
+	DefaultSessionIdle      = 30 * time.Minute
+	DefaultMaxBodyBytes     = 1 << 20
+)
+
+// newProtocol is the first protocol version served sessionless (SEP-2575).
+const newProtocol = "2026-07-28"
+
+// Options configures a [Server]; the zero value of every field selects its
+// default.
+type Options struct {
+	// ApprovalWait is how long a tools/call that needs the owner's
+	// approval waits for it before answering how to approve.
+	ApprovalWait time.Duration
+	// ProgressInterval is how often a waiting call tells the host it is
+	// still waiting (a progress notification, when the host sent a
+	// progressToken).
+	ProgressInterval time.Duration
+	// Inbox and Active are the decision-file folders of PLEXUS_HOME, named
+	// in the answer of a call whose wait ended undecided.
+	Inbox, Active string
+	// SessionIdle closes an MCP session (2025-11-25) that saw no request
+	// for this long.
+	SessionIdle time.Duration
+	// MaxBodyBytes caps a request body.
+	MaxBodyBytes int64
+	// PeerUID looks up the OS user of a request's client, for the
+	// gateway's same-user check at handshake; nil means unknown.
+	PeerUID func(r *http.Request) func() (int, bool)
+	Logger  *slog.Logger
+	// Clock is the time links expire by; nil is time.Now.
+	Clock func() time.Time
+}
+
+// Server is the MCP front door, an http.Handler for /mcp. Mount it behind
+// the loopback Host/Origin guard: it checks the bearer, not the Host.
+type Server struct {
+	b     Backend
+	opts  Options
+	log   *slog.Logger
+	links *links
+
+	// stateful serves 2025-11-25 and earlier (sessions, initialize);
+	// stateless serves 2026-07-28 (no sessions, per-request metadata).
+	// Both sit behind withLink, which hands the request's link to the
+	// SDK as its TokenInfo.
+	stateful, stateless http.Handler
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New returns the front door answering with b.
+func New(b Backend, opts Options) *Server {
+	if b.Sessions == nil || b.Grants == nil || b.Invoke == nil {
+		panic("mcpserver.New: every Backend group is required")
+	}
+	if opts.ApprovalWait <= 0 {
+		opts.ApprovalWait = DefaultApprovalWait
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	s := &Server{b: b, opts: opts, log: opts.Logger, links: newLinks(opts.Clock)}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
+		&mcp.ServerOptions{
+			Logger: opts.Logger,
+			// Tools only, for now: no logging relay, no list_changed yet.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			Instructions: "Plexus governs these tools: a call the owner has not pre-authorized waits for the owner's approval, and a call the owner denies answers why.",
+		})
+	srv.AddReceivingMiddleware(s.middleware)
+	get := func(*http.Request) *mcp.Server { return srv }
+	withLink := auth.RequireBearerToken(linkToken, nil)
+	s.stateful = withLink(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Logger: opts.Logger, SessionTimeout: opts.SessionIdle, MaxRequestBodyBytes: opts.MaxBodyBytes,
+	}))
+	s.stateless = withLink(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless: true, PropagateRequestCancellation: true,
+		Logger: opts.Logger, MaxRequestBodyBytes: opts.MaxBodyBytes,
+	}))
+	return s
+}
+
+// ServeHTTP matches the request's bearer to a Plexus session (a link) and
+// hands it to the SDK's handler for its protocol version. A request that
+// bears no PAT, or one the gateway refuses, is answered 401 here and
+// reaches nothing else.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	bearer, ok := bearerOf(r)
+	if !ok {
+		unauthorized(w, "this endpoint needs Authorization: Bearer <the agent's PAT (plx_agent_…)>")
+		return
+	}
+	sessionless := r.Header.Get("Mcp-Protocol-Version") >= newProtocol
+	var l *link
+	var refusal *refusal
+	if sessionless {
+		l, refusal = s.sessionlessLink(r, bearer)
+	} else {
+		l, refusal = s.sessionLink(r, bearer)
+	}
+	if refusal != nil {
+		refusal.write(w)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), linkKey{}, l))
+	if sessionless {
+		s.stateless.ServeHTTP(w, r)
+		return
+	}
+	s.stateful.ServeHTTP(w, r)
+	if r.Method == http.MethodDelete {
+		s.links.drop(r.Header.Get(sessionHeader))
+	}
+}
+
+// middleware answers the methods the front door implements itself, from the
+// request's link: initialize (to bind the MCP session to it), tools/list
+// and tools/call. Everything else is the SDK's.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		l := linkOf(req)
+		if l == nil {
+			return next(ctx, method, req)
+		}
+		switch method {
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if err == nil {
+				s.links.bind(req.GetSession().ID(), l)
+			}
+			return res, err
+		case "tools/list":
+			return s.listTools(ctx, l)
+		case "tools/call":
+			return s.callTool(ctx, l, req.(*mcp.CallToolRequest))
+		}
+		return next(ctx, method, req)
+	}
+}
