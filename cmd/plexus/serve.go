@@ -41,7 +41,7 @@ func serveCommand() *cli.Command {
 			fmt.Fprintf(w, "  journal:        plexus journal --follow\n")
 			fmt.Fprintln(w, "Stop with Ctrl-C.")
 			if f, ok := w.(*os.File); ok {
-				_ = f.Sync()
+				_ = f.Sync() // a terminal or a pipe cannot be synced (EINVAL): the banner is best effort
 			}
 			err = d.Run(ctx)
 			log.Info("stopped")
