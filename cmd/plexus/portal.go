@@ -17,7 +17,6 @@ import (
 // aliasRe is what a portal alias may be: it becomes part of capability ids.
 var aliasRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
-
 // portalView is one portal as `portal list --json` prints it.
 type portalView struct {
 	ID    string `json:"id"`
