@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/hosts"
+)
+
+// hostHome points $HOME (and the XDG and Codex homes) at a temporary
+// folder, so that the hosts' files the commands find are the test's.
+func hostHome(t *testing.T) hosts.Env {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("CODEX_HOME", "")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hosts.Env{GOOS: runtime.GOOS, Home: home, ProjectDir: wd}
+}
+
+// plantHostFile writes hosts/testdata/<file> where host keeps its user
+// file, and returns the path and the bytes.
+func plantHostFile(t *testing.T, env hosts.Env, host, file string) (string, []byte) {
+	t.Helper()
+	h, err := hosts.Lookup(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := h.Path(env, hosts.ScopeUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "hosts", "testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// agentIDs lists the daemon's agents' ids.
+func (e *cliEnv) agentIDs() []string {
+	e.t.Helper()
+	var agents []plexus.Agent
+	e.jsonOut(&agents, "agents", "list", "--json")
+	var ids []string
+	for _, a := range agents {
+		if a.RevokedAt == nil {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
+}
+
+var testHostFiles = []struct{ host, file string }{
+	{"claude-code", "claude-code.json"},
+	{"claude-desktop", "claude-desktop.json"},
+	{"cursor", "cursor.json"},
+	{"vscode", "vscode.jsonc"},
+	{"codex", "codex.toml"},
+	{"gemini", "gemini.json"},
+	{"windsurf", "windsurf.json"},
+}
+
+// TestClientsConnect: for every host, against a real daemon: --dry-run
+// prints the diff and changes nothing; connect enrolls the host's agent,
+// stores its credential under --home, writes an entry launching this
+// binary, keeps a backup; connecting again is a no-op without a second
+// agent; list shows it; disconnect gives the file back byte for byte.
+func TestClientsConnect(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err = filepath.EvalSymlinks(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hf := range testHostFiles {
+		t.Run(hf.host, func(t *testing.T) {
+			e := e.with(t)
+			path, orig := plantHostFile(t, env, hf.host, hf.file)
+			store, err := client.HostStore(e.home, hf.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			r := e.ok("clients", "connect", hf.host, "--dry-run")
+			if !strings.Contains(r.stdout, "+++ "+path) || !strings.Contains(r.stdout, "Dry run") {
+				t.Errorf("dry run: %s", r)
+			}
+			if !bytes.Equal(readFile(t, path), orig) {
+				t.Fatal("--dry-run wrote the file")
+			}
+			if slices.Contains(e.agentIDs(), hf.host) {
+				t.Fatal("--dry-run enrolled an agent")
+			}
+
+			r = e.ok("clients", "connect", hf.host)
+			if !strings.Contains(r.stdout, "+++ "+path) || !strings.Contains(r.stdout, `Enrolled agent "`+hf.host+`"`) ||
+				!strings.Contains(r.stdout, path+".plexus-backup") {
+				t.Errorf("connect: %s", r)
+			}
+			creds, err := store.Credentials()
+			if err != nil || creds.AgentID != hf.host {
+				t.Fatalf("stored credential: %+v, %v", creds, err)
+			}
+			for p, want := range map[string]fs.FileMode{store.Dir(): 0o700, filepath.Join(store.Dir(), client.CredentialsFile): 0o600} {
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+					t.Errorf("%s: %v, %v; want mode %v", p, fi.Mode().Perm(), err, want)
+				}
+			}
+			if !bytes.Equal(readFile(t, path+".plexus-backup"), orig) {
+				t.Error("the backup is not the file as it was")
+			}
+			h, _ := hosts.Lookup(hf.host)
+			cfg, err := hosts.Read(h, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := hosts.Entry{Command: exe, Args: []string{"--home", e.home, "--addr", e.addr, "mcp", "serve", "--agent", hf.host}}
+			if !cfg.Has(want) {
+				p, _ := cfg.Plexus()
+				t.Errorf("the entry is %+v, want %+v", p.Entry, want)
+			}
+			connected := readFile(t, path)
+
+			r = e.ok("clients", "connect", hf.host)
+			if !strings.Contains(r.stdout, "already connected") {
+				t.Errorf("connect again: %s", r)
+			}
+			if ids := e.agentIDs(); len(slices.DeleteFunc(ids, func(id string) bool { return id != hf.host })) != 1 {
+				t.Errorf("agents after connecting twice: %v", ids)
+			}
+			if !bytes.Equal(readFile(t, path), connected) {
+				t.Error("connecting again changed the file")
+			}
+
+			var rows []hostStatus
+			e.jsonOut(&rows, "clients", "list", "--json")
+			i := slices.IndexFunc(rows, func(s hostStatus) bool { return s.Host == hf.host && s.Scope == "user" })
+			if i < 0 || !rows[i].Installed || !rows[i].Connected || rows[i].Agent != hf.host || !rows[i].Enrolled || rows[i].Config != path {
+				t.Errorf("clients list: %+v", rows)
+			}
+
+			r = e.ok("clients", "disconnect", hf.host)
+			if !bytes.Equal(readFile(t, path), orig) {
+				t.Errorf("disconnect did not give back the file: %s\n%s", r, readFile(t, path))
+			}
+			if _, err := store.Credentials(); err != nil {
+				t.Error("disconnect without --revoke deleted the credential")
+			}
+		})
+	}
+}
+
+// TestClientsConnectHTTP: with --http the entry holds the /mcp URL and the
+// agent's PAT; the PAT is never printed, and is nowhere under --home but
+// in the agent's credential; disconnect --revoke removes the entry, the
+// agent and its credential.
+func TestClientsConnectHTTP(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	path, orig := plantHostFile(t, env, "gemini", "gemini.json")
+
+	e.notesDir()
+	dry := e.ok("clients", "connect", "gemini", "--http", "--dry-run")
+	r := e.ok("clients", "connect", "gemini", "--http", "--grant", "portal.notes.read")
+	store, err := client.HostStore(e.home, "gemini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := store.Credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pat := creds.PAT
+	if !strings.Contains(string(readFile(t, path)), `"httpUrl": "http://`+e.addr+`/mcp"`) ||
+		!strings.Contains(string(readFile(t, path)), "Bearer "+pat) {
+		t.Fatalf("the entry:\n%s", readFile(t, path))
+	}
+	if !strings.Contains(r.stdout, "The agent's PAT now sits in "+path) {
+		t.Errorf("no notice of where the PAT is: %s", r)
+	}
+	var grants []plexus.StandingGrant
+	e.jsonOut(&grants, "grants", "--json")
+	if len(grants) != 1 || grants[0].AgentID != "gemini" {
+		t.Errorf("grants after connect --grant: %+v", grants)
+	}
+	again := e.ok("clients", "connect", "gemini", "--http")
+	gone := e.ok("clients", "disconnect", "gemini", "--revoke")
+	for _, run := range []cliRun{dry, r, again, gone} {
+		if strings.Contains(run.stdout+run.stderr, pat) {
+			t.Errorf("the PAT was printed: %s", run)
+		}
+	}
+	assertNotUnder(t, e.home, pat, store.Dir())
+	for _, row := range e.journalLines() {
+		b, _ := json.Marshal(row)
+		if bytes.Contains(b, []byte(pat)) {
+			t.Errorf("the PAT is in the journal: %s", b)
+		}
+	}
+
+	if !bytes.Equal(readFile(t, path), orig) {
+		t.Errorf("disconnect did not give back the file:\n%s", readFile(t, path))
+	}
+	if slices.Contains(e.agentIDs(), "gemini") {
+		t.Error("--revoke left the agent")
+	}
+	if _, err := os.Stat(store.Dir()); !os.IsNotExist(err) {
+		t.Errorf("--revoke left the credential: %v", err)
+	}
+}
+
+// assertNotUnder fails if any file under root but those under except
+// holds secret.
+func assertNotUnder(t *testing.T, root, secret, except string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(p, except+string(filepath.Separator)) || !d.Type().IsRegular() {
+			return err
+		}
+		if bytes.Contains(readFile(t, p), []byte(secret)) {
+			t.Errorf("%s holds the PAT", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClientsConnectScopesAndCustom: --scope project writes the project
+// file in the current folder; --config/--format edit any file; Claude
+// Desktop refuses --http.
+func TestClientsConnectScopesAndCustom(t *testing.T) {
+	hostHome(t)
+	e, _ := newCLIEnv(t)
+	project := t.TempDir()
+	t.Chdir(project)
+
+	e.ok("clients", "connect", "cursor", "--scope", "project")
+	if _, err := os.Stat(filepath.Join(project, ".cursor", "mcp.json")); err != nil {
+		t.Errorf("no project file: %v", err)
+	}
+
+	custom := filepath.Join(t.TempDir(), "my.toml")
+	if err := os.WriteFile(custom, []byte("# mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("clients", "connect", "myhost", "--config", custom, "--format", "codex-toml")
+	if got := string(readFile(t, custom)); !strings.HasPrefix(got, "# mine\n\n[mcp_servers.plexus]\n") {
+		t.Errorf("custom file:\n%s", got)
+	}
+
+	r := e.run("clients", "connect", "claude-desktop", "--http")
+	if r.code != exitError || !strings.Contains(r.stderr, "without --http") {
+		t.Errorf("claude-desktop --http: %s", r)
+	}
+	r = e.run("clients", "connect", "notepad")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "unknown host") {
+		t.Errorf("unknown host: %s", r)
+	}
+	r = e.run("clients", "connect", "windsurf", "--scope", "project")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "no project file") {
+		t.Errorf("windsurf --scope project: %s", r)
+	}
+}
