@@ -79,7 +79,7 @@ func Read(h Host, path string) (*Config, error) {
 	case err != nil:
 		var nr *platform.NotRegularError
 		if errors.As(err, &nr) && nr.Kind == "symlink" {
-			if target, lerr := filepath.EvalSymlinks(path); lerr == nil {
+			if target, lerr := filepath.EvalSymlinks(path); lerr == nil && isRegular(target) {
 				return nil, fmt.Errorf("%w; Plexus does not edit through a link: pass --config %s to edit the file it points to", err, target)
 			}
 		}
@@ -93,6 +93,11 @@ func Read(h Host, path string) (*Config, error) {
 	}
 	c.doc = doc
 	return c, nil
+}
+
+func isRegular(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // readBounded reads the regular file at path, up to MaxFile bytes.

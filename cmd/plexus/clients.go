@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -244,6 +245,9 @@ func readStatus(h hosts.Host, home string, s *hostStatus) {
 	s.Connected, s.Transport, s.Agent = true, "stdio", h.Name
 	if p.Entry.HTTP() {
 		s.Transport = "http"
+		if id := agentByPAT(home, strings.TrimPrefix(p.Entry.Headers["Authorization"], "Bearer ")); id != "" {
+			s.Agent = id
+		}
 	}
 	if i := slices.Index(p.Entry.Args, "--agent"); i >= 0 && i+1 < len(p.Entry.Args) {
 		s.Agent = p.Entry.Args[i+1]
@@ -252,6 +256,25 @@ func readStatus(h hosts.Host, home string, s *hostStatus) {
 		_, err := store.Credentials()
 		s.Enrolled = err == nil
 	}
+}
+
+// agentByPAT is the host agent whose stored credential holds pat, "" when
+// none does: an HTTP entry names its agent only by its PAT.
+func agentByPAT(home, pat string) string {
+	dirs, err := os.ReadDir(filepath.Join(home, client.HostsDir))
+	if err != nil || pat == "" {
+		return ""
+	}
+	for _, d := range dirs {
+		store, err := client.HostStore(home, d.Name())
+		if err != nil {
+			continue
+		}
+		if c, err := store.Credentials(); err == nil && c.PAT == pat {
+			return c.AgentID
+		}
+	}
+	return ""
 }
 
 // addLastCalls fills in when each row's agent last called, from the
@@ -387,11 +410,20 @@ func clientsConnect(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	grants, err := connectGrants(cmd)
+	cfg, err := hosts.Read(t.host, t.path)
 	if err != nil {
 		return err
 	}
-	cfg, err := hosts.Read(t.host, t.path)
+	return connectHost(ctx, cmd, t, cfg, (*hosts.Config).Upsert)
+}
+
+// connectHost plans the edit of cfg with plan (the plexus entry added, or
+// every entry replaced by it), prints its diff, enrolls t's agent unless
+// its credential is stored, and writes the file. An agent already
+// enrolled whose file needs no change is a no-op.
+func connectHost(ctx context.Context, cmd *cli.Command, t hostTarget, cfg *hosts.Config,
+	plan func(*hosts.Config, hosts.Entry) (*hosts.Edit, error)) error {
+	grants, err := connectGrants(cmd)
 	if err != nil {
 		return err
 	}
@@ -400,15 +432,15 @@ func clientsConnect(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	ed, err := plan(cfg, entry)
+	if err != nil {
+		return err
+	}
 	w := cmd.Root().Writer
-	if pat != "" && cfg.Has(entry) {
+	if pat != "" && !ed.Changed() {
 		fmt.Fprintf(w, "%s is already connected as agent %q (%s; credential in %s). Nothing to do.\n",
 			t.host.Label, t.agent, t.path, t.store.Dir())
 		return nil
-	}
-	ed, err := cfg.Upsert(entry)
-	if err != nil {
-		return err
 	}
 	printDiff(cmd, ed, pat)
 	if cmd.Bool("dry-run") {
@@ -422,11 +454,11 @@ func clientsConnect(ctx context.Context, cmd *cli.Command) error {
 		if entry, err = hostEntry(cmd, t, pat); err != nil {
 			return err
 		}
-		if ed, err = cfg.Upsert(entry); err != nil {
+		if ed, err = plan(cfg, entry); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(w, "Agent %q is already enrolled (credential in %s); only the entry changes.\n", t.agent, t.store.Dir())
+		fmt.Fprintf(w, "Agent %q is already enrolled (credential in %s); only the file changes.\n", t.agent, t.store.Dir())
 	}
 	backup, err := ed.Apply()
 	if err != nil {

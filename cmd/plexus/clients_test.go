@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -171,6 +172,9 @@ func TestClientsConnect(t *testing.T) {
 			if i < 0 || !rows[i].Installed || !rows[i].Connected || rows[i].Agent != hf.host || !rows[i].Enrolled || rows[i].Config != path {
 				t.Errorf("clients list: %+v", rows)
 			}
+			if r := e.ok("clients", "list"); !strings.Contains(r.stdout, hf.host+"  ") || !strings.Contains(r.stdout, "yes (stdio)") {
+				t.Errorf("%s", r)
+			}
 
 			r = e.ok("clients", "disconnect", hf.host)
 			if !bytes.Equal(readFile(t, path), orig) {
@@ -194,8 +198,8 @@ func TestClientsConnectHTTP(t *testing.T) {
 
 	e.notesDir()
 	dry := e.ok("clients", "connect", "gemini", "--http", "--dry-run")
-	r := e.ok("clients", "connect", "gemini", "--http", "--grant", "portal.notes.read")
-	store, err := client.HostStore(e.home, "gemini")
+	r := e.ok("clients", "connect", "gemini", "--http", "--agent", "gem", "--grant", "portal.notes.read")
+	store, err := client.HostStore(e.home, "gem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,12 +217,26 @@ func TestClientsConnectHTTP(t *testing.T) {
 	}
 	var grants []plexus.StandingGrant
 	e.jsonOut(&grants, "grants", "--json")
-	if len(grants) != 1 || grants[0].AgentID != "gemini" {
+	if len(grants) != 1 || grants[0].AgentID != "gem" {
 		t.Errorf("grants after connect --grant: %+v", grants)
 	}
-	again := e.ok("clients", "connect", "gemini", "--http")
-	gone := e.ok("clients", "disconnect", "gemini", "--revoke")
-	for _, run := range []cliRun{dry, r, again, gone} {
+	// The host's agent calls with the stored credential, as plexus mcp
+	// serve --agent does; clients list then says when.
+	asHost := *e
+	asHost.agentHome = store.Dir()
+	call := asHost.ok("agent", "call", "portal.notes.read", "path=hello.md")
+	var rows []hostStatus
+	e.jsonOut(&rows, "clients", "list", "--json")
+	i := slices.IndexFunc(rows, func(s hostStatus) bool { return s.Host == "gemini" && s.Scope == "user" })
+	if i < 0 || rows[i].Transport != "http" || rows[i].Agent != "gem" || rows[i].LastCall == nil {
+		t.Errorf("clients list after a call: %+v", rows)
+	}
+	again := e.ok("clients", "connect", "gemini", "--http", "--agent", "gem")
+	if !strings.Contains(again.stdout, "already connected") {
+		t.Errorf("connect --http again: %s", again)
+	}
+	gone := e.ok("clients", "disconnect", "gemini", "--revoke", "--agent", "gem")
+	for _, run := range []cliRun{dry, r, call, again, gone} {
 		if strings.Contains(run.stdout+run.stderr, pat) {
 			t.Errorf("the PAT was printed: %s", run)
 		}
@@ -234,7 +252,7 @@ func TestClientsConnectHTTP(t *testing.T) {
 	if !bytes.Equal(readFile(t, path), orig) {
 		t.Errorf("disconnect did not give back the file:\n%s", readFile(t, path))
 	}
-	if slices.Contains(e.agentIDs(), "gemini") {
+	if slices.Contains(e.agentIDs(), "gem") {
 		t.Error("--revoke left the agent")
 	}
 	if _, err := os.Stat(store.Dir()); !os.IsNotExist(err) {
@@ -294,5 +312,126 @@ func TestClientsConnectScopesAndCustom(t *testing.T) {
 	r = e.run("clients", "connect", "windsurf", "--scope", "project")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "no project file") {
 		t.Errorf("windsurf --scope project: %s", r)
+	}
+}
+
+// initializedEnv is a command line over an initialized home with no daemon
+// running: what `mcp import` needs, and proof that it starts nothing.
+func initializedEnv(t *testing.T) *cliEnv {
+	t.Helper()
+	e := offlineEnv(t, filepath.Join(t.TempDir(), "home"))
+	e.ok("init")
+	return e
+}
+
+// mcpServersOf reads mcp.json's servers.
+func (e *cliEnv) mcpServersOf() map[string]map[string]any {
+	e.t.Helper()
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(readFile(e.t, filepath.Join(e.home, "mcp.json")), &doc); err != nil {
+		e.t.Fatalf("mcp.json: %v", err)
+	}
+	return doc.MCPServers
+}
+
+// TestMCPImport: each host's servers go into mcp.json under their names,
+// in mcp.json's shape, whatever the host calls its keys; a name mcp.json
+// has is never overwritten; what mcp.json refuses stays out, with the
+// reason; importing again changes nothing.
+func TestMCPImport(t *testing.T) {
+	env := hostHome(t)
+	e := initializedEnv(t)
+	e.ok("mcp", "add", "github", "--url", "https://example.com/mcp")
+	before := e.mcpServersOf()["github"]
+
+	plantHostFile(t, env, "claude-code", "claude-code.json")
+	r := e.ok("mcp", "import", "claude-code")
+	if !strings.Contains(r.stdout, `"filesystem": imported`) || !strings.Contains(r.stdout, `"github": not imported: mcp.json already has`) {
+		t.Errorf("%s", r)
+	}
+	plantHostFile(t, env, "codex", "codex.toml")
+	r = e.ok("mcp", "import", "codex")
+	if !strings.Contains(r.stdout, `"docs": imported (not carried over: startup_timeout_sec)`) || !strings.Contains(r.stdout, "plexus secrets set") {
+		t.Errorf("%s", r)
+	}
+	plantHostFile(t, env, "gemini", "gemini.json")
+	r = e.ok("mcp", "import", "gemini")
+	if !strings.Contains(r.stdout, `"events": not imported:`) || !strings.Contains(r.stdout, "SSE") ||
+		!strings.Contains(r.stdout, `"git": imported (not carried over: cwd, timeout, trust)`) {
+		t.Errorf("%s", r)
+	}
+
+	got := e.mcpServersOf()
+	want := map[string]map[string]any{
+		"github":     before,
+		"filesystem": {"command": "npx", "args": []any{"-y", "@modelcontextprotocol/server-filesystem", "/home/owner/docs"}, "env": map[string]any{}},
+		"docs":       {"command": "npx", "args": []any{"-y", "@example/docs-mcp"}, "env": map[string]any{"DOCS_TOKEN": "t0k"}},
+		"figma":      {"url": "http://127.0.0.1:3845/mcp", "headers": map[string]any{"X-Figma-Region": "eu"}},
+		"git":        {"command": "uvx", "args": []any{"mcp-server-git"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mcp.json servers:\n got %v\nwant %v", got, want)
+	}
+
+	mcpJSON := readFile(t, filepath.Join(e.home, "mcp.json"))
+	r = e.ok("mcp", "import", "codex")
+	if !strings.Contains(r.stdout, `"docs": already in mcp.json`) || !bytes.Equal(readFile(t, filepath.Join(e.home, "mcp.json")), mcpJSON) {
+		t.Errorf("importing again: %s", r)
+	}
+
+	// Replacing in the host needs every server in mcp.json.
+	path, orig := plantHostFile(t, env, "gemini", "gemini.json")
+	r = e.run("mcp", "import", "gemini", "--replace-in-host")
+	if r.code != exitError || !strings.Contains(r.stderr, `keeps its servers: "github", "events"`) || !bytes.Equal(readFile(t, path), orig) {
+		t.Errorf("--replace-in-host with a server left out: %s", r)
+	}
+}
+
+// TestMCPImportReplaceInHost: with --replace-in-host the host's servers
+// move into mcp.json and its file keeps only the plexus entry, its agent
+// enrolled, the file as it was kept beside it.
+func TestMCPImportReplaceInHost(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	h, _ := hosts.Lookup("cursor")
+	path, err := h.Path(env, hosts.ScopeUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := []byte("{\n  // mine\n  \"mcpServers\": {\n    \"quiet\": {\"command\": \"/usr/bin/true\"},\n    \"local\": {\"url\": \"http://127.0.0.1:1/mcp\"}\n  },\n  \"theme\": \"dark\"\n}\n")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.ok("mcp", "import", "cursor", "--replace-in-host")
+	if !strings.Contains(r.stdout, `"quiet": imported`) || !strings.Contains(r.stdout, `Enrolled agent "cursor"`) {
+		t.Errorf("%s", r)
+	}
+	if got := e.mcpServersOf(); len(got) != 2 || got["quiet"]["command"] != "/usr/bin/true" || got["local"]["url"] != "http://127.0.0.1:1/mcp" {
+		t.Errorf("mcp.json servers: %v", got)
+	}
+	cfg, err := hosts.Read(h, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := cfg.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(servers) != 1 || servers[0].Name != hosts.EntryName {
+		t.Errorf("the host's servers after the move: %+v\n%s", servers, readFile(t, path))
+	}
+	if got := string(readFile(t, path)); !strings.Contains(got, "// mine") || !strings.Contains(got, `"theme": "dark"`) {
+		t.Errorf("the rest of the host's file changed:\n%s", got)
+	}
+	if !bytes.Equal(readFile(t, path+".plexus-backup"), orig) {
+		t.Error("no backup of the host's file as it was")
+	}
+	if !slices.Contains(e.agentIDs(), "cursor") {
+		t.Error("the host's agent was not enrolled")
 	}
 }

@@ -56,6 +56,7 @@ func mcpCommand() *cli.Command {
 				ArgsUsage: "<name>",
 				Action:    mcpRemove,
 			},
+			mcpImportCommand(),
 		},
 	}
 }
