@@ -533,6 +533,6 @@ func reportConnected(cmd *cli.Command, t hostTarget, e hosts.Entry) {
 	if e.HTTP() {
 		fmt.Fprintf(w, "The agent's PAT now sits in %s: anyone who can read that file can act as %q.\n", t.path, t.agent)
 	}
-	fmt.Fprintf(w, "%s reaches Plexus as agent %q once it reloads its MCP servers. Grant it capabilities with: plexus agents connect … or approve its requests (plexus pending).\n",
+	fmt.Fprintf(w, "%s reaches Plexus as agent %q once it reloads its MCP servers. A call it has no grant for waits for you: plexus pending, plexus approve <id>.\n",
 		t.host.Label, t.agent)
 }

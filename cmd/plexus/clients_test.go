@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
@@ -78,6 +79,20 @@ func (e *cliEnv) agentIDs() []string {
 		}
 	}
 	return ids
+}
+
+// listedHost is a row of `clients list --json`, decoded as a user of the
+// command would (not the command's own type, so the test moves freely).
+type listedHost struct {
+	Host      string     `json:"host"`
+	Scope     string     `json:"scope"`
+	Config    string     `json:"config"`
+	Installed bool       `json:"installed"`
+	Connected bool       `json:"connected"`
+	Transport string     `json:"transport"`
+	Agent     string     `json:"agent"`
+	Enrolled  bool       `json:"enrolled"`
+	LastCall  *time.Time `json:"lastCall"`
 }
 
 var testHostFiles = []struct{ host, file string }{
@@ -166,9 +181,9 @@ func TestClientsConnect(t *testing.T) {
 				t.Error("connecting again changed the file")
 			}
 
-			var rows []hostStatus
+			var rows []listedHost
 			e.jsonOut(&rows, "clients", "list", "--json")
-			i := slices.IndexFunc(rows, func(s hostStatus) bool { return s.Host == hf.host && s.Scope == "user" })
+			i := slices.IndexFunc(rows, func(s listedHost) bool { return s.Host == hf.host && s.Scope == "user" })
 			if i < 0 || !rows[i].Installed || !rows[i].Connected || rows[i].Agent != hf.host || !rows[i].Enrolled || rows[i].Config != path {
 				t.Errorf("clients list: %+v", rows)
 			}
@@ -225,9 +240,9 @@ func TestClientsConnectHTTP(t *testing.T) {
 	asHost := *e
 	asHost.agentHome = store.Dir()
 	call := asHost.ok("agent", "call", "portal.notes.read", "path=hello.md")
-	var rows []hostStatus
+	var rows []listedHost
 	e.jsonOut(&rows, "clients", "list", "--json")
-	i := slices.IndexFunc(rows, func(s hostStatus) bool { return s.Host == "gemini" && s.Scope == "user" })
+	i := slices.IndexFunc(rows, func(s listedHost) bool { return s.Host == "gemini" && s.Scope == "user" })
 	if i < 0 || rows[i].Transport != "http" || rows[i].Agent != "gem" || rows[i].LastCall == nil {
 		t.Errorf("clients list after a call: %+v", rows)
 	}
