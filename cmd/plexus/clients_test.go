@@ -241,7 +241,10 @@ func TestClientsConnectHTTP(t *testing.T) {
 	asHost.agentHome = store.Dir()
 	call := asHost.ok("agent", "call", "portal.notes.read", "path=hello.md")
 	var rows []listedHost
-	e.jsonOut(&rows, "clients", "list", "--json")
+	list := e.ok("clients", "list", "--json")
+	if err := json.Unmarshal([]byte(list.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
 	i := slices.IndexFunc(rows, func(s listedHost) bool { return s.Host == "gemini" && s.Scope == "user" })
 	if i < 0 || rows[i].Transport != "http" || rows[i].Agent != "gem" || rows[i].LastCall == nil {
 		t.Errorf("clients list after a call: %+v", rows)
@@ -251,7 +254,7 @@ func TestClientsConnectHTTP(t *testing.T) {
 		t.Errorf("connect --http again: %s", again)
 	}
 	gone := e.ok("clients", "disconnect", "gemini", "--revoke", "--agent", "gem")
-	for _, run := range []cliRun{dry, r, call, again, gone} {
+	for _, run := range []cliRun{dry, r, call, list, e.ok("clients", "list"), again, gone} {
 		if strings.Contains(run.stdout+run.stderr, pat) {
 			t.Errorf("the PAT was printed: %s", run)
 		}
@@ -290,6 +293,36 @@ func assertNotUnder(t *testing.T, root, secret, except string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClientsReconnect: a host whose agent is enrolled but whose entry
+// went away (disconnect without --revoke, a hand edit) gets its entry back
+// without a second enrollment.
+func TestClientsReconnect(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	path, _ := plantHostFile(t, env, "windsurf", "windsurf.json")
+	e.ok("clients", "connect", "windsurf")
+	connected := readFile(t, path)
+	store, err := client.HostStore(e.home, "windsurf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := store.Credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ok("clients", "disconnect", "windsurf")
+	r := e.ok("clients", "connect", "windsurf")
+	if !strings.Contains(r.stdout, "already enrolled") || strings.Contains(r.stdout, "Enrolled agent") {
+		t.Errorf("%s", r)
+	}
+	if !bytes.Equal(readFile(t, path), connected) {
+		t.Errorf("the entry did not come back as it was:\n%s", readFile(t, path))
+	}
+	if again, err := store.Credentials(); err != nil || again.PAT != first.PAT {
+		t.Error("the agent was enrolled again")
 	}
 }
 
