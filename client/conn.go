@@ -150,18 +150,41 @@ func (c *conn) send(ctx context.Context, r request) (int, []byte, error) {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	req, err := c.newRequest(ctx, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return 0, nil, fmt.Errorf("%s %s: %w at %s: %w", r.method, r.path, ErrUnreachable, c.base.Host, err)
+		}
+		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	data, err := readBody(resp, r.onEvent)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	return resp.StatusCode, data, nil
+}
+
+// newRequest is r as an HTTP request to the gateway: its body encoded, its
+// already-escaped path under the base URL, and its headers.
+func (c *conn) newRequest(ctx context.Context, r request) (*http.Request, error) {
 	var body io.Reader
 	if r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
-			return 0, nil, fmt.Errorf("%s %s: encode body: %w", r.method, r.path, err)
+			return nil, fmt.Errorf("%s %s: encode body: %w", r.method, r.path, err)
 		}
 		body = bytes.NewReader(b)
 	}
 	// r.path is already escaped (ids in it went through url.PathEscape).
 	unescaped, err := url.PathUnescape(r.path)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
 	u := *c.base
 	u.Path = c.base.Path + unescaped
@@ -169,7 +192,7 @@ func (c *conn) send(ctx context.Context, r request) (int, []byte, error) {
 	u.RawQuery = r.query.Encode()
 	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
 	req.Host = c.host
 	req.Header.Set("Accept", "application/json")
@@ -189,30 +212,27 @@ func (c *conn) send(ctx context.Context, r request) (int, []byte, error) {
 	if c.via != "" {
 		req.Header.Set(plexus.ViaHeader, c.via)
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return 0, nil, fmt.Errorf("%s %s: %w at %s: %w", r.method, r.path, ErrUnreachable, c.base.Host, err)
-		}
-		return 0, nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
-	}
-	defer resp.Body.Close()
-	if r.onEvent != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		data, err := readEvents(resp.Body, r.onEvent)
+	return req, nil
+}
+
+// readBody reads resp's body: the result event's data of a Server-Sent
+// Events answer when onEvent asks for one, else the body, up to maxBody.
+func readBody(resp *http.Response, onEvent func(typ string, data []byte)) ([]byte, error) {
+	if onEvent != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		data, err := readEvents(resp.Body, onEvent)
 		if err != nil {
-			return 0, nil, fmt.Errorf("%s %s: read stream: %w", r.method, r.path, err)
+			return nil, fmt.Errorf("read stream: %w", err)
 		}
-		return resp.StatusCode, data, nil
+		return data, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: read response: %w", r.method, r.path, err)
+		return nil, fmt.Errorf("read response: %w", err)
 	}
 	if len(data) > maxBody {
-		return 0, nil, fmt.Errorf("%s %s: response larger than %d bytes", r.method, r.path, maxBody)
+		return nil, fmt.Errorf("response larger than %d bytes", maxBody)
 	}
-	return resp.StatusCode, data, nil
+	return data, nil
 }
 
 // readEvents reads a Server-Sent Events body, handing each event to

@@ -2,6 +2,10 @@
 // [Agent] performs the agent loop (enroll → handshake → grant → invoke, with
 // token refresh and pending-grant waits) so that no agent hand-rolls auth, and
 // [Admin] speaks the owner's connection-key-gated /admin/api/* plane.
+// Beside them are the words a person reads of what the gateway answers:
+// a call's output and narration (render.go), the owner's tables (table.go)
+// and journal rows (activity.go), so the command line only wires flags to
+// them.
 //
 // The package holds credentials (a PAT, a connection-key, scoped tokens, the
 // session id) and must never log or print them, nor put them in an error

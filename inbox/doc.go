@@ -9,7 +9,9 @@
 // folders hold with what the journal holds and applies the difference
 // (reconcile.go: the loop and its hints; transition.go: what each state of a
 // decision and its file means; folder.go: reading, writing, recording and
-// removing files, in an order a crash cannot break).
+// removing files, in an order a crash cannot break). The same decision for a
+// terminal (plexus show, pending, approve and reject) is in term.go and
+// reach.go, quoted and escaped for a terminal rather than for Markdown.
 //
 // The package never decides anything itself: approvals, denials and
 // withdrawals go through the gateway's single decision function and

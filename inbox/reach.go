@@ -153,13 +153,4 @@ func TermSafe(s string) string {
 
 // verbsString is vs as the CLI lists verbs: comma-separated as given, "-"
 // for none.
-func verbsString(vs []plexus.Verb) string {
-	if len(vs) == 0 {
-		return "-"
-	}
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = string(v)
-	}
-	return strings.Join(s, ",")
-}
+func verbsString(vs []plexus.Verb) string { return dash(plexus.FormatVerbs(vs)) }

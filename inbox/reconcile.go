@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -309,6 +310,28 @@ func (r *Reconciler) pass(ctx context.Context) {
 	}()
 
 	ids := touched
+	r.addDue(ids)
+	for _, f := range folders {
+		if full || dirs[f] {
+			r.addFolder(f, full, ids)
+		}
+	}
+	if full {
+		r.addOpen(ctx, ids)
+	}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := r.one(ctx, id); err != nil && ctx.Err() == nil {
+			r.log.Error("inbox: reconcile a decision file", "id", id, "err", err)
+		}
+	}
+}
+
+// addDue adds to ids the decisions whose file is missing and those whose
+// recheck time has come.
+func (r *Reconciler) addDue(ids map[string]bool) {
 	for id := range r.missing {
 		ids[id] = true
 	}
@@ -318,66 +341,56 @@ func (r *Reconciler) pass(ctx context.Context) {
 			ids[id] = true
 		}
 	}
-	for _, f := range folders {
-		if !full && !dirs[f] {
+}
+
+// addFolder adds to ids the decisions whose file in folder f is to be read,
+// and those whose file is gone from f, where the daemon put it.
+func (r *Reconciler) addFolder(f string, full bool, ids map[string]bool) {
+	entries, err := os.ReadDir(r.dir(f))
+	if err != nil {
+		r.log.Warn("inbox: cannot read a decision folder", "folder", f, "err", err)
+		return
+	}
+	// A hinted look reads only the files that changed since they were
+	// last read (and the records whose file is gone, below). A full
+	// look reads every file in inbox/ and active/, where time alone
+	// changes what a file should be; in rejected/ and archive/ only
+	// arrivals matter, so unchanged files there are skipped even then.
+	settles := !full || f == plexus.FolderRejected || f == plexus.FolderArchive
+	present := map[string]bool{}
+	for _, e := range entries {
+		id, ok := IDFromName(e.Name())
+		if !ok {
 			continue
 		}
-		entries, err := os.ReadDir(r.dir(f))
-		if err != nil {
-			r.log.Warn("inbox: cannot read a decision folder", "folder", f, "err", err)
-			continue
-		}
-		// A hinted look reads only the files that changed since they were
-		// last read (and the records whose file is gone, below). A full
-		// look reads every file in inbox/ and active/, where time alone
-		// changes what a file should be; in rejected/ and archive/ only
-		// arrivals matter, so unchanged files there are skipped even then.
-		settles := !full || f == plexus.FolderRejected || f == plexus.FolderArchive
-		present := map[string]bool{}
-		for _, e := range entries {
-			id, ok := IDFromName(e.Name())
-			if !ok {
-				continue
-			}
-			present[id] = true
-			if !settles || r.changed(filepath.Join(r.dir(f), e.Name())) {
-				ids[id] = true
-			}
-		}
-		for id, rec := range r.records {
-			if rec.Folder == f && !present[id] {
-				ids[id] = true // gone from where the daemon put it
-			}
+		present[id] = true
+		if !settles || r.changed(filepath.Join(r.dir(f), e.Name())) {
+			ids[id] = true
 		}
 	}
-	if full {
-		var pend []plexus.Pending
-		err := r.store.View(ctx, func(tx plexus.StateTx) error {
-			var err error
-			pend, err = tx.PendingList(plexus.StatePending)
-			return err
-		})
-		if err != nil {
-			r.log.Error("inbox: list pending decisions", "err", err)
-		}
-		for _, p := range pend {
-			ids[p.ID] = true
-		}
-		for id := range r.records {
-			ids[id] = true // an active grant's window may have ended
+	for id, rec := range r.records {
+		if rec.Folder == f && !present[id] {
+			ids[id] = true // gone from where the daemon put it
 		}
 	}
-	list := make([]string, 0, len(ids))
-	for id := range ids {
-		list = append(list, id)
+}
+
+// addOpen adds to ids, for a full look, every pending decision and every
+// decision with a file on record (an active grant's window may have ended).
+func (r *Reconciler) addOpen(ctx context.Context, ids map[string]bool) {
+	var pend []plexus.Pending
+	err := r.store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		pend, err = tx.PendingList(plexus.StatePending)
+		return err
+	})
+	if err != nil {
+		r.log.Error("inbox: list pending decisions", "err", err)
 	}
-	slices.Sort(list)
-	for _, id := range list {
-		if ctx.Err() != nil {
-			return
-		}
-		if err := r.one(ctx, id); err != nil && ctx.Err() == nil {
-			r.log.Error("inbox: reconcile a decision file", "id", id, "err", err)
-		}
+	for _, p := range pend {
+		ids[p.ID] = true
+	}
+	for id := range r.records {
+		ids[id] = true // an active grant's window may have ended
 	}
 }

@@ -78,30 +78,54 @@ func Stamp(b []byte, s StampOptions) ([]byte, error) {
 	if s.Reason != "" {
 		want.Reason = s.Reason
 	}
-	narrow := map[string]string{} // capability id → the window written for it
+	var narrow map[string]string
 	if s.Window != nil {
-		w, err := FormatWindow(*s.Window)
-		if err != nil {
-			return nil, fmt.Errorf("stamp: %w", err)
-		}
-		canon, err := ParseWindow(w) // how the file will read it back
-		if err != nil {
-			return nil, fmt.Errorf("stamp: %w", err)
-		}
-		var asked []string
-		for i, c := range want.Capabilities {
-			has, _ := FormatWindow(c.Window)
-			asked = append(asked, c.ID+" "+has)
-			if auth.Narrower(*s.Window, c.Window) {
-				narrow[c.ID] = w
-				want.Capabilities[i].Window = canon
-			}
-		}
-		if len(narrow) == 0 {
-			return nil, &WindowError{Window: w, Asked: asked}
+		if narrow, err = narrowWindows(want.Capabilities, *s.Window); err != nil {
+			return nil, err
 		}
 	}
+	out, err := stampFrontmatter(b, by, s.Reason, narrow)
+	if err != nil {
+		return nil, err
+	}
+	if err := readsBackAs(out, want); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
+// narrowWindows sets window on each of caps that asked for a longer one
+// (as the file will read it back) and returns, by capability id, the
+// window to write for each; a [*WindowError] when it narrows none.
+func narrowWindows(caps []FileCapability, window plexus.TrustWindow) (map[string]string, error) {
+	w, err := FormatWindow(window)
+	if err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	canon, err := ParseWindow(w) // how the file will read it back
+	if err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	narrow := map[string]string{} // capability id → the window written for it
+	var asked []string
+	for i, c := range caps {
+		has, _ := FormatWindow(c.Window)
+		asked = append(asked, c.ID+" "+has)
+		if auth.Narrower(window, c.Window) {
+			narrow[c.ID] = w
+			caps[i].Window = canon
+		}
+	}
+	if len(narrow) == 0 {
+		return nil, &WindowError{Window: w, Asked: asked}
+	}
+	return narrow, nil
+}
+
+// stampFrontmatter writes by, via cli, reason (when given) and the narrowed
+// windows into b's frontmatter, edited as a YAML tree, and keeps every
+// other byte of b.
+func stampFrontmatter(b []byte, by, reason string, narrow map[string]string) ([]byte, error) {
 	lo, hi, ok := frontmatterSpan(b)
 	if !ok {
 		return nil, errors.New("stamp: no frontmatter found in a file Parse read") // Parse and frontmatterSpan disagree
@@ -116,8 +140,8 @@ func Stamp(b []byte, s StampOptions) ([]byte, error) {
 	m := doc.Content[0]
 	setField(m, "decided_by", by)
 	setField(m, "via", plexus.ViaCLI)
-	if s.Reason != "" {
-		setField(m, "reason", s.Reason)
+	if reason != "" {
+		setField(m, "reason", reason)
 	}
 	if len(narrow) > 0 {
 		setWindows(m, narrow)
@@ -134,23 +158,26 @@ func Stamp(b []byte, s StampOptions) ([]byte, error) {
 		return nil, fmt.Errorf("stamp: %w", err)
 	}
 	out := make([]byte, 0, len(b)+fm.Len()-(hi-lo))
-	out = append(append(append(out, b[:lo]...), fm.Bytes()...), b[hi:]...)
+	return append(append(append(out, b[:lo]...), fm.Bytes()...), b[hi:]...), nil
+}
 
-	// The stamped file must say what the file said, plus the stamp: a
-	// rewrite that changed anything else (a value re-read differently, a
-	// line that ends the frontmatter early) is not the owner's file.
+// readsBackAs checks that the stamped file says what the file said, plus
+// the stamp (want): a rewrite that changed anything else (a value re-read
+// differently, a line that ends the frontmatter early) is not the owner's
+// file.
+func readsBackAs(out []byte, want File) error {
 	got, err := Parse(out)
 	if err != nil {
-		return nil, fmt.Errorf("stamp: the stamped file does not read back: %w", err)
+		return fmt.Errorf("stamp: the stamped file does not read back: %w", err)
 	}
 	// The owner's notes are compared as YAML (their nodes also hold
 	// positions, which a rewrite moves).
 	notesSame := got.Notes.Equal(want.Notes)
 	got.Notes, want.Notes = Notes{}, Notes{}
 	if !notesSame || !reflect.DeepEqual(*got, want) {
-		return nil, errors.New("stamp: the stamped file does not read back as the file with only the stamp changed")
+		return errors.New("stamp: the stamped file does not read back as the file with only the stamp changed")
 	}
-	return out, nil
+	return nil
 }
 
 // frontmatterSpan returns the byte range of the YAML between b's opening

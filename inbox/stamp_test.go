@@ -178,3 +178,46 @@ func TestStampRefused(t *testing.T) {
 		}
 	})
 }
+
+// narrowWindows writes the shorter window only on the capabilities that
+// asked longer, spelled as the file reads it back, and refuses a window
+// that narrows none.
+func TestNarrowWindows(t *testing.T) {
+	custom := func(d time.Duration) plexus.TrustWindow {
+		return plexus.TrustWindow{Kind: plexus.WindowCustom, Ms: d.Milliseconds()}
+	}
+	caps := func() []FileCapability {
+		return []FileCapability{
+			{ID: "a.week", Window: *window(plexus.Window7d)},
+			{ID: "a.hour", Window: *window(plexus.Window1h)},
+		}
+	}
+	for _, tt := range []struct {
+		name       string
+		window     plexus.TrustWindow
+		wantNarrow map[string]string
+		wantWeek   plexus.TrustWindow
+		wantErr    bool
+	}{
+		{"OneOfTwo", *window(plexus.Window1d), map[string]string{"a.week": "1d"}, *window(plexus.Window1d), false},
+		{"CustomAsLongAsANameReadsAsTheName", custom(24 * time.Hour), map[string]string{"a.week": "1d"}, *window(plexus.Window1d), false},
+		{"Custom", custom(36 * time.Hour), map[string]string{"a.week": "1d12h"}, custom(36 * time.Hour), false},
+		{"Both", *window(plexus.WindowOnce), map[string]string{"a.week": "once", "a.hour": "once"}, *window(plexus.WindowOnce), false},
+		{"ErrWidensAll", *window(plexus.WindowUntilRevoked), nil, *window(plexus.Window7d), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := caps()
+			got, err := narrowWindows(cs, tt.window)
+			var we *WindowError
+			if tt.wantErr != errors.As(err, &we) {
+				t.Fatalf("err = %v, want a WindowError: %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.wantNarrow, got); diff != "" {
+				t.Errorf("narrowed (-want +got):\n%s", diff)
+			}
+			if !tt.wantErr && cs[0].Window != tt.wantWeek {
+				t.Errorf("a.week's window = %+v, want %+v", cs[0].Window, tt.wantWeek)
+			}
+		})
+	}
+}

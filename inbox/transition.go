@@ -76,21 +76,49 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 	}
 	here, blind := r.locate(id)
 	if len(here) > 1 {
-		// A move made while locate looked (a file read in inbox/, then
-		// found again in active/) shows one file in two folders: a copy
-		// gone since is not one.
-		here = slices.DeleteFunc(here, func(c *copyOf) bool {
-			_, err := os.Lstat(c.path)
-			return errors.Is(err, os.ErrNotExist)
-		})
+		here = withoutVanished(here)
 	}
 	if s.p == nil {
 		delete(r.missing, id)
 		return r.unknown(ctx, id, here)
 	}
+	here, stale, err := r.setAsideStale(ctx, &s, here)
+	if err != nil {
+		return err
+	}
+	if len(here) > 1 {
+		r.reportConflict(id, s.p, here)
+		return nil
+	}
+	var c *copyOf
+	if len(here) == 1 {
+		c = here[0]
+	}
+	if c == nil && blind {
+		return nil // a folder could not be read: absence proves nothing
+	}
+	if c != nil {
+		delete(r.missing, id)
+	}
+	return r.apply(ctx, id, s, c, stale)
+}
+
+// withoutVanished drops the copies gone since locate saw them: a move made
+// while locate looked (a file read in inbox/, then found again in active/)
+// shows one file in two folders.
+func withoutVanished(here []*copyOf) []*copyOf {
+	return slices.DeleteFunc(here, func(c *copyOf) bool {
+		_, err := os.Lstat(c.path)
+		return errors.Is(err, os.ErrNotExist)
+	})
+}
+
+// setAsideStale takes out of here the copies that are the daemon's own
+// leftovers, to be removed once the decision is dealt with, and returns
+// what remains and those.
+func (r *Reconciler) setAsideStale(ctx context.Context, s *state, here []*copyOf) (rest, stale []*copyOf, err error) {
 	// Copies the daemon's last write replaced and was about to remove when
 	// a crash stopped it are its own leftovers, whatever else is there.
-	var stale []*copyOf
 	if s.rec != nil && len(s.rec.Prev) > 0 {
 		here = slices.DeleteFunc(here, func(c *copyOf) bool {
 			if slices.Contains(s.rec.Prev, plexus.FilePlace{Folder: c.folder, Sum: c.sum}) {
@@ -105,7 +133,7 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 			rec := *s.rec
 			rec.Prev = nil
 			if err := r.record(ctx, rec); err != nil {
-				return err
+				return nil, nil, err
 			}
 			s.rec = &rec
 		}
@@ -123,25 +151,23 @@ func (r *Reconciler) one(ctx context.Context, id string) error {
 			return false
 		})
 	}
-	if len(here) > 1 {
-		where := make([]string, len(here))
-		for i, c := range here {
-			where[i] = c.folder + "/"
-		}
-		r.report(id, "conflict:"+strings.Join(where, ","), "inbox.conflict", plexus.Activity{TraceID: s.p.TraceID, AgentID: s.p.AgentID, Target: id,
-			Payload: map[string]any{"folders": where, "problem": "the decision's file is in more than one folder; keep one"}})
-		return nil
+	return here, stale, nil
+}
+
+// reportConflict tells the owner that p's file is in more than one folder.
+func (r *Reconciler) reportConflict(id string, p *plexus.Pending, here []*copyOf) {
+	where := make([]string, len(here))
+	for i, c := range here {
+		where[i] = c.folder + "/"
 	}
-	var c *copyOf
-	if len(here) == 1 {
-		c = here[0]
-	}
-	if c == nil && blind {
-		return nil // a folder could not be read: absence proves nothing
-	}
-	if c != nil {
-		delete(r.missing, id)
-	}
+	r.report(id, "conflict:"+strings.Join(where, ","), "inbox.conflict", plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, Target: id,
+		Payload: map[string]any{"folders": where, "problem": "the decision's file is in more than one folder; keep one"}})
+}
+
+// apply brings the decision's file c (nil when there is none) in line with
+// the pending or decided s, then removes the stale copies.
+func (r *Reconciler) apply(ctx context.Context, id string, s state, c *copyOf, stale []*copyOf) error {
+	var err error
 	if s.p.State == plexus.StatePending {
 		err = r.pending(ctx, s, c, stale)
 	} else {
@@ -401,28 +427,11 @@ func (r *Reconciler) refuse(ctx context.Context, s state, c *copyOf, stale []*co
 func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*copyOf) error {
 	p, rec := s.p, s.rec
 	want, ended := r.desired(s)
-	if c == nil && rec != nil && rec.Folder == plexus.FolderActive && want == plexus.FolderActive {
-		if !r.gone(p.ID) {
-			return nil
-		}
-		return r.revoke(ctx, s, nil, stale, r.absence(p.ID, plexus.FolderActive))
+	if c == nil {
+		return r.decidedWithoutFile(ctx, s, want, ended, stale)
 	}
 	delete(r.missing, p.ID) // whatever was missing is settled below
-	if c == nil {
-		switch {
-		case rec == nil || rec.Folder == plexus.FolderInbox:
-			// Never written, or decided elsewhere while its file was away.
-			b, err := r.render(*p, "", ended, Notes{})
-			if err != nil {
-				return err
-			}
-			return r.put(ctx, p.ID, want, b, stale)
-		case rec.Folder != "":
-			// The owner deleted a decided file: it stays deleted.
-			return r.record(ctx, plexus.DecisionFile{PendingID: p.ID, Folder: "", Sum: rec.Sum})
-		}
-		return nil
-	}
+
 	ours := rec != nil && rec.Folder == c.folder // the daemon put it there
 	// The file whose move into active/ approved this decision, not filed
 	// yet, belongs wherever the decision now does: its grant may have ended
@@ -451,19 +460,7 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 		// The state changed through another channel (decided by the CLI or
 		// the admin API, expired, used, revoked, its window ended): the
 		// daemon moves its file.
-		var b []byte
-		var err error
-		if c.sum == rec.Sum {
-			b, err = r.render(*p, "", ended, Notes{})
-		} else {
-			b = Annotate(c.b, "this decision is now "+describeState(*p, ended)+"; your edits of this file were not applied")
-		}
-		if err != nil {
-			return err
-		}
-		return r.put(ctx, p.ID, want, b, append(stale, c),
-			&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.moved", Target: p.ID,
-				Payload: map[string]any{"from": c.folder, "to": want, "why": describeState(*p, ended)}})
+		return r.moveOurs(ctx, s, c, want, ended, stale)
 	default:
 		// The owner moved a decided file somewhere it does not belong: a
 		// decision is made once; moving its file again changes nothing.
@@ -473,6 +470,55 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 			&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.refused", Target: p.ID,
 				Payload: map[string]any{"folder": c.folder, "problem": note}})
 	}
+}
+
+// decidedWithoutFile handles a decided decision with no file in any
+// folder. An approved file gone from active/ revokes the decision once it
+// has stayed gone for the grace period; a file never written, or decided
+// elsewhere while it was away, is written where it belongs; one the owner
+// deleted stays deleted.
+func (r *Reconciler) decidedWithoutFile(ctx context.Context, s state, want, ended string, stale []*copyOf) error {
+	p, rec := s.p, s.rec
+	if rec != nil && rec.Folder == plexus.FolderActive && want == plexus.FolderActive {
+		if !r.gone(p.ID) {
+			return nil
+		}
+		return r.revoke(ctx, s, nil, stale, r.absence(p.ID, plexus.FolderActive))
+	}
+	delete(r.missing, p.ID) // whatever was missing is settled below
+	switch {
+	case rec == nil || rec.Folder == plexus.FolderInbox:
+		// Never written, or decided elsewhere while its file was away.
+		b, err := r.render(*p, "", ended, Notes{})
+		if err != nil {
+			return err
+		}
+		return r.put(ctx, p.ID, want, b, stale)
+	case rec.Folder != "":
+		// The owner deleted a decided file: it stays deleted.
+		return r.record(ctx, plexus.DecisionFile{PendingID: p.ID, Folder: "", Sum: rec.Sum})
+	}
+	return nil
+}
+
+// moveOurs moves the daemon's own file c of decided s to want: rendered
+// anew, or, when the owner edited it, annotated that the edits were not
+// applied.
+func (r *Reconciler) moveOurs(ctx context.Context, s state, c *copyOf, want, ended string, stale []*copyOf) error {
+	p := s.p
+	var b []byte
+	var err error
+	if c.sum == s.rec.Sum {
+		b, err = r.render(*p, "", ended, Notes{})
+	} else {
+		b = Annotate(c.b, "this decision is now "+describeState(*p, ended)+"; your edits of this file were not applied")
+	}
+	if err != nil {
+		return err
+	}
+	return r.put(ctx, p.ID, want, b, append(stale, c),
+		&plexus.Activity{TraceID: p.TraceID, AgentID: p.AgentID, ActionType: "inbox.moved", Target: p.ID,
+			Payload: map[string]any{"from": c.folder, "to": want, "why": describeState(*p, ended)}})
 }
 
 // redecided is the file of a decided decision that reached its folder: the

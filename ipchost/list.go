@@ -1,8 +1,12 @@
 package ipchost
 
 import (
+	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/transports/ipc"
@@ -40,4 +44,39 @@ func Rows(configs map[string]plexus.ProviderConfig, live map[string]plexus.Provi
 		rows = append(rows, Row{ProviderStatus: st, Running: ok})
 	}
 	return rows
+}
+
+// WriteRows prints rows for a person (plexus providers list): state,
+// health while it runs, tools, restarts and the command line.
+func WriteRows(w io.Writer, rows []Row) error {
+	t := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(t, "ID\tSTATE\tHEALTH\tTOOLS\tRESTARTS\tCOMMAND")
+	for _, r := range rows {
+		health := "-"
+		if r.Running {
+			health = string(r.Health.Status)
+			if r.Health.Detail != "" {
+				health += " (" + r.Health.Detail + ")"
+			}
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.State, health, len(r.Tools), r.Restarts,
+			strings.Join(append([]string{r.Command}, r.Args...), " "))
+	}
+	return t.Flush()
+}
+
+// WriteReload says what a daemon did to apply providers.json: the
+// providers it started, restarted and stopped, or that nothing changed.
+func WriteReload(w io.Writer, resp plexus.ProvidersReloadResponse) {
+	for _, x := range []struct {
+		what string
+		ids  []string
+	}{{"started", resp.Added}, {"restarted", resp.Restarted}, {"stopped", resp.Removed}} {
+		if len(x.ids) > 0 {
+			fmt.Fprintf(w, "Plexus %s: %s\n", x.what, strings.Join(x.ids, ", "))
+		}
+	}
+	if len(resp.Added)+len(resp.Restarted)+len(resp.Removed) == 0 {
+		fmt.Fprintln(w, "Plexus already runs what providers.json declares.")
+	}
 }

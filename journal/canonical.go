@@ -55,39 +55,12 @@ func appendPayloadJSON(dst []byte, v any) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // encoding/json's order: byte-wise
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, k)
-			dst = append(dst, ':')
-			var err error
-			if dst, err = appendPayloadJSON(dst, v[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
+		return appendPayloadObject(dst, v)
 	case []any:
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		dst = append(dst, '[')
-		for i, e := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = appendPayloadJSON(dst, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, ']'), nil
+		return appendPayloadArray(dst, v)
 	case []string:
 		if v == nil {
 			return append(dst, "null"...), nil
@@ -108,6 +81,44 @@ func appendPayloadJSON(dst []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, b...), nil
+}
+
+// appendPayloadObject appends the canonical JSON of a payload object, its
+// keys in encoding/json's order (byte-wise).
+func appendPayloadObject(dst []byte, v map[string]any) ([]byte, error) {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendPayloadJSON(dst, v[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendPayloadArray appends the canonical JSON of a payload array.
+func appendPayloadArray(dst []byte, v []any) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, e := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendPayloadJSON(dst, e); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, ']'), nil
 }
 
 // appendCanonicalRow appends the hashed content of r (docs/journal.md):

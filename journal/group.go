@@ -250,43 +250,7 @@ func (b *batch) run(conn *sql.Conn) {
 	savepoints := len(b.ws) > 1
 	head := new(chainHead)
 	for _, w := range b.ws {
-		if err := w.ctx.Err(); err != nil {
-			w.err, w.settled = fmt.Errorf("journal update: %w", err), true
-			continue
-		}
-		if savepoints {
-			if _, err := sqltx.ExecContext(bg, "SAVEPOINT group_item"); err != nil {
-				b.fail(fmt.Errorf("journal update: savepoint: %w", err))
-				return
-			}
-		}
-		before := *head
-		ctx := w.ctx
-		if ctx.Done() != nil {
-			ctx = context.WithoutCancel(ctx)
-		}
-		t := &tx{ctx: ctx, db: b.db, q: sqltx, head: head}
-		fnErr := w.call(t)
-		if fnErr == nil {
-			w.t = t
-			if savepoints {
-				if _, err := sqltx.ExecContext(bg, "RELEASE group_item"); err != nil {
-					b.fail(fmt.Errorf("journal update: release savepoint: %w", err))
-					return
-				}
-			}
-			continue
-		}
-		// Undo this fn only: its rows, its events and its chain links.
-		w.err, w.settled = fnErr, true
-		t.forget()
-		*head = before
-		if !savepoints {
-			b.rollback()
-			return
-		}
-		if _, err := sqltx.ExecContext(bg, "ROLLBACK TO group_item; RELEASE group_item"); err != nil {
-			b.fail(fmt.Errorf("journal update: rollback to savepoint: %w", err))
+		if !b.runOne(bg, w, head, savepoints) {
 			return
 		}
 	}
@@ -297,9 +261,61 @@ func (b *batch) run(conn *sql.Conn) {
 		b.fail(fmt.Errorf("journal update: commit: %w", err))
 		return
 	}
-	// Committed: settle every caller first, so that nothing after this
-	// point can report a rollback. Still holding the writer, the mirror
-	// lines are appended in commit order.
+	b.settle()
+}
+
+// runOne runs w's fn inside the batch's transaction, under its own
+// savepoint when the batch has several, and undoes only that fn when it
+// fails. It returns false when the batch ended with it (failed or rolled
+// back whole, every waiter settled).
+func (b *batch) runOne(bg context.Context, w *waiter, head *chainHead, savepoints bool) bool {
+	sqltx := b.sqltx
+	if err := w.ctx.Err(); err != nil {
+		w.err, w.settled = fmt.Errorf("journal update: %w", err), true
+		return true
+	}
+	if savepoints {
+		if _, err := sqltx.ExecContext(bg, "SAVEPOINT group_item"); err != nil {
+			b.fail(fmt.Errorf("journal update: savepoint: %w", err))
+			return false
+		}
+	}
+	before := *head
+	ctx := w.ctx
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	t := &tx{ctx: ctx, db: b.db, q: sqltx, head: head}
+	fnErr := w.call(t)
+	if fnErr == nil {
+		w.t = t
+		if savepoints {
+			if _, err := sqltx.ExecContext(bg, "RELEASE group_item"); err != nil {
+				b.fail(fmt.Errorf("journal update: release savepoint: %w", err))
+				return false
+			}
+		}
+		return true
+	}
+	// Undo this fn only: its rows, its events and its chain links.
+	w.err, w.settled = fnErr, true
+	t.forget()
+	*head = before
+	if !savepoints {
+		b.rollback()
+		return false
+	}
+	if _, err := sqltx.ExecContext(bg, "ROLLBACK TO group_item; RELEASE group_item"); err != nil {
+		b.fail(fmt.Errorf("journal update: rollback to savepoint: %w", err))
+		return false
+	}
+	return true
+}
+
+// settle runs once the batch committed: every caller is settled first, so
+// that nothing after this point can report a rollback. Still holding the
+// writer, the mirror lines are appended in commit order.
+func (b *batch) settle() {
 	var rows []mirrorRow
 	for _, w := range b.ws {
 		if w.t != nil {

@@ -111,15 +111,26 @@ func (f *File) Server(name string) (Server, error) {
 // path: the client's own rules, the "type" and the secret references'
 // names. Secret values are not looked up here ([ResolveSecrets] does).
 func ParseServer(path, name string, raw json.RawMessage) (Server, error) {
-	bad := func(format string, a ...any) (Server, error) {
-		return Server{}, &ConfigError{Path: path, Server: name, Problem: fmt.Sprintf(format, a...)}
-	}
 	if !mcpclient.ValidName(name) {
-		return bad("a server name is 1 to 60 of a-z, 0-9, '_' and '-', starting with a letter or digit")
+		return Server{}, &ConfigError{Path: path, Server: name,
+			Problem: "a server name is 1 to 60 of a-z, 0-9, '_' and '-', starting with a letter or digit"}
 	}
+	s, problem := decodeServer(name, raw)
+	if problem == "" {
+		problem = checkServer(s)
+	}
+	if problem != "" {
+		return Server{}, &ConfigError{Path: path, Server: name, Problem: problem}
+	}
+	return s, nil
+}
+
+// decodeServer reads raw as server name's entry, noting the keys Plexus
+// does not read; it returns the problem with a value of the wrong type.
+func decodeServer(name string, raw json.RawMessage) (Server, string) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
-		return bad("not a JSON object")
+		return Server{}, "not a JSON object"
 	}
 	s := Server{Name: name, Raw: raw}
 	for k := range keys {
@@ -140,9 +151,9 @@ func ParseServer(path, name string, raw json.RawMessage) (Server, error) {
 	if err := json.Unmarshal(raw, &typed); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return bad("%q must be %s", te.Field, te.Type.String())
+			return Server{}, fmt.Sprintf("%q must be %s", te.Field, te.Type.String())
 		}
-		return bad("%v", err)
+		return Server{}, err.Error()
 	}
 	s.Args, s.Env, s.Headers, s.Type, s.Disabled = typed.Args, typed.Env, typed.Headers, typed.Type, typed.Disabled
 	if typed.Command != nil {
@@ -151,6 +162,12 @@ func ParseServer(path, name string, raw json.RawMessage) (Server, error) {
 	if typed.URL != nil {
 		s.URL = *typed.URL
 	}
+	return s, ""
+}
+
+// checkServer returns what is wrong with s, "" when nothing is: the
+// client's own rules, the "type", and each secret reference's name.
+func checkServer(s Server) string {
 	// The client's own rules (one of command and url, loopback-only plain
 	// http, no PLEXUS_* env, no SDK-managed headers, …), with secret
 	// references still unresolved: they are checked by name below.
@@ -158,19 +175,19 @@ func ParseServer(path, name string, raw json.RawMessage) (Server, error) {
 	if err := cfg.Validate(); err != nil {
 		var ce *mcpclient.ConfigError
 		if errors.As(err, &ce) {
-			return bad("%s: %s", ce.Field, ce.Problem)
+			return ce.Field + ": " + ce.Problem
 		}
-		return bad("%v", err)
+		return err.Error()
 	}
 	switch s.Type {
 	case "", "stdio", "http", "streamable-http", "streamableHttp":
 	case "sse":
-		return bad(`the legacy SSE transport is not supported; use the server's Streamable HTTP endpoint ("url", type "http")`)
+		return `the legacy SSE transport is not supported; use the server's Streamable HTTP endpoint ("url", type "http")`
 	default:
-		return bad(`"type" %q is not one of stdio, http`, s.Type)
+		return fmt.Sprintf(`"type" %q is not one of stdio, http`, s.Type)
 	}
 	if s.Type == "stdio" && s.Command == "" || s.Type != "" && s.Type != "stdio" && s.URL == "" {
-		return bad(`"type" %q does not match the entry (a "command" is stdio, a "url" is http)`, s.Type)
+		return fmt.Sprintf(`"type" %q does not match the entry (a "command" is stdio, a "url" is http)`, s.Type)
 	}
 	// In a fixed order, so that the same file always names the same fault.
 	for _, section := range []struct {
@@ -181,12 +198,12 @@ func ParseServer(path, name string, raw json.RawMessage) (Server, error) {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			for _, ref := range secretRef.FindAllStringSubmatch(m[k], -1) {
 				if !platform.ValidSecretName(ref[1]) {
-					return bad("%s.%s names the secret %q, which is not a secret name", field, k, ref[1])
+					return fmt.Sprintf("%s.%s names the secret %q, which is not a secret name", field, k, ref[1])
 				}
 			}
 		}
 	}
-	return s, nil
+	return ""
 }
 
 // SecretNames lists the secrets s refers to, sorted and without duplicates.
@@ -251,4 +268,25 @@ func (s Server) Where() string {
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
+}
+
+// EntryOf is a server's mcp.json entry as `plexus mcp add` writes it: a
+// command with its args, or a url; env and headers when given.
+func EntryOf(command string, args []string, url string, env, headers map[string]string) (json.RawMessage, error) {
+	entry := map[string]any{}
+	if url != "" {
+		entry["url"] = url
+	} else {
+		entry["command"] = command
+		if len(args) > 0 {
+			entry["args"] = args
+		}
+	}
+	if env != nil {
+		entry["env"] = env
+	}
+	if headers != nil {
+		entry["headers"] = headers
+	}
+	return json.Marshal(entry)
 }

@@ -149,3 +149,29 @@ func TestServerWhere(t *testing.T) {
 		})
 	}
 }
+
+func TestEntryOf(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		command, url string
+		args         []string
+		env, headers map[string]string
+		want         string
+	}{
+		{"Command", "/bin/srv", "", nil, nil, nil, `{"command":"/bin/srv"}`},
+		{"CommandArgsEnv", "npx", "", []string{"-y", "pkg"}, map[string]string{"K": "${secret:k}"}, nil,
+			`{"args":["-y","pkg"],"command":"npx","env":{"K":"${secret:k}"}}`},
+		{"URLHeaders", "", "https://x.example/mcp", nil, nil, map[string]string{"Authorization": "Bearer ${secret:t}"},
+			`{"headers":{"Authorization":"Bearer ${secret:t}"},"url":"https://x.example/mcp"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := EntryOf(tt.command, tt.args, tt.url, tt.env, tt.headers)
+			if err != nil || string(raw) != tt.want {
+				t.Errorf("EntryOf = %s, %v; want %s", raw, err, tt.want)
+			}
+			if _, err := ParseServer("mcp.json", "s", raw); err != nil {
+				t.Errorf("ParseServer refuses what EntryOf wrote: %v", err)
+			}
+		})
+	}
+}

@@ -2,7 +2,10 @@ package mcphost
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/plexus-gw/plexus"
 )
@@ -42,4 +45,47 @@ func ListItems(doc *File, live map[string]plexus.SourceStatus, missing func(Serv
 		items = append(items, it)
 	}
 	return items
+}
+
+// WriteList prints items for a person (plexus mcp list): a table of the
+// servers and their state, then what Plexus ignores in the file and what
+// it holds for the owner. running says whether a daemon answered.
+func WriteList(w io.Writer, items []ListItem, running bool) error {
+	t := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(t, "NAME\tSERVER\tENTRIES\tHELD\tSTATE")
+	for _, it := range items {
+		entries, held, state := "-", "-", "not running"
+		switch {
+		case it.Problem != "":
+			state = "not started: " + it.Problem
+		case it.Disabled:
+			state = "disabled"
+		case it.Source != nil:
+			entries = fmt.Sprint(it.Source.Entries)
+			held = fmt.Sprint(len(it.Source.Held))
+			state = string(it.Source.Health.Status)
+			if it.Source.Health.Detail != "" {
+				state += " (" + it.Source.Health.Detail + ")"
+			}
+		case running:
+			state = "not listed yet"
+		}
+		describe := it.Describe()
+		if describe == "" {
+			describe = "-"
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", it.Name, describe, entries, held, state)
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if len(it.Ignored) > 0 {
+			fmt.Fprintf(w, "%s: Plexus ignores %s (kept in the file).\n", it.Name, strings.Join(it.Ignored, ", "))
+		}
+		if it.Source != nil && len(it.Source.Held) > 0 {
+			fmt.Fprintf(w, "%s: held until you decide (plexus pending): %s\n", it.Name, strings.Join(it.Source.Held, ", "))
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -50,8 +51,24 @@ func (r *Registry) rebuildLocked() change {
 	skip := func(st *sourceState, s Skip) {
 		skips[st] = append(skips[st], s)
 	}
+	cands := r.claim(skip)
+	settleWorkflows(cands, skip)
+	next := r.stamp(cands)
+	r.recordSkips(skips)
 
-	// 1. Validate each entry alone, and claim ids in source add order.
+	ch := diff(r.snap, next)
+	r.snap = next
+	if !ch.empty() {
+		r.revision++
+		ch.rev = r.revision
+	}
+	return ch
+}
+
+// claim validates each scanned entry alone and lets sources claim ids in
+// their add order: the first source keeps an id, a later one is skipped
+// with the owner named.
+func (r *Registry) claim(skip func(*sourceState, Skip)) map[string]*candidate {
 	cands := make(map[string]*candidate)
 	for _, st := range r.order {
 		sid := st.src.ID()
@@ -78,10 +95,14 @@ func (r *Registry) rebuildLocked() change {
 			cands[e.ID] = &candidate{e: e, src: st, raw: raw}
 		}
 	}
+	return cands
+}
 
-	// 2. Workflows: every member must be a present, invocable entry whose
-	// grants cover the member verbs, and workflows must not form cycles.
-	// Dropping one workflow can orphan another, so iterate to a fixpoint.
+// settleWorkflows drops the workflows whose members are not present,
+// invocable entries whose grants cover the member verbs, and those in a
+// cycle, then raises each survivor's verbs to its members'. Dropping one
+// workflow can orphan another, so it iterates to a fixpoint.
+func settleWorkflows(cands map[string]*candidate, skip func(*sourceState, Skip)) {
 	for {
 		dropped := dropBadWorkflows(cands, skip)
 		dropped += dropCycles(cands, skip)
@@ -90,13 +111,13 @@ func (r *Registry) rebuildLocked() change {
 		}
 	}
 	raiseWorkflows(cands)
+}
 
-	// 3. Stamp and fingerprint.
-	ids := make([]string, 0, len(cands))
-	for id := range cands {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+// stamp builds the next snapshot from the surviving candidates: each entry
+// stamped with its source's provenance, its sensitivity and recommended
+// window, and fingerprinted, in id order.
+func (r *Registry) stamp(cands map[string]*candidate) *snapshot {
+	ids := slices.Sorted(maps.Keys(cands))
 	sens := make(map[string]plexus.Sensitivity, len(cands))
 	next := &snapshot{
 		sorted:   make([]plexus.Entry, 0, len(ids)),
@@ -121,13 +142,14 @@ func (r *Registry) rebuildLocked() change {
 		next.finger[id] = stampedFingerprint(c.raw, e)
 		next.bySource[e.Source] = append(next.bySource[e.Source], id)
 	}
-	for sid := range next.bySource {
-		next.sourceIDs = append(next.sourceIDs, sid)
-	}
-	slices.Sort(next.sourceIDs)
+	next.sourceIDs = slices.Sorted(maps.Keys(next.bySource))
+	return next
+}
 
+// recordSkips keeps each source's skips of this rebuild, logging a skip once,
+// when it first appears, not on every rebuild.
+func (r *Registry) recordSkips(skips map[*sourceState][]Skip) {
 	for _, st := range r.order {
-		// Log a skip once, when it first appears, not on every rebuild.
 		before := make(map[Skip]bool, len(st.skipped))
 		for _, s := range st.skipped {
 			before[s] = true
@@ -140,14 +162,6 @@ func (r *Registry) rebuildLocked() change {
 		}
 		st.skipped = skips[st]
 	}
-
-	ch := diff(r.snap, next)
-	r.snap = next
-	if !ch.empty() {
-		r.revision++
-		ch.rev = r.revision
-	}
-	return ch
 }
 
 // validateEntry checks an entry alone; it returns "" when the entry is valid

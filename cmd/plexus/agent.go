@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -80,14 +79,7 @@ func agentListCommand() *cli.Command {
 				}
 				return printJSON(w, entries)
 			}
-			t := newTable(w)
-			fmt.Fprintln(t, "CAPABILITY\tVERBS\tPROVENANCE\tSENSITIVITY\tSTATUS\tLABEL")
-			for _, e := range entries {
-				status := posture(e)
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, verbsString(e.Verbs), e.Provenance,
-					dash(string(e.Sensitivity)), status, dash(e.Label))
-			}
-			return t.Flush()
+			return client.WriteEntries(w, entries)
 		},
 	}
 }
@@ -120,41 +112,64 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 		return usageError(cmd, "usage: %s <capability> [key=value...]", cmd.FullName())
 	}
 	id := cmd.Args().First()
-	base, err := parseInput(cmd.String("input"))
+	input, err := callInput(cmd)
 	if err != nil {
-		return usageError(cmd, "%v", err)
-	}
-	input, err := parseKeyValues(cmd.Args().Tail(), base)
-	if err != nil {
-		return usageError(cmd, "%v", err)
-	}
-	if len(input) == 0 {
-		input = nil
+		return err
 	}
 	ag, _, addr, err := agentClient(cmd, true)
 	if err != nil {
 		return err
 	}
-	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	asJSON := cmd.Bool("json")
 	var pendingID string // set by OnPending, read after Call returns
+	resp, err := ag.Call(ctx, id, input, callOptions(cmd, id, &pendingID))
+	return callResult(cmd, id, addr, pendingID, resp, err)
+}
+
+// callInput is the call's input from --input and the key=value arguments;
+// nil when there is none.
+func callInput(cmd *cli.Command) (map[string]any, error) {
+	base, err := client.ParseInput(cmd.String("input"))
+	if err != nil {
+		return nil, usageError(cmd, "%v", err)
+	}
+	input, err := client.MergePairs(cmd.Args().Tail(), base)
+	if err != nil {
+		return nil, usageError(cmd, "%v", err)
+	}
+	if len(input) == 0 {
+		input = nil
+	}
+	return input, nil
+}
+
+// callOptions are the call's flags; a grant that pends is narrated on
+// stderr and its id kept in pendingID.
+func callOptions(cmd *cli.Command, id string, pendingID *string) client.CallOptions {
+	stderr := cmd.Root().ErrWriter
 	opts := client.CallOptions{
 		Purpose:        cmd.String("purpose"),
 		Wait:           cmd.Bool("wait"),
 		WaitTimeout:    cmd.Duration("timeout"),
 		IdempotencyKey: cmd.String("idempotency-key"),
 		OnPending: func(p plexus.GrantPendingResponse) {
-			pendingID = p.PendingID
+			*pendingID = p.PendingID
 			client.Narrate(stderr, id, p)
 			if cmd.Bool("wait") {
 				fmt.Fprintf(stderr, "Waiting up to %s for the owner's decision (pending %s)…\n", cmd.Duration("timeout"), p.PendingID)
 			}
 		},
 	}
-	if !asJSON && !cmd.Bool("no-progress") {
+	if !cmd.Bool("json") && !cmd.Bool("no-progress") {
 		opts.OnProgress = func(ev plexus.InvokeProgressEvent) { client.WriteProgress(stderr, ev) }
 	}
-	resp, err := ag.Call(ctx, id, input, opts)
+	return opts
+}
+
+// callResult prints the call's output, or says why there is none: a grant
+// pending (exit 3), the gateway's error, or the agent's next step.
+func callResult(cmd *cli.Command, id, addr, pendingID string, resp *plexus.InvokeResponse, err error) error {
+	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	asJSON := cmd.Bool("json")
 	var ce *client.Error
 	switch {
 	case err == nil:
@@ -185,22 +200,6 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 	default:
 		return agentErr(addr, err)
 	}
-}
-
-// posture says what calling an entry will take right now, in the words of
-// the default confirm-risky policy: held or standing grants call at once,
-// low-sensitivity reads approve themselves on first use, execute asks the
-// owner every time, anything else asks the owner once per trust window.
-func posture(e client.ListEntry) string {
-	switch {
-	case e.CallableNow:
-		return "CALLABLE NOW"
-	case slices.Contains(e.Verbs, plexus.VerbExecute):
-		return "OWNER APPROVES EACH USE"
-	case e.Sensitivity == plexus.SensitivityLow:
-		return "AUTO-APPROVED ON FIRST CALL"
-	}
-	return "NEEDS OWNER APPROVAL"
 }
 
 func agentRegisterCommand() *cli.Command {

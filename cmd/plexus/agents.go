@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
@@ -52,20 +51,7 @@ func agentsConnectCommand() *cli.Command {
 			if addr := cmd.String("addr"); addr != defaultAddr {
 				install += " --addr " + addr
 			}
-			fmt.Fprintf(w, "Connected agent %q.\n\n", resp.AgentID)
-			fmt.Fprintf(w, "One-time enrollment code (shown once; valid until %s, %s from now):\n\n  %s\n\n",
-				resp.ExpiresAt.Local().Format("15:04:05"), roughly(time.Until(resp.ExpiresAt)), resp.Code)
-			fmt.Fprintf(w, "On the agent's side, run:\n\n  %s\n", install)
-			if len(resp.Grants) > 0 {
-				fmt.Fprintln(w, "\nStanding grants:")
-				if err := printGrants(w, resp.Grants, false); err != nil {
-					return err
-				}
-			}
-			for _, d := range resp.Declined {
-				fmt.Fprintf(w, "Declined %s: %s\n", d.ID, d.Reason)
-			}
-			return nil
+			return client.WriteConnected(w, resp, install)
 		}),
 	}
 }
@@ -87,19 +73,7 @@ func agentsListCommand() *cli.Command {
 				}
 				return printJSON(w, agents)
 			}
-			t := newTable(w)
-			fmt.Fprintln(t, "AGENT\tLABEL\tSTATE\tCREATED")
-			for _, a := range agents {
-				state := "waiting for enrollment"
-				switch {
-				case a.RevokedAt != nil:
-					state = "revoked " + timeString(*a.RevokedAt)
-				case a.EnrolledAt != nil:
-					state = "enrolled " + timeString(*a.EnrolledAt)
-				}
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\n", a.ID, dash(a.Label), state, timeString(a.CreatedAt))
-			}
-			return t.Flush()
+			return client.WriteAgents(w, agents)
 		}),
 	}
 }
@@ -127,7 +101,7 @@ func agentsRevokeCommand() *cli.Command {
 func connectGrants(cmd *cli.Command) ([]plexus.ConnectGrant, error) {
 	var window *plexus.TrustWindow
 	if s := cmd.String("window"); s != "" {
-		w, err := parseWindow(s)
+		w, err := plexus.ParseTrustWindow(s)
 		if err != nil {
 			return nil, usageError(cmd, "%v", err)
 		}
@@ -135,9 +109,9 @@ func connectGrants(cmd *cli.Command) ([]plexus.ConnectGrant, error) {
 	}
 	var out []plexus.ConnectGrant
 	for _, s := range cmd.StringSlice("grant") {
-		g, err := parseGrant(s)
+		g, err := plexus.ParseConnectGrant(s)
 		if err != nil {
-			return nil, usageError(cmd, "%v", err)
+			return nil, usageError(cmd, "--grant %q: %v", s, err)
 		}
 		g.TrustWindow = window
 		out = append(out, g)

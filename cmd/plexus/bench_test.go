@@ -1190,13 +1190,13 @@ func BenchmarkJournalTrace1M(b *testing.B) {
 		var qd, hot []time.Duration
 		for i := range benchJournalRuns + 3 {
 			t0 := time.Now()
-			rows, err := lastRows(ctx, rdb, journal.Filter{TraceID: traceAt(i)}, 100)
+			rows, err := rdb.Newest(ctx, journal.Filter{TraceID: traceAt(i)}, 100)
 			d := time.Since(t0)
 			if err != nil || len(rows) == 0 {
 				b.Fatalf("trace %s: %d rows, %v", traceAt(i), len(rows), err)
 			}
 			t0 = time.Now()
-			hrows, err := lastRows(ctx, rdb, journal.Filter{TraceID: "trc_hot"}, 100)
+			hrows, err := rdb.Newest(ctx, journal.Filter{TraceID: "trc_hot"}, 100)
 			hd := time.Since(t0)
 			if err != nil || len(hrows) != 100 {
 				b.Fatalf("hot trace: %d rows, %v", len(hrows), err)

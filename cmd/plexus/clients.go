@@ -174,7 +174,7 @@ func clientsListCommand() *cli.Command {
 			for _, r := range rows {
 				last := "-"
 				if r.LastCall != nil {
-					last = timeString(*r.LastCall)
+					last = r.LastCall.Local().Format("2006-01-02 15:04")
 				}
 				connected := yesNo(r.Connected)
 				if r.Problem != "" {
@@ -292,7 +292,7 @@ func addLastCalls(ctx context.Context, home string, rows []hostStatus) {
 		if rows[i].Agent == "" {
 			continue
 		}
-		last, err := lastRows(ctx, db, journalFilterLastCall(rows[i].Agent), 1)
+		last, err := db.Activity(ctx, journal.Filter{AgentID: rows[i].Agent, Type: "invoke.", Limit: 1, Desc: true})
 		if err == nil && len(last) == 1 {
 			ts := last[0].TS
 			rows[i].LastCall = &ts
@@ -373,11 +373,6 @@ func hostAdmin(cmd *cli.Command) (*client.Admin, error) {
 		return nil, err
 	}
 	return client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
-}
-
-// journalFilterLastCall selects an agent's calls.
-func journalFilterLastCall(agent string) journal.Filter {
-	return journal.Filter{AgentID: agent, Type: "invoke."}
 }
 
 func clientsConnectCommand() *cli.Command {

@@ -18,7 +18,6 @@ import (
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/inbox"
-	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/platform"
 	"github.com/urfave/cli/v3"
 )
@@ -185,7 +184,7 @@ func (m *mover) pending(ctx context.Context) ([]byte, bool, error) {
 		case err != nil:
 			return nil, false, err
 		case p.State != plexus.StatePending:
-			return nil, false, failure("%s was already %s", m.id, describeDecision(p))
+			return nil, false, failure("%s was already %s", m.id, inbox.DescribeDecision(p))
 		}
 		switch {
 		case folder == plexus.FolderInbox:
@@ -219,26 +218,7 @@ func (m *mover) moved(folder string, b []byte) error {
 	if f.Ended != "" {
 		ended = " (" + f.Ended + ")"
 	}
-	return failure("%s was already %s%s; its file is %s", m.id, describeDecision(f.Pending()), ended, m.rel(folder))
-}
-
-// describeDecision says what became of a decided p, by whom and why:
-// "denied by ann@example.com via cli at 2026-03-14 10:00: not now".
-func describeDecision(p plexus.Pending) string {
-	s := p.State
-	if p.DecidedBy != "" {
-		s += " by " + p.DecidedBy
-	}
-	if p.Via != "" {
-		s += " via " + p.Via
-	}
-	if p.DecidedAt != nil {
-		s += " at " + timeString(*p.DecidedAt)
-	}
-	if p.Reason != "" {
-		s += ": " + p.Reason
-	}
-	return s
+	return failure("%s was already %s%s; its file is %s", m.id, inbox.DescribeDecision(f.Pending()), ended, m.rel(folder))
 }
 
 // move stamps and moves the decision's file ([inbox.Move]).
@@ -312,26 +292,12 @@ func (m *mover) outcome(ctx context.Context, p plexus.Pending, by string) error 
 		want = plexus.StateApproved
 	}
 	if p.State != want || p.Via != plexus.ViaCLI || p.DecidedBy != by {
-		return failure("%s was %s before this decision reached Plexus; this one changed nothing", m.id, describeDecision(p))
+		return failure("%s was %s before this decision reached Plexus; this one changed nothing", m.id, inbox.DescribeDecision(p))
 	}
-	if !m.approve {
-		what := describeItems(p.Items)
-		if p.Extension != nil {
-			what = "the extension " + p.Extension.Source + " is not registered"
-		}
-		fmt.Fprintf(m.w, "Rejected %s for %s: %s.\n", p.ID, dash(p.AgentID), what)
-		fmt.Fprintf(m.w, "Denied by %s via cli: %s; the file is in %s.\n", by, p.Reason, m.rel(plexus.FolderRejected))
-		fmt.Fprintln(m.w, "The agent is told with grant_resolved.")
+	inbox.WriteDecided(m.w, p, by, m.rel(m.folder()))
+	if !m.approve || p.Extension != nil {
 		return nil
 	}
-	if p.Extension != nil {
-		fmt.Fprintf(m.w, "Approved %s for %s: the extension %s is registered (%d entries, extension provenance).\n",
-			p.ID, dash(p.AgentID), p.Extension.Source, len(p.Extension.Capabilities))
-		fmt.Fprintf(m.w, "Approved by %s via cli; the file stands in %s while it is installed.\n", by, m.rel(plexus.FolderActive))
-		return nil
-	}
-	fmt.Fprintf(m.w, "Approved %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
-	fmt.Fprintf(m.w, "Approved by %s via cli; the file is in %s.\n", by, m.rel(plexus.FolderActive))
 	jti, err := m.mintedToken(ctx, p)
 	switch {
 	case err != nil:
@@ -345,28 +311,13 @@ func (m *mover) outcome(ctx context.Context, p plexus.Pending, by string) error 
 }
 
 // mintedToken returns the id of the token minted when p was approved, ""
-// when none was (the asking session had ended). The journal is read as a
-// script reads it: the gateway's decision journals grant.approved for each
-// capability, then token.minted, on the request's trace.
+// when none was (the asking session had ended), read from the journal as a
+// script reads it.
 func (m *mover) mintedToken(ctx context.Context, p plexus.Pending) (string, error) {
 	db, err := openJournalReadOnly(ctx, m.home)
 	if err != nil {
 		return "", err
 	}
 	defer db.Close()
-	rows, err := db.Activity(ctx, journal.Filter{TraceID: p.TraceID})
-	if err != nil {
-		return "", err
-	}
-	var approved bool
-	var jti string
-	for _, a := range rows {
-		switch {
-		case a.ActionType == "grant.approved" && a.Payload["pendingId"] == p.ID:
-			approved, jti = true, ""
-		case a.ActionType == "token.minted" && approved && jti == "":
-			jti = a.Target
-		}
-	}
-	return jti, nil
+	return db.MintedOnApproval(ctx, p.TraceID, p.ID)
 }

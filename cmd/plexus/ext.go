@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,134 +24,145 @@ const extensionKind = gateway.SourceKindExtension
 
 func extCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "ext",
-		Usage: "write, check and register extensions (one JSON manifest each)",
-		Commands: []*cli.Command{
-			{
-				Name:      "validate",
-				Usage:     "check a manifest against every rule of plexus-extension/0.1; exits 1 when it breaks one",
-				ArgsUsage: "<manifest.json>",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the problems as JSON"}},
-				Action: func(ctx context.Context, cmd *cli.Command) error {
-					if err := checkArgs(cmd, 1, "<manifest.json>"); err != nil {
-						return err
-					}
-					m, err := readManifest(cmd.Args().First())
-					if err == nil {
-						err = registry.ValidateManifest(m, nil)
-					}
-					return reportManifest(cmd, m, err)
-				},
-			},
-			{
-				Name:      "add",
-				Usage:     "register an extension (managed: you added it); adding one of yours again replaces it in place",
-				ArgsUsage: "<manifest.json>",
-				Action: withAdmin(1, "<manifest.json>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-					m, err := readManifest(cmd.Args().First())
-					if err == nil {
-						err = registry.ValidateManifest(m, nil) // offline first: every problem at once
-					}
-					if err != nil {
-						return reportManifest(cmd, m, err)
-					}
-					cfg, err := json.Marshal(m)
-					if err != nil {
-						return err
-					}
-					sources, err := adm.Sources(ctx)
-					if err != nil {
-						return err
-					}
-					add, verb := adm.AddSource, "added"
-					for _, s := range sources {
-						if s.ID == m.Source && s.Kind == extensionKind {
-							add, verb = adm.ReplaceSource, "re-registered" // spec §10: re-registering replaces
-						}
-					}
-					sc, err := add(ctx, plexus.SourceConfig{ID: m.Source, Kind: extensionKind, Config: cfg})
-					if err != nil {
-						return err
-					}
-					w := cmd.Root().Writer
-					fmt.Fprintf(w, "Extension %s %s (%s, managed):\n", sc.ID, verb, m.Label)
-					// The verbs Plexus requires, not only the declared ones (docs/trust.md).
-					verbs, why := registry.DeclVerbs(m, nil, nil)
-					for i, d := range m.Capabilities {
-						fmt.Fprintf(w, "  %s  %s  %s", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(verbs[i])))
-						if !slices.Equal(verbs[i], plexus.NormalizeVerbs(d.Grants)) {
-							fmt.Fprintf(w, "  (declared %s: %s)", dash(verbsString(d.Grants)), inbox.TermSafe(why[i]))
-						}
-						fmt.Fprintln(w)
-					}
-					return nil
-				}),
-			},
-			{
-				Name:  "list",
-				Usage: "list the extensions you added",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: withAdmin(0, "", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-					sources, err := adm.Sources(ctx)
-					if err != nil {
-						return err
-					}
-					var ms []plexus.ExtensionManifest
-					for _, s := range sources {
-						if s.Kind != extensionKind {
-							continue
-						}
-						var m plexus.ExtensionManifest
-						if err := json.Unmarshal(s.Config, &m); err != nil {
-							return fmt.Errorf("extension %s: stored manifest: %w", s.ID, err)
-						}
-						ms = append(ms, m)
-					}
-					w := cmd.Root().Writer
-					if cmd.Bool("json") {
-						if ms == nil {
-							ms = []plexus.ExtensionManifest{}
-						}
-						return printJSON(w, ms)
-					}
-					t := newTable(w)
-					fmt.Fprintln(t, "SOURCE\tLABEL\tTRANSPORT\tENTRIES")
-					for _, m := range ms {
-						fmt.Fprintf(t, "%s\t%s\t%s\t%d\n", m.Source, m.Label, m.Transport, len(m.Capabilities))
-					}
-					return t.Flush()
-				}),
-			},
-			{
-				Name:      "remove",
-				Usage:     "unregister an extension you added, revoking every grant of its entries; it does not come back at the next start",
-				ArgsUsage: "<source>",
-				Action: withAdmin(1, "<source>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-					id := cmd.Args().First()
-					sources, err := adm.Sources(ctx)
-					if err != nil {
-						return err
-					}
-					found := false
-					for _, s := range sources {
-						if s.ID == id {
-							if s.Kind != extensionKind {
-								return failure("%s is a %s source, not an extension", id, s.Kind)
-							}
-							found = true
-						}
-					}
-					if !found {
-						return failure("no extension %q (see: plexus ext list)", id)
-					}
-					if err := adm.RemoveSourcePurging(ctx, id); err != nil {
-						return err
-					}
-					fmt.Fprintf(cmd.Root().Writer, "Extension %s removed.\n", id)
-					return nil
-				}),
-			},
+		Name:     "ext",
+		Usage:    "write, check and register extensions (one JSON manifest each)",
+		Commands: []*cli.Command{extValidateCommand(), extAddCommand(), extListCommand(), extRemoveCommand()},
+	}
+}
+
+func extValidateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "validate",
+		Usage:     "check a manifest against every rule of plexus-extension/0.1; exits 1 when it breaks one",
+		ArgsUsage: "<manifest.json>",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the problems as JSON"}},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := checkArgs(cmd, 1, "<manifest.json>"); err != nil {
+				return err
+			}
+			m, err := readManifest(cmd.Args().First())
+			if err == nil {
+				err = registry.ValidateManifest(m, nil)
+			}
+			return reportManifest(cmd, m, err)
 		},
+	}
+}
+
+func extAddCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "add",
+		Usage:     "register an extension (managed: you added it); adding one of yours again replaces it in place",
+		ArgsUsage: "<manifest.json>",
+		Action: withAdmin(1, "<manifest.json>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			m, err := readManifest(cmd.Args().First())
+			if err == nil {
+				err = registry.ValidateManifest(m, nil) // offline first: every problem at once
+			}
+			if err != nil {
+				return reportManifest(cmd, m, err)
+			}
+			cfg, err := json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			sources, err := adm.Sources(ctx)
+			if err != nil {
+				return err
+			}
+			add, verb := adm.AddSource, "added"
+			for _, s := range sources {
+				if s.ID == m.Source && s.Kind == extensionKind {
+					add, verb = adm.ReplaceSource, "re-registered" // spec §10: re-registering replaces
+				}
+			}
+			sc, err := add(ctx, plexus.SourceConfig{ID: m.Source, Kind: extensionKind, Config: cfg})
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			fmt.Fprintf(w, "Extension %s %s (%s, managed):\n", sc.ID, verb, m.Label)
+			// The verbs Plexus requires, not only the declared ones (docs/trust.md).
+			verbs, why := registry.DeclVerbs(m, nil, nil)
+			for i, d := range m.Capabilities {
+				fmt.Fprintf(w, "  %s  %s  %s", registry.EntryID(m.Source, d.Name), d.Kind, dash(client.VerbsString(verbs[i])))
+				if !slices.Equal(verbs[i], plexus.NormalizeVerbs(d.Grants)) {
+					fmt.Fprintf(w, "  (declared %s: %s)", dash(client.VerbsString(d.Grants)), inbox.TermSafe(why[i]))
+				}
+				fmt.Fprintln(w)
+			}
+			return nil
+		}),
+	}
+}
+
+func extListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list the extensions you added",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: withAdmin(0, "", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			sources, err := adm.Sources(ctx)
+			if err != nil {
+				return err
+			}
+			var ms []plexus.ExtensionManifest
+			for _, s := range sources {
+				if s.Kind != extensionKind {
+					continue
+				}
+				var m plexus.ExtensionManifest
+				if err := json.Unmarshal(s.Config, &m); err != nil {
+					return fmt.Errorf("extension %s: stored manifest: %w", s.ID, err)
+				}
+				ms = append(ms, m)
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if ms == nil {
+					ms = []plexus.ExtensionManifest{}
+				}
+				return printJSON(w, ms)
+			}
+			t := newTable(w)
+			fmt.Fprintln(t, "SOURCE\tLABEL\tTRANSPORT\tENTRIES")
+			for _, m := range ms {
+				fmt.Fprintf(t, "%s\t%s\t%s\t%d\n", m.Source, m.Label, m.Transport, len(m.Capabilities))
+			}
+			return t.Flush()
+		}),
+	}
+}
+
+func extRemoveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "remove",
+		Usage:     "unregister an extension you added, revoking every grant of its entries; it does not come back at the next start",
+		ArgsUsage: "<source>",
+		Action: withAdmin(1, "<source>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			id := cmd.Args().First()
+			sources, err := adm.Sources(ctx)
+			if err != nil {
+				return err
+			}
+			found := false
+			for _, s := range sources {
+				if s.ID == id {
+					if s.Kind != extensionKind {
+						return failure("%s is a %s source, not an extension", id, s.Kind)
+					}
+					found = true
+				}
+			}
+			if !found {
+				return failure("no extension %q (see: plexus ext list)", id)
+			}
+			if err := adm.RemoveSourcePurging(ctx, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Extension %s removed.\n", id)
+			return nil
+		}),
 	}
 }
 
@@ -173,46 +183,20 @@ func readManifest(path string) (plexus.ExtensionManifest, error) {
 // reportManifest prints a manifest's problems (or that it is valid) and
 // turns them into exit status 1.
 func reportManifest(cmd *cli.Command, m plexus.ExtensionManifest, err error) error {
-	w := cmd.Root().Writer
-	var me *registry.ManifestError
-	if err != nil && !errors.As(err, &me) {
+	rep, ok := registry.ReportOf(m, err)
+	if !ok {
 		return err
 	}
+	w := cmd.Root().Writer
 	if cmd.Bool("json") {
-		out := struct {
-			Valid      bool                       `json:"valid"`
-			Problems   []registry.ManifestProblem `json:"problems"`
-			Unresolved []string                   `json:"unresolved,omitempty"`
-		}{Valid: me == nil, Problems: []registry.ManifestProblem{}}
-		if me != nil {
-			out.Problems = me.Problems
-		} else {
-			out.Unresolved = registry.Unresolved(m, nil)
+		if err := printJSON(w, rep); err != nil {
+			return err
 		}
-		if perr := printJSON(w, out); perr != nil {
-			return perr
-		}
-		if me != nil {
-			return &codedError{code: exitError}
-		}
-		return nil
+	} else {
+		registry.WriteReport(w, m, rep)
 	}
-	if me != nil {
-		fmt.Fprintf(w, "The manifest breaks %d rule(s) of %s:\n", len(me.Problems), plexus.ManifestVersion)
-		for _, p := range me.Problems {
-			fmt.Fprintf(w, "  %s: %s\n", p.Field, p.Problem)
-			if p.Fix != "" {
-				fmt.Fprintf(w, "      fix: %s\n", p.Fix)
-			}
-		}
+	if !rep.Valid {
 		return &codedError{code: exitError}
-	}
-	fmt.Fprintf(w, "Valid: %s (%s), %d entries:\n", m.Source, m.Label, len(m.Capabilities))
-	for _, d := range m.Capabilities {
-		fmt.Fprintf(w, "  %s  %s  %s\n", registry.EntryID(m.Source, d.Name), d.Kind, dash(verbsString(d.Grants)))
-	}
-	for _, u := range registry.Unresolved(m, nil) {
-		fmt.Fprintf(w, "Note: %s is not declared here; it must be registered in the gateway before this manifest.\n", u)
 	}
 	return nil
 }

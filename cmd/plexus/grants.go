@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
@@ -32,38 +31,10 @@ func grantsCommand() *cli.Command {
 			if cmd.Bool("json") {
 				return printJSON(cmd.Root().Writer, grants)
 			}
-			return printGrants(cmd.Root().Writer, grants, true)
+			return client.WriteGrants(cmd.Root().Writer, grants, true)
 		}),
 		Commands: []*cli.Command{grantsRevokeCommand()},
 	}
-}
-
-// printGrants writes a table of standing grants.
-func printGrants(w io.Writer, grants []plexus.StandingGrant, withAgent bool) error {
-	t := newTable(w)
-	if withAgent {
-		fmt.Fprint(t, "AGENT\t")
-	}
-	fmt.Fprintln(t, "CAPABILITY\tVERBS\tWINDOW\tEXPIRES\tPROVENANCE\tSENSITIVITY")
-	for _, g := range grants {
-		if withAgent {
-			fmt.Fprintf(t, "%s\t", g.AgentID)
-		}
-		expires := timeString(g.ExpiresAt)
-		if !g.Standing {
-			expires = "after one use"
-		}
-		id := g.CapabilityID
-		if g.SynthesizedFor != "" {
-			id += " (via " + g.SynthesizedFor + ")"
-		}
-		if g.TopLevelDisabled {
-			id += " [disabled]"
-		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", id, verbsString(g.Verbs), windowString(&g.TrustWindow), expires,
-			dash(string(g.Provenance)), dash(string(g.Sensitivity)))
-	}
-	return t.Flush()
 }
 
 func grantsRevokeCommand() *cli.Command {

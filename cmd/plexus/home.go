@@ -109,3 +109,13 @@ func agentErr(addr string, err error) error {
 	}
 	return notRunning(addr, err)
 }
+
+// absCommand makes a relative command path absolute: relative to this
+// shell's folder, which the daemon does not share. A bare name is left to
+// the PATH.
+func absCommand(command string) (string, error) {
+	if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
+		return filepath.Abs(command)
+	}
+	return command, nil
+}

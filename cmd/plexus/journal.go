@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/urfave/cli/v3"
@@ -46,47 +45,23 @@ func journalCommand() *cli.Command {
 				return err
 			}
 			defer db.Close()
-			limit := int(cmd.Int("limit"))
-			rows, err := lastRows(ctx, db, f, limit)
+			rows, err := db.Newest(ctx, f, int(cmd.Int("limit")))
 			if err != nil {
 				return err
 			}
-			w := cmd.Root().Writer
-			asJSON := cmd.Bool("json")
-			printRows(w, rows, asJSON)
-			if !cmd.Bool("follow") {
-				return nil
+			w, asJSON := cmd.Root().Writer, cmd.Bool("json")
+			if err := client.WriteActivity(w, rows, asJSON); err != nil || !cmd.Bool("follow") {
+				return err
 			}
 			var last int64
 			if len(rows) > 0 {
 				last = rows[len(rows)-1].ID
-			} else {
-				latest, err := db.Activity(ctx, journal.Filter{Desc: true, Limit: 1})
-				if err != nil {
-					return err
-				}
-				if len(latest) > 0 {
-					last = latest[0].ID
-				}
+			} else if last, err = db.LastID(ctx); err != nil {
+				return err
 			}
-			t := time.NewTicker(250 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-t.C:
-				}
-				f.AfterID, f.Limit, f.Desc = last, 1000, false
-				more, err := db.Activity(ctx, f)
-				if err != nil {
-					return err
-				}
-				printRows(w, more, asJSON)
-				if len(more) > 0 {
-					last = more[len(more)-1].ID
-				}
-			}
+			return db.Follow(ctx, f, last, 250*time.Millisecond, func(more []plexus.Activity) error {
+				return client.WriteActivity(w, more, asJSON)
+			})
 		},
 	}
 }
@@ -149,53 +124,6 @@ func openJournalReadOnly(ctx context.Context, home string) (*journal.DB, error) 
 		return nil, fmt.Errorf("no journal at %s: start the gateway once with: plexus serve --home %s", path, home)
 	}
 	return journal.OpenReader(ctx, path)
-}
-
-// lastRows returns the newest limit rows matching f, oldest first.
-func lastRows(ctx context.Context, db *journal.DB, f journal.Filter, limit int) ([]plexus.Activity, error) {
-	f.Limit, f.Desc = limit, limit > 0
-	rows, err := db.Activity(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	if f.Desc {
-		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-			rows[i], rows[j] = rows[j], rows[i]
-		}
-	}
-	return rows, nil
-}
-
-func printRows(w io.Writer, rows []plexus.Activity, asJSON bool) {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		for _, r := range rows {
-			_ = enc.Encode(r)
-		}
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, r := range rows {
-		payload := ""
-		if len(r.Payload) > 0 {
-			b, _ := json.Marshal(r.Payload)
-			payload = string(b)
-			// Shorten by characters: a byte cut can split one in two.
-			if r := []rune(payload); len(r) > 160 {
-				payload = string(r[:157]) + "..."
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.TS.Local().Format("2006-01-02 15:04:05"),
-			r.ActionType, r.Actor, r.Target, shortTrace(r.TraceID), payload)
-	}
-	tw.Flush()
-}
-
-func shortTrace(t string) string {
-	if t == "" {
-		return "-"
-	}
-	return t
 }
 
 // parseSince accepts a duration ago ("90m", "2h", "3d") or an RFC 3339 time.

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -92,29 +89,18 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 		return usageError(cmd, "usage: %s <name> -- <command> [args…] | <name> --url <url>", cmd.FullName())
 	}
 	name, rest := args[0], args[1:]
-	entry := map[string]any{}
-	switch u := cmd.String("url"); {
-	case u != "" && len(rest) > 0:
+	url, command := cmd.String("url"), ""
+	switch {
+	case url != "" && len(rest) > 0:
 		return usageError(cmd, "give a command after -- or --url, not both")
-	case u != "":
-		entry["url"] = u
-	case len(rest) == 0:
+	case url == "" && len(rest) == 0:
 		return usageError(cmd, "give the server's command after --, or its --url")
-	default:
-		command := rest[0]
-		if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
-			// Relative to this shell's folder, which the daemon does not
-			// share: written absolute.
-			abs, err := filepath.Abs(command)
-			if err != nil {
-				return err
-			}
-			command = abs
+	case url == "":
+		var err error
+		if command, err = absCommand(rest[0]); err != nil {
+			return err
 		}
-		entry["command"] = command
-		if len(rest) > 1 {
-			entry["args"] = rest[1:]
-		}
+		rest = rest[1:]
 	}
 	env, err := keyValues(cmd, "env")
 	if err != nil {
@@ -124,13 +110,7 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	if env != nil {
-		entry["env"] = env
-	}
-	if headers != nil {
-		entry["headers"] = headers
-	}
-	raw, err := json.Marshal(entry)
+	raw, err := mcphost.EntryOf(command, rest, url, env, headers)
 	if err != nil {
 		return err
 	}
@@ -192,38 +172,19 @@ func waitForServer(ctx context.Context, cmd *cli.Command, name string) error {
 		return err
 	}
 	id := "mcp:" + name
-	deadline := time.Now().Add(cmd.Duration("wait"))
-	var last plexus.SourceStatus
-	for {
-		st, err := adm.Status(ctx)
-		if errors.Is(err, client.ErrUnreachable) {
-			fmt.Fprintln(w, notRunning)
-			return nil
-		} else if err != nil {
-			return err
-		}
-		i := slices.IndexFunc(st.Sources, func(s plexus.SourceStatus) bool { return s.ID == id })
-		if i >= 0 {
-			last = st.Sources[i]
-			if last.Health.Status == plexus.HealthOK && last.Entries > 0 {
-				fmt.Fprintf(w, "Plexus serves %d entries of %s (mcp.%s.…); their definitions are pinned.\n", last.Entries, id, name)
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	if last.ID == "" {
+	last, err := adm.WaitSource(ctx, id, time.Now().Add(cmd.Duration("wait")), 200*time.Millisecond)
+	switch {
+	case errors.Is(err, client.ErrUnreachable):
+		fmt.Fprintln(w, notRunning)
+	case err != nil:
+		return err
+	case client.SourceUp(last):
+		fmt.Fprintf(w, "Plexus serves %d entries of %s (mcp.%s.…); their definitions are pinned.\n", last.Entries, id, name)
+	case last.ID == "":
 		fmt.Fprintf(w, "Plexus has not listed %s yet; see plexus mcp list and the daemon's log.\n", id)
-		return nil
+	default:
+		fmt.Fprintf(w, "%s: %d entries, health %s %s\n", id, last.Entries, last.Health.Status, last.Health.Detail)
 	}
-	fmt.Fprintf(w, "%s: %d entries, health %s %s\n", id, last.Entries, last.Health.Status, last.Health.Detail)
 	return nil
 }
 
@@ -252,18 +213,14 @@ func mcpList(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(w, "No MCP servers in %s. Add one with: plexus mcp add <name> -- <command> [args…]\n", path)
 		return nil
 	}
-	return printMCPList(w, items, running)
+	return mcphost.WriteList(w, items, running)
 }
 
 // liveSources asks a running daemon for its sources' status; running is
 // false (and the map nil) when no daemon answers.
 func liveSources(ctx context.Context, cmd *cli.Command) (map[string]plexus.SourceStatus, bool) {
-	key, err := readConnectionKey(cmd.String("home"))
-	if err != nil {
-		return nil, false
-	}
-	adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
-	if err != nil {
+	adm, ok := ownerAdmin(cmd)
+	if !ok {
 		return nil, false
 	}
 	st, err := adm.Status(ctx)
@@ -275,44 +232,6 @@ func liveSources(ctx context.Context, cmd *cli.Command) (map[string]plexus.Sourc
 		live[s.ID] = s
 	}
 	return live, true
-}
-
-// printMCPList writes the servers' table, then what Plexus ignores in the
-// file and what is held for the owner.
-func printMCPList(w io.Writer, items []mcphost.ListItem, running bool) error {
-	t := newTable(w)
-	fmt.Fprintln(t, "NAME\tSERVER\tENTRIES\tHELD\tSTATE")
-	for _, it := range items {
-		entries, held, state := "-", "-", "not running"
-		switch {
-		case it.Problem != "":
-			state = "not started: " + it.Problem
-		case it.Disabled:
-			state = "disabled"
-		case it.Source != nil:
-			entries = fmt.Sprint(it.Source.Entries)
-			held = fmt.Sprint(len(it.Source.Held))
-			state = string(it.Source.Health.Status)
-			if it.Source.Health.Detail != "" {
-				state += " (" + it.Source.Health.Detail + ")"
-			}
-		case running:
-			state = "not listed yet"
-		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", it.Name, dash(it.Describe()), entries, held, state)
-	}
-	if err := t.Flush(); err != nil {
-		return err
-	}
-	for _, it := range items {
-		if len(it.Ignored) > 0 {
-			fmt.Fprintf(w, "%s: Plexus ignores %s (kept in the file).\n", it.Name, strings.Join(it.Ignored, ", "))
-		}
-		if it.Source != nil && len(it.Source.Held) > 0 {
-			fmt.Fprintf(w, "%s: held until you decide (plexus pending): %s\n", it.Name, strings.Join(it.Source.Held, ", "))
-		}
-	}
-	return nil
 }
 
 func mcpRemove(ctx context.Context, cmd *cli.Command) error {

@@ -10,24 +10,15 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/sources/portal"
 	"github.com/urfave/cli/v3"
-)
-
-// Portals are owner-configured sources of kind "portal" whose id is
-// "portal:<alias>".
-const (
-	portalKind     = "portal"
-	portalIDPrefix = "portal:"
 )
 
 // aliasRe is what a portal alias may be: it becomes part of capability ids.
 var aliasRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
-// portalConfig is the Config of a portal source.
-type portalConfig struct {
-	Path  string `json:"path"`
-	Alias string `json:"alias"`
-}
+// portalConfig is the Config of a portal source (daemon.go reads it back).
+type portalConfig = portal.Config
 
 // portalView is one portal as `portal list --json` prints it.
 type portalView struct {
@@ -38,82 +29,90 @@ type portalView struct {
 
 func portalCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "portal",
-		Usage: "expose folders to agents, path-confined",
-		Commands: []*cli.Command{
-			{
-				Name:      "add",
-				Usage:     "expose a folder under an alias",
-				ArgsUsage: "<path> <alias>",
-				Action: withAdmin(2, "<path> <alias>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-					path, alias := cmd.Args().Get(0), cmd.Args().Get(1)
-					if !aliasRe.MatchString(alias) {
-						return usageError(cmd, "alias %q: use letters, digits, '-' and '_'", alias)
-					}
-					abs, err := filepath.Abs(path)
-					if err != nil {
-						return err
-					}
-					if fi, err := os.Stat(abs); err != nil {
-						return err
-					} else if !fi.IsDir() {
-						return fmt.Errorf("%s is not a directory", abs)
-					}
-					cfg, err := json.Marshal(portalConfig{Path: abs, Alias: alias})
-					if err != nil {
-						return err
-					}
-					sc, err := adm.AddSource(ctx, plexus.SourceConfig{ID: portalIDPrefix + alias, Kind: portalKind, Config: cfg})
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(cmd.Root().Writer, "Portal %q added: %s (source %s).\n", alias, abs, dash(sc.ID))
-					return nil
-				}),
-			},
-			{
-				Name:  "list",
-				Usage: "list portals",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: withAdmin(0, "", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-					sources, err := adm.Sources(ctx)
-					if err != nil {
-						return err
-					}
-					portals := []portalView{}
-					for _, s := range sources {
-						if s.Kind != portalKind {
-							continue
-						}
-						var pc portalConfig
-						_ = json.Unmarshal(s.Config, &pc) // a malformed config still lists, by id
-						portals = append(portals, portalView{ID: s.ID, Alias: pc.Alias, Path: pc.Path})
-					}
-					w := cmd.Root().Writer
-					if cmd.Bool("json") {
-						return printJSON(w, portals)
-					}
-					t := newTable(w)
-					fmt.Fprintln(t, "ALIAS\tPATH\tSOURCE")
-					for _, p := range portals {
-						fmt.Fprintf(t, "%s\t%s\t%s\n", dash(p.Alias), dash(p.Path), p.ID)
-					}
-					return t.Flush()
-				}),
-			},
-			{
-				Name:      "remove",
-				Usage:     "stop exposing a portal",
-				ArgsUsage: "<alias>",
-				Action: withAdmin(1, "<alias>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-					alias := cmd.Args().First()
-					if err := adm.RemoveSource(ctx, portalIDPrefix+alias); err != nil {
-						return err
-					}
-					fmt.Fprintf(cmd.Root().Writer, "Portal %q removed.\n", alias)
-					return nil
-				}),
-			},
-		},
+		Name:     "portal",
+		Usage:    "expose folders to agents, path-confined",
+		Commands: []*cli.Command{portalAddCommand(), portalListCommand(), portalRemoveCommand()},
+	}
+}
+
+func portalAddCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "add",
+		Usage:     "expose a folder under an alias",
+		ArgsUsage: "<path> <alias>",
+		Action: withAdmin(2, "<path> <alias>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			path, alias := cmd.Args().Get(0), cmd.Args().Get(1)
+			if !aliasRe.MatchString(alias) {
+				return usageError(cmd, "alias %q: use letters, digits, '-' and '_'", alias)
+			}
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return err
+			}
+			if fi, err := os.Stat(abs); err != nil {
+				return err
+			} else if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", abs)
+			}
+			cfg, err := json.Marshal(portalConfig{Path: abs, Alias: alias})
+			if err != nil {
+				return err
+			}
+			sc, err := adm.AddSource(ctx, plexus.SourceConfig{ID: portal.SourcePrefix + alias, Kind: portal.Kind, Config: cfg})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Portal %q added: %s (source %s).\n", alias, abs, dash(sc.ID))
+			return nil
+		}),
+	}
+}
+
+func portalListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list portals",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: withAdmin(0, "", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			sources, err := adm.Sources(ctx)
+			if err != nil {
+				return err
+			}
+			portals := []portalView{}
+			for _, s := range sources {
+				if s.Kind != portal.Kind {
+					continue
+				}
+				var pc portalConfig
+				_ = json.Unmarshal(s.Config, &pc) // a malformed config still lists, by id
+				portals = append(portals, portalView{ID: s.ID, Alias: pc.Alias, Path: pc.Path})
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return printJSON(w, portals)
+			}
+			t := newTable(w)
+			fmt.Fprintln(t, "ALIAS\tPATH\tSOURCE")
+			for _, p := range portals {
+				fmt.Fprintf(t, "%s\t%s\t%s\n", dash(p.Alias), dash(p.Path), p.ID)
+			}
+			return t.Flush()
+		}),
+	}
+}
+
+func portalRemoveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "remove",
+		Usage:     "stop exposing a portal",
+		ArgsUsage: "<alias>",
+		Action: withAdmin(1, "<alias>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
+			alias := cmd.Args().First()
+			if err := adm.RemoveSource(ctx, portal.SourcePrefix+alias); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "Portal %q removed.\n", alias)
+			return nil
+		}),
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -63,7 +62,7 @@ func providersCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					printReload(cmd, resp)
+					ipchost.WriteReload(cmd.Root().Writer, resp)
 					return nil
 				}),
 			},
@@ -75,22 +74,15 @@ func providersAdd(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Args().Len() < 2 {
 		return usageError(cmd, "usage: %s <id> [flags] -- <command> [args…]", cmd.FullName())
 	}
-	id, command, args := cmd.Args().Get(0), cmd.Args().Get(1), cmd.Args().Slice()[2:]
-	if strings.ContainsRune(command, '/') && !filepath.IsAbs(command) {
-		// A relative path means the caller's folder, which the daemon
-		// does not share: make it absolute now.
-		abs, err := filepath.Abs(command)
-		if err != nil {
-			return err
-		}
-		command = abs
-	}
-	cfg := plexus.ProviderConfig{Command: command, Args: args, Restart: cmd.String("restart"), MaxFrameBytes: int(cmd.Int("max-frame-bytes"))}
-	env, err := keyValues(cmd, "env")
+	id, args := cmd.Args().Get(0), cmd.Args().Slice()[2:]
+	command, err := absCommand(cmd.Args().Get(1))
 	if err != nil {
 		return err
 	}
-	cfg.Env = env
+	cfg := plexus.ProviderConfig{Command: command, Args: args, Restart: cmd.String("restart"), MaxFrameBytes: int(cmd.Int("max-frame-bytes"))}
+	if cfg.Env, err = keyValues(cmd, "env"); err != nil {
+		return err
+	}
 	path := ipchost.Path(cmd.String("home"))
 	doc, err := ipchost.ReadFile(path)
 	if err != nil {
@@ -164,7 +156,7 @@ func reloadIfRunning(ctx context.Context, cmd *cli.Command) (*client.Admin, bool
 	if err != nil {
 		return nil, false, err
 	}
-	printReload(cmd, resp)
+	ipchost.WriteReload(cmd.Root().Writer, resp)
 	return adm, true, nil
 }
 
@@ -182,56 +174,25 @@ func ownerAdmin(cmd *cli.Command) (*client.Admin, bool) {
 	return adm, true
 }
 
-func printReload(cmd *cli.Command, resp plexus.ProvidersReloadResponse) {
-	w := cmd.Root().Writer
-	for _, x := range []struct {
-		what string
-		ids  []string
-	}{{"started", resp.Added}, {"restarted", resp.Restarted}, {"stopped", resp.Removed}} {
-		if len(x.ids) > 0 {
-			fmt.Fprintf(w, "Plexus %s: %s\n", x.what, strings.Join(x.ids, ", "))
-		}
-	}
-	if len(resp.Added)+len(resp.Restarted)+len(resp.Removed) == 0 {
-		fmt.Fprintln(w, "Plexus already runs what providers.json declares.")
-	}
-}
-
 // waitForProvider reports what a running daemon made of provider id: its
 // tools once it connected and registered, or why it is down.
 func waitForProvider(ctx context.Context, cmd *cli.Command, adm *client.Admin, id string, limit time.Duration) error {
 	w := cmd.Root().Writer
-	deadline := time.Now().Add(limit)
-	var st plexus.ProviderStatus
-	for {
-		list, err := adm.Providers(ctx)
-		if err != nil {
-			return err
+	st, err := adm.WaitProvider(ctx, id, time.Now().Add(limit), 100*time.Millisecond)
+	switch {
+	case err != nil:
+		return err
+	case client.ProviderUp(st):
+		fmt.Fprintf(w, "Provider %s connected (pid %d, %s): %d tool(s):\n", id, st.PID, dash(st.AgentVersion), len(st.Tools))
+		for _, t := range st.Tools {
+			fmt.Fprintf(w, "  %s\n", t)
 		}
-		for _, s := range list {
-			if s.ID == id {
-				st = s
-			}
-		}
-		switch {
-		case st.State == plexus.ProviderConnected && len(st.Tools) > 0:
-			fmt.Fprintf(w, "Provider %s connected (pid %d, %s): %d tool(s):\n", id, st.PID, dash(st.AgentVersion), len(st.Tools))
-			for _, t := range st.Tools {
-				fmt.Fprintf(w, "  %s\n", t)
-			}
-			return nil
-		case st.State == plexus.ProviderExited:
-			return failure("provider %s is down: %s (see the daemon's log)", id, st.LastExit)
-		case time.Now().After(deadline):
-			fmt.Fprintf(w, "Provider %s is %s (%s); see: plexus providers list\n", id, dash(st.State), dash(st.Health.Detail))
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	case st.State == plexus.ProviderExited:
+		return failure("provider %s is down: %s (see the daemon's log)", id, st.LastExit)
+	default:
+		fmt.Fprintf(w, "Provider %s is %s (%s); see: plexus providers list\n", id, dash(st.State), dash(st.Health.Detail))
 	}
+	return nil
 }
 
 func providersList(ctx context.Context, cmd *cli.Command) error {
@@ -277,18 +238,5 @@ func providersList(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(w, "No providers are declared in %s (add one: plexus providers add <id> -- <command> [args…]).\n", path)
 		return nil
 	}
-	t := newTable(w)
-	fmt.Fprintln(t, "ID\tSTATE\tHEALTH\tTOOLS\tRESTARTS\tCOMMAND")
-	for _, r := range rows {
-		health := "-"
-		if r.Running {
-			health = string(r.Health.Status)
-			if r.Health.Detail != "" {
-				health += " (" + r.Health.Detail + ")"
-			}
-		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.State, health, len(r.Tools), r.Restarts,
-			strings.Join(append([]string{r.Command}, r.Args...), " "))
-	}
-	return t.Flush()
+	return ipchost.WriteRows(w, rows)
 }

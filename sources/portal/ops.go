@@ -278,37 +278,12 @@ const newFilePerm = 0o644
 // (or a crash) sees the old file or the new one, never a mix.
 func write(ctx context.Context, r *os.Root, a writeArgs) (any, *plexus.Error) {
 	dir, base := filepath.Dir(a.path), filepath.Base(a.path)
-	if a.createDirs && dir != "." {
-		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return nil, fsError(err, dir)
-		}
-	} else {
-		fi, err := r.Stat(dir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, plexus.Errorf(plexus.CodeTransportError, "folder %s does not exist; set createDirs to create it", quote(slashPath(dir)))
-		case err != nil:
-			return nil, fsError(err, dir)
-		case !fi.IsDir():
-			return nil, plexus.Errorf(plexus.CodeTransportError, "%s is not a folder", quote(slashPath(dir)))
-		}
+	if perr := ensureFolder(r, dir, a.createDirs); perr != nil {
+		return nil, perr
 	}
-
-	perm := os.FileMode(newFilePerm)
-	keepPerm := false
-	fi, err := r.Lstat(a.path)
-	q := quote(slashPath(a.path))
-	switch {
-	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-		return nil, plexus.Errorf(plexus.CodeTransportError, "%s is a symbolic link; a write never goes through or replaces a link", q)
-	case err == nil && fi.IsDir():
-		return nil, plexus.Errorf(plexus.CodeTransportError, "%s is a folder", q)
-	case err == nil && !fi.Mode().IsRegular():
-		return nil, plexus.Errorf(plexus.CodeTransportError, "%s is not a regular file", q)
-	case err == nil:
-		perm, keepPerm = fi.Mode().Perm(), true
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fsError(err, a.path)
+	perm, keepPerm, perr := targetPerm(r, a.path)
+	if perr != nil {
+		return nil, perr
 	}
 
 	tmp := filepath.Join(dir, tempName(base))
@@ -349,6 +324,48 @@ func write(ctx context.Context, r *os.Root, a writeArgs) (any, *plexus.Error) {
 		d.Close()
 	}
 	return WriteResult{Path: slashPath(a.path), Bytes: len(a.content)}, nil
+}
+
+// ensureFolder makes sure the folder dir of a write exists: created when
+// createDirs asks for it, else it must already be a folder.
+func ensureFolder(r *os.Root, dir string, createDirs bool) *plexus.Error {
+	if createDirs && dir != "." {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return fsError(err, dir)
+		}
+		return nil
+	}
+	fi, err := r.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return plexus.Errorf(plexus.CodeTransportError, "folder %s does not exist; set createDirs to create it", quote(slashPath(dir)))
+	case err != nil:
+		return fsError(err, dir)
+	case !fi.IsDir():
+		return plexus.Errorf(plexus.CodeTransportError, "%s is not a folder", quote(slashPath(dir)))
+	}
+	return nil
+}
+
+// targetPerm is the mode the written file gets: an existing regular file's
+// own bits (keep is true), newFilePerm for a new one. A link, a folder or
+// anything else not a regular file at path is refused.
+func targetPerm(r *os.Root, path string) (perm os.FileMode, keep bool, perr *plexus.Error) {
+	fi, err := r.Lstat(path)
+	q := quote(slashPath(path))
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return 0, false, plexus.Errorf(plexus.CodeTransportError, "%s is a symbolic link; a write never goes through or replaces a link", q)
+	case err == nil && fi.IsDir():
+		return 0, false, plexus.Errorf(plexus.CodeTransportError, "%s is a folder", q)
+	case err == nil && !fi.Mode().IsRegular():
+		return 0, false, plexus.Errorf(plexus.CodeTransportError, "%s is not a regular file", q)
+	case err == nil:
+		return fi.Mode().Perm(), true, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return 0, false, fsError(err, path)
+	}
+	return newFilePerm, false, nil
 }
 
 // tempName is a hidden, unique sibling name for base, kept under the usual

@@ -170,3 +170,13 @@ const (
 	writeInput  = `{"type":"object","properties":{` + pathProp + `,"content":{"type":"string","description":"The complete new text of the file."},"createDirs":{"type":"boolean","description":"Create missing parent folders (default false)."}},"required":["path","content"],"additionalProperties":false}`
 	writeOutput = `{"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"}},"required":["path","bytes"]}`
 )
+
+// Kind is the kind of an owner-configured portal source.
+const Kind = "portal"
+
+// Config is the Config of a portal source as the owner adds it and the
+// daemon reads it back: the folder and its alias.
+type Config struct {
+	Path  string `json:"path"`
+	Alias string `json:"alias"`
+}
