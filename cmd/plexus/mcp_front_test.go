@@ -15,7 +15,7 @@ import (
 // the owner's alone, from a single path element under clients/.
 func TestMCPServeCredentialRefused(t *testing.T) {
 	home := t.TempDir()
-	dir := filepath.Join(home, clientsDir, "loose")
+	dir := filepath.Join(home, client.HostsDir, "loose")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
