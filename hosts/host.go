@@ -198,3 +198,13 @@ func (h Host) Path(e Env, s Scope) (string, error) {
 	}
 	return "", fmt.Errorf("unknown scope %q: user or project", s)
 }
+
+// ForFile is the host named name whose file is path, in format f: a known
+// host of that format keeps its own entry shape there; any other is
+// [Custom].
+func ForFile(name, path string, f Format) Host {
+	if known, err := Lookup(name); err == nil && known.Format == f {
+		return known
+	}
+	return Custom(name, path, f)
+}
