@@ -52,6 +52,19 @@ func (a *Admin) EnrollHost(ctx context.Context, store *CredStore, req plexus.Con
 	return c.PAT, resp.Declined, nil
 }
 
+// RevokeHost revokes the host agent agentID through the admin API, then
+// deletes its credential in store; a refused revocation deletes nothing.
+func (a *Admin) RevokeHost(ctx context.Context, store *CredStore, agentID, reason string) (plexus.AgentRevokeResponse, error) {
+	resp, err := a.RevokeAgent(ctx, agentID, reason)
+	if err != nil {
+		return resp, err
+	}
+	if err := os.RemoveAll(store.Dir()); err != nil {
+		return resp, fmt.Errorf("delete the credential of %q: %w", agentID, err)
+	}
+	return resp, nil
+}
+
 // HostAgents reads the credentials of the host agents stored under a
 // gateway's home (the value), for what `plexus clients list` shows.
 type HostAgents string

@@ -1,9 +1,12 @@
 package client
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/plexus-gw/plexus"
 )
 
 func TestHostAgents(t *testing.T) {
@@ -36,5 +39,35 @@ func TestHostAgents(t *testing.T) {
 	}
 	if got := HostAgents(filepath.Join(home, "none")).ByPAT("plx_agent_cur"); got != "" {
 		t.Errorf("ByPAT without a clients folder = %q", got)
+	}
+}
+
+func TestRevokeHost(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		status int
+		kept   bool
+	}{{"Revoked", 200, false}, {"RefusedKeepsCredential", 404, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			store, err := HostStore(t.TempDir(), "cursor")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.SaveCredentials(Credentials{BaseURL: "http://127.0.0.1:7077", AgentID: "cursor", PAT: "plx_agent_x"}, false); err != nil {
+				t.Fatal(err)
+			}
+			s := newAdminServer(t, tt.status, plexus.AgentRevokeResponse{OK: true, AgentID: "cursor", RevokedGrants: 2})
+			resp, err := mustAdmin(t, s.srv.URL).RevokeHost(ctx, store, "cursor", "disconnected from Cursor")
+			if (err != nil) != tt.kept {
+				t.Fatalf("err = %v", err)
+			}
+			if !tt.kept && (resp.AgentID != "cursor" || resp.RevokedGrants != 2 || s.path != "/admin/api/agents/revoke") {
+				t.Errorf("resp = %+v, path %s", resp, s.path)
+			}
+			if _, err := store.Credentials(); (err == nil) != tt.kept {
+				t.Errorf("credential kept = %v, want %v", err == nil, tt.kept)
+			}
+		})
 	}
 }

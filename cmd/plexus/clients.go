@@ -150,9 +150,6 @@ func clientsListCommand() *cli.Command {
 // addLastCalls fills in when each row's agent last called, from the
 // journal read-only; without a journal the rows say nothing.
 func addLastCalls(ctx context.Context, home string, rows []hosts.Status) {
-	if _, err := os.Stat(filepath.Join(home, "journal.db")); err != nil {
-		return
-	}
 	db, err := openJournalReadOnly(ctx, home)
 	if err != nil {
 		return
@@ -196,12 +193,9 @@ func clientsDisconnect(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	resp, err := adm.RevokeAgent(ctx, t.agent, "disconnected from "+t.cfg.Host.Label)
+	resp, err := adm.RevokeHost(ctx, t.store, t.agent, "disconnected from "+t.cfg.Host.Label)
 	if err != nil {
 		return notRunning(cmd.String("addr"), err)
-	}
-	if err := os.RemoveAll(t.store.Dir()); err != nil {
-		return fmt.Errorf("delete the credential of %q: %w", t.agent, err)
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Revoked agent %q (%d sessions ended, %d grants revoked) and deleted its credential %s.\n",
 		resp.AgentID, len(resp.RevokedSessions), resp.RevokedGrants, t.store.Dir())
