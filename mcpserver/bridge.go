@@ -44,7 +44,7 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 	}
 	b := &bridge{o: o, calls: map[string]progressTarget{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}})
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: toolsAndLogging()})
 	srv.AddReceivingMiddleware(b.middleware)
 	defer b.close()
 	return srv.Run(ctx, t)

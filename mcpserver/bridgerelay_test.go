@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the hosts and servers here use sampling, elicitation, roots and logging, deprecated from 2026-07-28, which Plexus relays
+
 package mcpserver_test
 
 import (

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -349,7 +348,7 @@ func checkConformance(t *testing.T, results map[string]int, expected map[string]
 			t.Errorf("scenario %s passes now; it was listed as failing (%s): take it off the list and docs/mcp.md", name, why)
 		}
 	}
-	t.Log(fmt.Sprintf("%d scenarios, %d failed: %v", len(results), len(failedScenarios(results)), failedScenarios(results)))
+	t.Logf("%d scenarios, %d failed: %v", len(results), len(failedScenarios(results)), failedScenarios(results))
 }
 
 // logFailedChecks logs each failed check the suite saved in dir (one

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
 package mcpserver
 
 import (
@@ -100,6 +102,12 @@ func (h *hostRelay) can(method string) error {
 		return refuse("%s does not offer %s", h.host, method)
 	}
 	return nil
+}
+
+// toolsAndLogging are the front door's capabilities (and the bridge's):
+// tools, and the log messages of the ingested servers relayed.
+func toolsAndLogging() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
 }
 
 func refuse(format string, args ...any) error {

@@ -94,7 +94,7 @@ func New(b Backend, opts Options) *Server {
 			Logger: opts.Logger,
 			// Logging: the ingested servers' log messages, relayed to
 			// the host whose call they came with (relay.go).
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+			Capabilities: toolsAndLogging(),
 			Instructions: "Plexus governs these tools: a call the owner has not pre-authorized waits for the owner's approval, and a call the owner denies answers why.",
 		})
 	srv.AddReceivingMiddleware(s.middleware)

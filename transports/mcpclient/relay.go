@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
 package mcpclient
 
 import (
@@ -76,6 +78,15 @@ func relayCapabilities() *mcp.ClientCapabilities {
 		Sampling:    &mcp.SamplingCapabilities{},
 		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
 	}
+}
+
+// relayOptions sets in opts what Plexus declares to a server and the
+// handlers of what it asks during a multi-round-trip call.
+func (s *session) relayOptions(opts *mcp.ClientOptions) *mcp.ClientOptions {
+	opts.Capabilities = relayCapabilities()
+	opts.CreateMessageWithToolsHandler = s.relaySampling
+	opts.ElicitationHandler = s.relayElicitation
+	return opts
 }
 
 // relays is the relay side of a capture: the relays of the calls in flight

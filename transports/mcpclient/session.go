@@ -72,18 +72,15 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		s.cmd = cmd
 		t = &rawTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: c.grace}, c: s.c}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, &mcp.ClientOptions{
+	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, s.relayOptions(&mcp.ClientOptions{
 		Logger: c.log,
-		// What the server asks while a call runs goes to that call's
-		// caller (relay.go). Progress is relayed by the capture (capture.go).
-		Capabilities:                  relayCapabilities(),
-		CreateMessageWithToolsHandler: s.relaySampling,
-		ElicitationHandler:            s.relayElicitation,
-		ToolListChangedHandler:        func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
-		ResourceListChangedHandler:    func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
-		PromptListChangedHandler:      func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
-		KeepAlive:                     keepAlive,
-	})
+		// Progress is relayed by the capture (capture.go), what the server
+		// asks while a call runs by relayOptions (relay.go).
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
+		KeepAlive:                  keepAlive,
+	}))
 	client.AddReceivingMiddleware(s.relayRequests)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
