@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/mcpserver"
+	"github.com/plexus-gw/plexus/platform"
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
@@ -39,6 +41,15 @@ type asker struct {
 
 func newAsker(t *testing.T, gate *barrier, meta mcp.Meta) *asker {
 	a := &asker{gate: gate, meta: meta}
+	s := a.server()
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	a.url = ts.URL
+	return a
+}
+
+// server is the asker's MCP server.
+func (a *asker) server() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	type q struct {
@@ -94,10 +105,7 @@ func newAsker(t *testing.T, gate *barrier, meta mcp.Meta) *asker {
 		}
 		return answer("logged", nil)
 	})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(ts.Close)
-	a.url = ts.URL
-	return a
+	return s
 }
 
 // barrier lets n callers through together.
@@ -302,4 +310,23 @@ func (f *fixture) connectClient(pat string, c *mcp.Client) *mcp.ClientSession {
 		}
 	})
 	return cs
+}
+
+// TestRelaysOverStdio: a server reached over stdio (this test binary, see
+// TestMain) asks the host whose call it runs: the one caller in flight.
+func TestRelaysOverStdio(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plat := platform.New(platform.Options{Home: t.TempDir(), Env: os.Environ()})
+	f.ingestServer("asker", mcpclient.ServerConfig{Command: self, Env: map[string]string{askerEnv: "1"}},
+		mcpclient.Options{Env: plat.Env(), Processes: plat})
+	smp := &sampler{name: "stdio-model"}
+	cs := f.connectClient(f.agent("claude"), mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "1"},
+		&mcp.ClientOptions{CreateMessageHandler: smp.handle}))
+	if got := text(call(t, cs, "mcp__asker__ask", map[string]any{"q": "over stdio"})); got != "sampled: 42 for over stdio by stdio-model" {
+		t.Errorf("ask = %q, want the host's sampled answer", got)
+	}
 }
