@@ -69,7 +69,11 @@ func (s *Server) listChanged() {
 	}
 	s.sdk.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema}, noop)
 	s.sdk.AddResource(&mcp.Resource{URI: "plexus:" + marker, Name: marker},
-		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, mcp.ResourceNotFoundError("") })
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return nil, mcp.ResourceNotFoundError("")
+		})
 	s.sdk.AddPrompt(&mcp.Prompt{Name: marker},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
 }
