@@ -63,7 +63,10 @@ func TestAttackViewHidesEverywhere(t *testing.T) {
 	}
 	for _, list := range []func() (int, error){
 		func() (int, error) { r, err := cs.ListResources(ctx, nil); return len(r.Resources), err },
-		func() (int, error) { r, err := cs.ListResourceTemplates(ctx, nil); return len(r.ResourceTemplates), err },
+		func() (int, error) {
+			r, err := cs.ListResourceTemplates(ctx, nil)
+			return len(r.ResourceTemplates), err
+		},
 		func() (int, error) { r, err := cs.ListPrompts(ctx, nil); return len(r.Prompts), err },
 	} {
 		if n, err := list(); err != nil || n != 0 {
