@@ -57,23 +57,32 @@ const marker = "plexus-list-changed"
 var markerSchema = json.RawMessage(`{"type":"object"}`)
 
 // listChanged sends the three list_changed notifications to every session.
-// The SDK sends them only when its own lists change, so each call sets a
-// placeholder item on the SDK's server: the front door answers every
-// list, read, get and call itself (see [Server.middleware]), so no host
-// ever sees or reaches one. The SDK debounces the notifications, and sends
-// them to every session of the server: a host whose view did not change
-// lists again and finds the same list.
-func (s *Server) listChanged() {
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{}, nil
+func (s *Server) listChanged() { sendListChanged(s.sdk, true, true, true) }
+
+// sendListChanged has srv send the list_changed notifications named to
+// every session. The SDK sends them only when its own lists change, so
+// each sets a placeholder item on srv: the front door and the bridge answer
+// every list, read, get and call themselves, so no host ever sees or
+// reaches one. The SDK debounces the notifications, and sends them to
+// every session of srv: a host whose view did not change lists again and
+// finds the same list.
+func sendListChanged(srv *mcp.Server, tools, resources, prompts bool) {
+	if tools {
+		srv.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
-	s.sdk.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema}, noop)
-	s.sdk.AddResource(&mcp.Resource{URI: "plexus:" + marker, Name: marker},
-		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return nil, mcp.ResourceNotFoundError("")
-		})
-	s.sdk.AddPrompt(&mcp.Prompt{Name: marker},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{}, nil
-		})
+	if resources {
+		srv.AddResource(&mcp.Resource{URI: "plexus:" + marker, Name: marker},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return nil, mcp.ResourceNotFoundError("")
+			})
+	}
+	if prompts {
+		srv.AddPrompt(&mcp.Prompt{Name: marker},
+			func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{}, nil
+			})
+	}
 }
