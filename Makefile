@@ -35,14 +35,14 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 # Benchmarks print ratios against a baseline measured in the same run.
-# The DESIGN.md figures live in cmd/plexus/bench_test.go; each benchmark times
+# The DESIGN.md figures live in e2e/bench_test.go; each benchmark times
 # itself (fixed rounds or sample counts), so -benchtime 1x runs each body once,
 # and the last one prints the table of figures against their bars. The
 # transports' per-call overheads against calling the same backend directly
 # come first (go test runs the packages' benchmarks one after the other).
 bench:
 	npm ci --prefix examples/mcp --no-audit --no-fund
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./transports/mcpclient/ ./transports/ipc/ ./cmd/plexus/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./transports/cliexec/ ./transports/stdio/ ./transports/mcpclient/ ./transports/ipc/ ./e2e/
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)

@@ -8,16 +8,10 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// Authorizer policy ids, surfaced in audit detail.
-const (
-	PolicyUserConfirm = "user-confirm"
-	PolicyAutoApprove = "auto-approve"
-)
+// PolicyUserConfirm is the shipped policy's id, surfaced in audit detail.
+const PolicyUserConfirm = "user-confirm"
 
-var (
-	_ plexus.Authorizer = UserConfirmAuthorizer{}
-	_ plexus.Authorizer = AutoApproveAuthorizer{}
-)
+var _ plexus.Authorizer = UserConfirmAuthorizer{}
 
 // UserConfirmAuthorizer is the shipped confirm-risky policy (ADR-007
 // revised):
@@ -66,24 +60,7 @@ func (UserConfirmAuthorizer) Authorize(_ context.Context, ac plexus.Authorizatio
 	return pend(d, "write needs the owner's approval")
 }
 
-// AutoApproveAuthorizer allows every well-formed request (internal and test
-// flows). It changes who decides, never the wire; the gateway still caps
-// execute at once. It is safe for concurrent use.
-type AutoApproveAuthorizer struct{}
-
-// Policy returns "auto-approve".
-func (AutoApproveAuthorizer) Policy() string { return PolicyAutoApprove }
-
-// Authorize allows the requested verbs.
-func (AutoApproveAuthorizer) Authorize(_ context.Context, ac plexus.AuthorizationContext) plexus.AuthorizationDecision {
-	d, ok := baseDecision(ac)
-	if !ok {
-		return d
-	}
-	return allow(d, "auto-approve policy")
-}
-
-// baseDecision fills the narration fields both policies share and denies a
+// baseDecision fills the narration fields of a decision and denies a
 // request naming an unknown verb. Verbs are the requested ones, normalized,
 // with an empty request read as the read-only default.
 func baseDecision(ac plexus.AuthorizationContext) (plexus.AuthorizationDecision, bool) {

@@ -110,37 +110,3 @@ func TestUserConfirmAuthorizer(t *testing.T) {
 		t.Errorf("Policy() = %q", got)
 	}
 }
-
-func TestAutoApproveAuthorizer(t *testing.T) {
-	a := AutoApproveAuthorizer{}
-	if a.Policy() != "auto-approve" {
-		t.Errorf("Policy() = %q", a.Policy())
-	}
-	tests := []struct {
-		name        string
-		ac          plexus.AuthorizationContext
-		wantOutcome string
-		wantVerbs   []plexus.Verb
-		wantSens    plexus.Sensitivity
-		wantWindow  plexus.TrustWindow
-	}{
-		{"ExtensionExecute", plexus.AuthorizationContext{Entry: entry("x.run", ext, plexus.TransportCLI, ex), RequestedVerbs: verbs(ex)},
-			plexus.OutcomeAllow, verbs(ex), plexus.SensitivityHigh, once},
-		{"Tombstone", plexus.AuthorizationContext{Entry: entry("p.r", fp, plexus.TransportPortal, rd), RevokedTombstone: true},
-			plexus.OutcomeAllow, verbs(rd), plexus.SensitivityLow, w7d},
-		{"Anonymous write", plexus.AuthorizationContext{Anonymous: true, Entry: entry("p.w", mgd, plexus.TransportPortal, wr), RequestedVerbs: verbs(wr, rd)},
-			plexus.OutcomeAllow, verbs(rd, wr), plexus.SensitivityElevated, w1d},
-		{"UnknownVerb", plexus.AuthorizationContext{Entry: entry("p.r", fp, plexus.TransportPortal, rd), RequestedVerbs: verbs("root")},
-			plexus.OutcomeDeny, nil, plexus.SensitivityLow, w7d},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := a.Authorize(context.Background(), tt.ac)
-			if got.Outcome != tt.wantOutcome || !cmp.Equal(got.Verbs, tt.wantVerbs) ||
-				got.Sensitivity != tt.wantSens || got.RecommendedTrustWindow != tt.wantWindow || got.ID != tt.ac.Entry.ID {
-				t.Errorf("Authorize = %+v, want outcome %q verbs %v sensitivity %q window %v",
-					got, tt.wantOutcome, tt.wantVerbs, tt.wantSens, tt.wantWindow)
-			}
-		})
-	}
-}

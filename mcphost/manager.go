@@ -102,16 +102,6 @@ func New(cfg Config) (*Manager, error) {
 		watch: w, servers: map[string]*mcpRunning{}, problems: map[string]string{}}, nil
 }
 
-// Client returns server name's running client, nil when it does not run.
-func (m *Manager) Client(name string) *mcpclient.Client {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if run := m.servers[name]; run != nil {
-		return run.client
-	}
-	return nil
-}
-
 // Run applies mcp.json at start and after every change until ctx ends,
 // then stops every server.
 func (m *Manager) Run(ctx context.Context) error {

@@ -179,8 +179,12 @@ func callResult(cmd *cli.Command, id, addr, pendingID string, resp *plexus.Invok
 		return client.WriteOutput(stdout, resp)
 	case errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser:
 		if asJSON {
-			_ = printJSON(stdout, map[string]any{"id": id, "status": ce.Body.Code, "pendingId": ce.Body.PendingID,
-				"statusUrl": ce.Body.GrantStatusURL, "resumed": ce.Resumed})
+			// A script that cannot read the pending id has nothing to wait on:
+			// a failed write is the answer.
+			if werr := printJSON(stdout, map[string]any{"id": id, "status": ce.Body.Code, "pendingId": ce.Body.PendingID,
+				"statusUrl": ce.Body.GrantStatusURL, "resumed": ce.Resumed}); werr != nil {
+				return werr
+			}
 		}
 		again := ""
 		if ce.Resumed {
@@ -191,10 +195,14 @@ func callResult(cmd *cli.Command, id, addr, pendingID string, resp *plexus.Invok
 		// Interrupted while waiting: the request still stands.
 		return &codedError{code: exitPending, msg: fmt.Sprintf("stopped waiting; grant still pending: %s\nask the owner to approve: plexus approve %s", pendingID, pendingID)}
 	case ce != nil:
+		var werr error
 		if resp != nil && asJSON {
-			_ = printJSON(stdout, resp)
+			werr = printJSON(stdout, resp)
 		} else if resp != nil && len(resp.MCPResult) > 0 {
-			_ = client.WriteOutput(stderr, resp) // an MCP tool's own error text
+			werr = client.WriteOutput(stderr, resp) // an MCP tool's own error text
+		}
+		if werr != nil {
+			return fmt.Errorf("%s: %s (and writing its answer: %w)", ce.Body.Code, ce.Body.Message, werr)
 		}
 		return &codedError{code: exitError, msg: fmt.Sprintf("%s: %s", ce.Body.Code, ce.Body.Message)}
 	default:

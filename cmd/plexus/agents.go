@@ -35,22 +35,11 @@ func agentsConnectCommand() *cli.Command {
 		},
 		Action: withAdmin(1, "<agent-id>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 			req := plexus.ConnectRequest{AgentID: cmd.Args().First(), Label: cmd.String("label")}
-			var window *plexus.TrustWindow
-			if s := cmd.String("window"); s != "" {
-				w, err := plexus.ParseTrustWindow(s)
-				if err != nil {
-					return usageError(cmd, "%v", err)
-				}
-				window = w
+			grants, err := connectGrants(cmd)
+			if err != nil {
+				return err
 			}
-			for _, s := range cmd.StringSlice("grant") {
-				g, err := plexus.ParseConnectGrant(s)
-				if err != nil {
-					return usageError(cmd, "--grant %q: %v", s, err)
-				}
-				g.TrustWindow = window
-				req.Grants = append(req.Grants, g)
-			}
+			req.Grants = grants
 			resp, err := adm.Connect(ctx, req)
 			if err != nil {
 				return err
@@ -106,4 +95,27 @@ func agentsRevokeCommand() *cli.Command {
 			return nil
 		}),
 	}
+}
+
+// connectGrants reads the starting standing grants of --grant and --window,
+// as `agents connect` and `clients connect` take them.
+func connectGrants(cmd *cli.Command) ([]plexus.ConnectGrant, error) {
+	var window *plexus.TrustWindow
+	if s := cmd.String("window"); s != "" {
+		w, err := plexus.ParseTrustWindow(s)
+		if err != nil {
+			return nil, usageError(cmd, "%v", err)
+		}
+		window = w
+	}
+	var out []plexus.ConnectGrant
+	for _, s := range cmd.StringSlice("grant") {
+		g, err := plexus.ParseConnectGrant(s)
+		if err != nil {
+			return nil, usageError(cmd, "--grant %q: %v", s, err)
+		}
+		g.TrustWindow = window
+		out = append(out, g)
+	}
+	return out, nil
 }

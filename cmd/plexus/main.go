@@ -64,6 +64,7 @@ func commands() []func() *cli.Command {
 		secretsCommand,
 		providersCommand,
 		agentCommand,
+		clientsCommand,
 	}
 }
 

@@ -54,6 +54,7 @@ func mcpCommand() *cli.Command {
 				Action:    mcpRemove,
 			},
 			mcpServeCommand(),
+			mcpImportCommand(),
 		},
 	}
 }

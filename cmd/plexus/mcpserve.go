@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,14 +14,6 @@ import (
 	"github.com/plexus-gw/plexus/mcpserver"
 	"github.com/urfave/cli/v3"
 )
-
-// agentIDPattern is the gateway's agent id syntax; it also keeps --agent a
-// single path element under clients/.
-var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// clientsDir is where `plexus clients connect` keeps each host agent's
-// credential, under --home: clients/<agent-id>/credentials.json.
-const clientsDir = "clients"
 
 // mcpServeCommand is `plexus mcp serve`: a stdio MCP server for a host that
 // launches a command, forwarding to the running daemon's /mcp as the agent
@@ -44,11 +35,11 @@ func mcpServe(ctx context.Context, cmd *cli.Command) error {
 	if err := checkArgs(cmd, 0, ""); err != nil {
 		return err
 	}
-	dir, err := agentCredDir(cmd)
+	store, dir, err := agentCredStore(cmd)
 	if err != nil {
 		return err
 	}
-	creds, err := client.NewCredStore(dir).Credentials()
+	creds, err := store.Credentials()
 	if errors.Is(err, client.ErrNotEnrolled) {
 		return &codedError{code: exitError, msg: fmt.Sprintf("no agent credential in %s: connect the host with plexus clients connect, or enroll with plexus agent enroll --agent-home %s", dir, dir)}
 	}
@@ -68,21 +59,24 @@ func mcpServe(ctx context.Context, cmd *cli.Command) error {
 		StartHint: "start it with: plexus serve --home " + cmd.String("home")})
 }
 
-// agentCredDir is the credential directory --agent or --agent-home names;
+// agentCredStore is the credential store --agent (the one `plexus clients
+// connect` wrote under --home) or --agent-home names, and its directory;
 // exactly one must be given.
-func agentCredDir(cmd *cli.Command) (string, error) {
+func agentCredStore(cmd *cli.Command) (*client.CredStore, string, error) {
 	agent, home := cmd.String("agent"), cmd.IsSet("agent-home")
 	switch {
 	case agent != "" && home:
-		return "", usageError(cmd, "give --agent or --agent-home, not both")
+		return nil, "", usageError(cmd, "give --agent or --agent-home, not both")
 	case home:
-		return cmd.String("agent-home"), nil
+		return client.NewCredStore(cmd.String("agent-home")), cmd.String("agent-home"), nil
 	case agent == "":
-		return "", usageError(cmd, "usage: plexus mcp serve --agent <id> (or --agent-home DIR)")
-	case !agentIDPattern.MatchString(agent):
-		return "", usageError(cmd, "--agent %q is not an agent id", agent)
+		return nil, "", usageError(cmd, "usage: plexus mcp serve --agent <id> (or --agent-home DIR)")
 	}
-	return filepath.Join(cmd.String("home"), clientsDir, agent), nil
+	store, err := client.HostStore(cmd.String("home"), agent)
+	if err != nil {
+		return nil, "", usageError(cmd, "--agent %q is not an agent id", agent)
+	}
+	return store, filepath.Join(cmd.String("home"), client.HostsDir, agent), nil
 }
 
 // nopWriteCloser lets the command's stdout serve as the transport's

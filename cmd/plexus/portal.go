@@ -17,9 +17,6 @@ import (
 // aliasRe is what a portal alias may be: it becomes part of capability ids.
 var aliasRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
-// portalConfig is the Config of a portal source (daemon.go reads it back).
-type portalConfig = portal.Config
-
 // portalView is one portal as `portal list --json` prints it.
 type portalView struct {
 	ID    string `json:"id"`
@@ -54,7 +51,7 @@ func portalAddCommand() *cli.Command {
 			} else if !fi.IsDir() {
 				return fmt.Errorf("%s is not a directory", abs)
 			}
-			cfg, err := json.Marshal(portalConfig{Path: abs, Alias: alias})
+			cfg, err := json.Marshal(portal.Config{Path: abs, Alias: alias})
 			if err != nil {
 				return err
 			}
@@ -83,7 +80,7 @@ func portalListCommand() *cli.Command {
 				if s.Kind != portal.Kind {
 					continue
 				}
-				var pc portalConfig
+				var pc portal.Config
 				_ = json.Unmarshal(s.Config, &pc) // a malformed config still lists, by id
 				portals = append(portals, portalView{ID: s.ID, Alias: pc.Alias, Path: pc.Path})
 			}

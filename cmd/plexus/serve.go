@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/urfave/cli/v3"
 )
 
@@ -27,22 +28,22 @@ func serveCommand() *cli.Command {
 			if cmd.IsSet("addr") {
 				addr = cmd.String("addr")
 			}
-			d, err := startDaemon(ctx, daemonOptions{Home: cmd.String("home"), Addr: addr, Logger: log,
+			d, err := daemon.Start(ctx, daemon.Options{Home: cmd.String("home"), Addr: addr, Logger: log,
 				Owner: sync.OnceValue(processOf(cmd).decider)})
 			if err != nil {
 				return err
 			}
 			w := cmd.Root().Writer
-			fmt.Fprintf(w, "Plexus is listening on %s (home %s)\n", d.baseURL(), d.home.Dir)
-			fmt.Fprintf(w, "  discovery:      %s/.well-known/plexus\n", d.baseURL())
+			fmt.Fprintf(w, "Plexus is listening on %s (home %s)\n", d.BaseURL(), d.Home().Dir)
+			fmt.Fprintf(w, "  discovery:      %s/.well-known/plexus\n", d.BaseURL())
 			fmt.Fprintf(w, "  connect agent:  plexus agents connect <agent-id>\n")
 			fmt.Fprintf(w, "  expose folder:  plexus portal add <path> <alias>\n")
 			fmt.Fprintf(w, "  journal:        plexus journal --follow\n")
 			fmt.Fprintln(w, "Stop with Ctrl-C.")
 			if f, ok := w.(*os.File); ok {
-				_ = f.Sync()
+				_ = f.Sync() // a terminal or a pipe cannot be synced (EINVAL): the banner is best effort
 			}
-			err = d.run(ctx)
+			err = d.Run(ctx)
 			log.Info("stopped")
 			return err
 		},

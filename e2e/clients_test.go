@@ -1,0 +1,482 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/hosts"
+)
+
+// hostHome points $HOME (and the XDG and Codex homes) at a temporary
+// folder, so that the hosts' files the commands find are the test's.
+func hostHome(t *testing.T) hosts.Env {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("CODEX_HOME", "")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hosts.Env{GOOS: runtime.GOOS, Home: home, ProjectDir: wd}
+}
+
+// plantHostFile writes hosts/testdata/<file> where host keeps its user
+// file, and returns the path and the bytes.
+func plantHostFile(t *testing.T, env hosts.Env, host, file string) (string, []byte) {
+	t.Helper()
+	h, err := hosts.Lookup(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := h.Path(env, hosts.ScopeUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "hosts", "testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// agentIDs lists the daemon's agents' ids.
+func (e *cliEnv) agentIDs() []string {
+	e.t.Helper()
+	var agents []plexus.Agent
+	e.jsonOut(&agents, "agents", "list", "--json")
+	var ids []string
+	for _, a := range agents {
+		if a.RevokedAt == nil {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
+}
+
+// listedHost is a row of `clients list --json`, decoded as a user of the
+// command would (not the command's own type, so the test moves freely).
+type listedHost struct {
+	Host      string     `json:"host"`
+	Scope     string     `json:"scope"`
+	Config    string     `json:"config"`
+	Installed bool       `json:"installed"`
+	Connected bool       `json:"connected"`
+	Transport string     `json:"transport"`
+	Agent     string     `json:"agent"`
+	Enrolled  bool       `json:"enrolled"`
+	LastCall  *time.Time `json:"lastCall"`
+}
+
+var testHostFiles = []struct{ host, file string }{
+	{"claude-code", "claude-code.json"},
+	{"claude-desktop", "claude-desktop.json"},
+	{"cursor", "cursor.json"},
+	{"vscode", "vscode.jsonc"},
+	{"codex", "codex.toml"},
+	{"gemini", "gemini.json"},
+	{"windsurf", "windsurf.json"},
+}
+
+// TestClientsConnect: for every host, against a real daemon: --dry-run
+// prints the diff and changes nothing; connect enrolls the host's agent,
+// stores its credential under --home, writes an entry launching this
+// binary, keeps a backup; connecting again is a no-op without a second
+// agent; list shows it; disconnect gives the file back byte for byte.
+func TestClientsConnect(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	// The entry launches the binary the command ran as, links resolved.
+	exe, err := filepath.EvalSymlinks(plexusBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hf := range testHostFiles {
+		t.Run(hf.host, func(t *testing.T) {
+			e := e.with(t)
+			path, orig := plantHostFile(t, env, hf.host, hf.file)
+			store, err := client.HostStore(e.home, hf.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			r := e.ok("clients", "connect", hf.host, "--dry-run")
+			if !strings.Contains(r.stdout, "+++ "+path) || !strings.Contains(r.stdout, "Dry run") {
+				t.Errorf("dry run: %s", r)
+			}
+			if !bytes.Equal(readFile(t, path), orig) {
+				t.Fatal("--dry-run wrote the file")
+			}
+			if slices.Contains(e.agentIDs(), hf.host) {
+				t.Fatal("--dry-run enrolled an agent")
+			}
+
+			r = e.ok("clients", "connect", hf.host)
+			if !strings.Contains(r.stdout, "+++ "+path) || !strings.Contains(r.stdout, `Enrolled agent "`+hf.host+`"`) ||
+				!strings.Contains(r.stdout, path+".plexus-backup") {
+				t.Errorf("connect: %s", r)
+			}
+			creds, err := store.Credentials()
+			if err != nil || creds.AgentID != hf.host {
+				t.Fatalf("stored credential: %+v, %v", creds, err)
+			}
+			for p, want := range map[string]fs.FileMode{store.Dir(): 0o700, filepath.Join(store.Dir(), client.CredentialsFile): 0o600} {
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+					t.Errorf("%s: %v, %v; want mode %v", p, fi.Mode().Perm(), err, want)
+				}
+			}
+			if !bytes.Equal(readFile(t, path+".plexus-backup"), orig) {
+				t.Error("the backup is not the file as it was")
+			}
+			h, _ := hosts.Lookup(hf.host)
+			cfg, err := hosts.Read(h, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := hosts.Entry{Command: exe, Args: []string{"--home", e.home, "--addr", e.addr, "mcp", "serve", "--agent", hf.host}}
+			if !cfg.Has(want) {
+				p, _ := cfg.Plexus()
+				t.Errorf("the entry is %+v, want %+v", p.Entry, want)
+			}
+			connected := readFile(t, path)
+
+			r = e.ok("clients", "connect", hf.host)
+			if !strings.Contains(r.stdout, "already connected") {
+				t.Errorf("connect again: %s", r)
+			}
+			if ids := e.agentIDs(); len(slices.DeleteFunc(ids, func(id string) bool { return id != hf.host })) != 1 {
+				t.Errorf("agents after connecting twice: %v", ids)
+			}
+			if !bytes.Equal(readFile(t, path), connected) {
+				t.Error("connecting again changed the file")
+			}
+
+			var rows []listedHost
+			e.jsonOut(&rows, "clients", "list", "--json")
+			i := slices.IndexFunc(rows, func(s listedHost) bool { return s.Host == hf.host && s.Scope == "user" })
+			if i < 0 || !rows[i].Installed || !rows[i].Connected || rows[i].Agent != hf.host || !rows[i].Enrolled || rows[i].Config != path {
+				t.Errorf("clients list: %+v", rows)
+			}
+			if r := e.ok("clients", "list"); !strings.Contains(r.stdout, hf.host+"  ") || !strings.Contains(r.stdout, "yes (stdio)") {
+				t.Errorf("%s", r)
+			}
+
+			r = e.ok("clients", "disconnect", hf.host)
+			if !bytes.Equal(readFile(t, path), orig) {
+				t.Errorf("disconnect did not give back the file: %s\n%s", r, readFile(t, path))
+			}
+			if _, err := store.Credentials(); err != nil {
+				t.Error("disconnect without --revoke deleted the credential")
+			}
+		})
+	}
+}
+
+// TestClientsConnectHTTP: with --http the entry holds the /mcp URL and the
+// agent's PAT; the PAT is never printed, and is nowhere under --home but
+// in the agent's credential; disconnect --revoke removes the entry, the
+// agent and its credential.
+func TestClientsConnectHTTP(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	path, orig := plantHostFile(t, env, "gemini", "gemini.json")
+
+	e.notesDir()
+	dry := e.ok("clients", "connect", "gemini", "--http", "--dry-run")
+	r := e.ok("clients", "connect", "gemini", "--http", "--agent", "gem", "--grant", "portal.notes.read")
+	store, err := client.HostStore(e.home, "gem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := store.Credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pat := creds.PAT
+	if !strings.Contains(string(readFile(t, path)), `"httpUrl": "http://`+e.addr+`/mcp"`) ||
+		!strings.Contains(string(readFile(t, path)), "Bearer "+pat) {
+		t.Fatalf("the entry:\n%s", readFile(t, path))
+	}
+	if !strings.Contains(r.stdout, "The agent's PAT now sits in "+path) {
+		t.Errorf("no notice of where the PAT is: %s", r)
+	}
+	var grants []plexus.StandingGrant
+	e.jsonOut(&grants, "grants", "--json")
+	if len(grants) != 1 || grants[0].AgentID != "gem" {
+		t.Errorf("grants after connect --grant: %+v", grants)
+	}
+	// The host's agent calls with the stored credential, as plexus mcp
+	// serve --agent does; clients list then says when.
+	asHost := *e
+	asHost.agentHome = store.Dir()
+	call := asHost.ok("agent", "call", "portal.notes.read", "path=hello.md")
+	var rows []listedHost
+	list := e.ok("clients", "list", "--json")
+	if err := json.Unmarshal([]byte(list.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rows, func(s listedHost) bool { return s.Host == "gemini" && s.Scope == "user" })
+	if i < 0 || rows[i].Transport != "http" || rows[i].Agent != "gem" || rows[i].LastCall == nil {
+		t.Errorf("clients list after a call: %+v", rows)
+	}
+	again := e.ok("clients", "connect", "gemini", "--http", "--agent", "gem")
+	if !strings.Contains(again.stdout, "already connected") {
+		t.Errorf("connect --http again: %s", again)
+	}
+	gone := e.ok("clients", "disconnect", "gemini", "--revoke", "--agent", "gem")
+	for _, run := range []cliRun{dry, r, call, list, e.ok("clients", "list"), again, gone} {
+		if strings.Contains(run.stdout+run.stderr, pat) {
+			t.Errorf("the PAT was printed: %s", run)
+		}
+	}
+	assertNotUnder(t, e.home, pat, store.Dir())
+	for _, row := range e.journalLines() {
+		b, _ := json.Marshal(row)
+		if bytes.Contains(b, []byte(pat)) {
+			t.Errorf("the PAT is in the journal: %s", b)
+		}
+	}
+
+	if !bytes.Equal(readFile(t, path), orig) {
+		t.Errorf("disconnect did not give back the file:\n%s", readFile(t, path))
+	}
+	if slices.Contains(e.agentIDs(), "gem") {
+		t.Error("--revoke left the agent")
+	}
+	if _, err := os.Stat(store.Dir()); !os.IsNotExist(err) {
+		t.Errorf("--revoke left the credential: %v", err)
+	}
+}
+
+// assertNotUnder fails if any file under root but those under except
+// holds secret.
+func assertNotUnder(t *testing.T, root, secret, except string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(p, except+string(filepath.Separator)) || !d.Type().IsRegular() {
+			return err
+		}
+		if bytes.Contains(readFile(t, p), []byte(secret)) {
+			t.Errorf("%s holds the PAT", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClientsReconnect: a host whose agent is enrolled but whose entry
+// went away (disconnect without --revoke, a hand edit) gets its entry back
+// without a second enrollment.
+func TestClientsReconnect(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	path, _ := plantHostFile(t, env, "windsurf", "windsurf.json")
+	e.ok("clients", "connect", "windsurf")
+	connected := readFile(t, path)
+	store, err := client.HostStore(e.home, "windsurf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := store.Credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ok("clients", "disconnect", "windsurf")
+	r := e.ok("clients", "connect", "windsurf")
+	if !strings.Contains(r.stdout, "already enrolled") || strings.Contains(r.stdout, "Enrolled agent") {
+		t.Errorf("%s", r)
+	}
+	if !bytes.Equal(readFile(t, path), connected) {
+		t.Errorf("the entry did not come back as it was:\n%s", readFile(t, path))
+	}
+	if again, err := store.Credentials(); err != nil || again.PAT != first.PAT {
+		t.Error("the agent was enrolled again")
+	}
+}
+
+// TestClientsConnectScopesAndCustom: --scope project writes the project
+// file in the current folder; --config/--format edit any file; Claude
+// Desktop refuses --http.
+func TestClientsConnectScopesAndCustom(t *testing.T) {
+	hostHome(t)
+	e, _ := newCLIEnv(t)
+	project := t.TempDir()
+	t.Chdir(project)
+
+	e.ok("clients", "connect", "cursor", "--scope", "project")
+	if _, err := os.Stat(filepath.Join(project, ".cursor", "mcp.json")); err != nil {
+		t.Errorf("no project file: %v", err)
+	}
+
+	custom := filepath.Join(t.TempDir(), "my.toml")
+	if err := os.WriteFile(custom, []byte("# mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("clients", "connect", "myhost", "--config", custom, "--format", "codex-toml")
+	if got := string(readFile(t, custom)); !strings.HasPrefix(got, "# mine\n\n[mcp_servers.plexus]\n") {
+		t.Errorf("custom file:\n%s", got)
+	}
+
+	r := e.run("clients", "connect", "claude-desktop", "--http")
+	if r.code != exitError || !strings.Contains(r.stderr, "without --http") {
+		t.Errorf("claude-desktop --http: %s", r)
+	}
+	r = e.run("clients", "connect", "notepad")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "unknown host") {
+		t.Errorf("unknown host: %s", r)
+	}
+	r = e.run("clients", "connect", "windsurf", "--scope", "project")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "no project file") {
+		t.Errorf("windsurf --scope project: %s", r)
+	}
+}
+
+// initializedEnv is a command line over an initialized home with no daemon
+// running: what `mcp import` needs, and proof that it starts nothing.
+func initializedEnv(t *testing.T) *cliEnv {
+	t.Helper()
+	e := offlineEnv(t, filepath.Join(t.TempDir(), "home"))
+	e.ok("init")
+	return e
+}
+
+// mcpServersOf reads mcp.json's servers.
+func (e *cliEnv) mcpServersOf() map[string]map[string]any {
+	e.t.Helper()
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(readFile(e.t, filepath.Join(e.home, "mcp.json")), &doc); err != nil {
+		e.t.Fatalf("mcp.json: %v", err)
+	}
+	return doc.MCPServers
+}
+
+// TestMCPImport: each host's servers go into mcp.json under their names,
+// in mcp.json's shape, whatever the host calls its keys; a name mcp.json
+// has is never overwritten; what mcp.json refuses stays out, with the
+// reason; importing again changes nothing.
+func TestMCPImport(t *testing.T) {
+	env := hostHome(t)
+	e := initializedEnv(t)
+	e.ok("mcp", "add", "github", "--url", "https://example.com/mcp")
+	before := e.mcpServersOf()["github"]
+
+	plantHostFile(t, env, "claude-code", "claude-code.json")
+	r := e.ok("mcp", "import", "claude-code")
+	if !strings.Contains(r.stdout, `"filesystem": imported`) || !strings.Contains(r.stdout, `"github": not imported: mcp.json already has`) {
+		t.Errorf("%s", r)
+	}
+	plantHostFile(t, env, "codex", "codex.toml")
+	r = e.ok("mcp", "import", "codex")
+	if !strings.Contains(r.stdout, `"docs": imported (not carried over: startup_timeout_sec)`) || !strings.Contains(r.stdout, "plexus secrets set") {
+		t.Errorf("%s", r)
+	}
+	plantHostFile(t, env, "gemini", "gemini.json")
+	r = e.ok("mcp", "import", "gemini")
+	if !strings.Contains(r.stdout, `"events": not imported:`) || !strings.Contains(r.stdout, "SSE") ||
+		!strings.Contains(r.stdout, `"git": imported (not carried over: cwd, timeout, trust)`) {
+		t.Errorf("%s", r)
+	}
+
+	got := e.mcpServersOf()
+	want := map[string]map[string]any{
+		"github":     before,
+		"filesystem": {"command": "npx", "args": []any{"-y", "@modelcontextprotocol/server-filesystem", "/home/owner/docs"}, "env": map[string]any{}},
+		"docs":       {"command": "npx", "args": []any{"-y", "@example/docs-mcp"}, "env": map[string]any{"DOCS_TOKEN": "t0k"}},
+		"figma":      {"url": "http://127.0.0.1:3845/mcp", "headers": map[string]any{"X-Figma-Region": "eu"}},
+		"git":        {"command": "uvx", "args": []any{"mcp-server-git"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mcp.json servers:\n got %v\nwant %v", got, want)
+	}
+
+	mcpJSON := readFile(t, filepath.Join(e.home, "mcp.json"))
+	r = e.ok("mcp", "import", "codex")
+	if !strings.Contains(r.stdout, `"docs": already in mcp.json`) || !bytes.Equal(readFile(t, filepath.Join(e.home, "mcp.json")), mcpJSON) {
+		t.Errorf("importing again: %s", r)
+	}
+
+	// Replacing in the host needs every server in mcp.json.
+	path, orig := plantHostFile(t, env, "gemini", "gemini.json")
+	r = e.run("mcp", "import", "gemini", "--replace-in-host")
+	if r.code != exitError || !strings.Contains(r.stderr, `keeps its servers: "github", "events"`) || !bytes.Equal(readFile(t, path), orig) {
+		t.Errorf("--replace-in-host with a server left out: %s", r)
+	}
+}
+
+// TestMCPImportReplaceInHost: with --replace-in-host the host's servers
+// move into mcp.json and its file keeps only the plexus entry, its agent
+// enrolled, the file as it was kept beside it.
+func TestMCPImportReplaceInHost(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	h, _ := hosts.Lookup("cursor")
+	path, err := h.Path(env, hosts.ScopeUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := []byte("{\n  // mine\n  \"mcpServers\": {\n    \"quiet\": {\"command\": \"/usr/bin/true\"},\n    \"local\": {\"url\": \"http://127.0.0.1:1/mcp\"}\n  },\n  \"theme\": \"dark\"\n}\n")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.ok("mcp", "import", "cursor", "--replace-in-host")
+	if !strings.Contains(r.stdout, `"quiet": imported`) || !strings.Contains(r.stdout, `Enrolled agent "cursor"`) {
+		t.Errorf("%s", r)
+	}
+	if got := e.mcpServersOf(); len(got) != 2 || got["quiet"]["command"] != "/usr/bin/true" || got["local"]["url"] != "http://127.0.0.1:1/mcp" {
+		t.Errorf("mcp.json servers: %v", got)
+	}
+	cfg, err := hosts.Read(h, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := cfg.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(servers) != 1 || servers[0].Name != hosts.EntryName {
+		t.Errorf("the host's servers after the move: %+v\n%s", servers, readFile(t, path))
+	}
+	if got := string(readFile(t, path)); !strings.Contains(got, "// mine") || !strings.Contains(got, `"theme": "dark"`) {
+		t.Errorf("the rest of the host's file changed:\n%s", got)
+	}
+	if !bytes.Equal(readFile(t, path+".plexus-backup"), orig) {
+		t.Error("no backup of the host's file as it was")
+	}
+	if !slices.Contains(e.agentIDs(), "cursor") {
+		t.Error("the host's agent was not enrolled")
+	}
+}

@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// driftServerEnv makes the test binary an MCP server (TestMain in helpers_test.go): a real
+// stdio server on the official SDK whose "greet" tool takes its
+// description from the file DRIFT_DESC_FILE and re-announces it
+// (notifications/tools/list_changed) when the file changes — a server
+// changing a tool after the owner added it. "fail" answers isError; "wait"
+// blocks until the call is cancelled and then writes DRIFT_CANCEL_FILE.
+const driftServerEnv = "MCP_DRIFT_SERVER"
+
+func runDriftServer() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	descFile := os.Getenv("DRIFT_DESC_FILE")
+	read := func() string {
+		b, err := os.ReadFile(descFile)
+		if err != nil {
+			return "Greets someone."
+		}
+		return strings.TrimSpace(string(b))
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "drift", Version: "1.0.0"}, nil)
+	greet := func(desc string) {
+		s.AddTool(&mcp.Tool{Name: "greet", Description: desc, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var in struct{ Name string }
+				_ = json.Unmarshal(req.Params.Arguments, &in)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + in.Name}}}, nil
+			})
+	}
+	desc := read()
+	greet(desc)
+	s.AddTool(&mcp.Tool{Name: "fail", Description: "Always fails in-band.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no such thing"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "wait", Description: "Waits until cancelled.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			_ = os.WriteFile(os.Getenv("DRIFT_CANCEL_FILE"), []byte("cancelled"), 0o600)
+			return nil, ctx.Err()
+		})
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if d := read(); d != desc {
+					desc = d
+					greet(d) // replacing a tool notifies every session
+				}
+			}
+		}
+	}()
+	_ = s.Run(ctx, &mcp.StdioTransport{})
+}
