@@ -258,7 +258,7 @@ func SetView(path, agent string, v View) error {
 	if v.isZero() {
 		of.Remove(agent)
 	} else {
-		raw, err := jsonMarshal(v)
+		raw, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("encode the view of %s: %w", agent, err)
 		}
@@ -305,8 +305,6 @@ func decodeView(of *scaffold.OwnerFile, agent string) (View, error) {
 	}
 	return v, nil
 }
-
-func jsonMarshal(v View) (json.RawMessage, error) { return json.Marshal(v) }
 
 // strictUnmarshal decodes raw into v, refusing unknown fields: a misspelt
 // setting must not be silently dropped.
