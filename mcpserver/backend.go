@@ -39,12 +39,18 @@ type Invoker interface {
 	InvokeStream(ctx context.Context, c gateway.Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse
 }
 
-// Backend is the gateway as the front door sees it; every field is
-// required.
+// Backend is the gateway as the front door sees it; Sessions, Grants and
+// Invoke are required.
 type Backend struct {
 	Sessions Sessions
 	Grants   Grants
 	Invoke   Invoker
+	// Agents names a session's agent, for its owner's view (Options.Views);
+	// nil shows every agent the default view.
+	Agents Agents
+	// Changes streams the catalog's changes, for list_changed ([Server.Run]);
+	// nil sends none.
+	Changes Changes
 }
 
 var (

@@ -32,8 +32,12 @@ type link struct {
 	patHash [32]byte
 	expires time.Time
 
-	// mu guards tokens and pending, shared by the link's concurrent calls.
+	// mu guards tokens, pending and agent, shared by the link's
+	// concurrent calls.
 	mu sync.Mutex
+	// agent is the link's agent id, once agentKnown (see [Server.view]).
+	agent      string
+	agentKnown bool
 	// tokens holds the latest token minted for each capability; a token
 	// for an execute entry is never kept (each execute call asks).
 	tokens map[string]plexus.ScopedToken
