@@ -24,7 +24,7 @@ const tokenMargin = 10 * time.Second
 // that fails is a tool error (isError) carrying the Plexus error code; a
 // tool name outside the agent's view is a protocol error, and nothing runs.
 func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	entry, err := s.resolve(ctx, l, req.Params.Name)
+	entry, err := s.resolveTool(ctx, l, req.Params.Name)
 	if err != nil {
 		return nil, err
 	}

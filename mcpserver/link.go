@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -40,6 +41,9 @@ type link struct {
 	// pending remembers the decision a call asked for and left undecided,
 	// so the next call waits on it instead of asking again.
 	pending map[string]string
+
+	// index is the link's tools by name at one catalog revision (index.go).
+	index atomic.Pointer[toolIndex]
 }
 
 // bears reports whether bearer is the PAT the link was opened with.

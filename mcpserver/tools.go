@@ -108,20 +108,6 @@ func requiredVerbs(e plexus.Entry) []plexus.Verb {
 	return v
 }
 
-// resolve is the entry the link's view shows as the tool name.
-func (s *Server) resolve(ctx context.Context, l *link, name string) (plexus.Entry, error) {
-	m, err := s.manifest(ctx, l)
-	if err != nil {
-		return plexus.Entry{}, err
-	}
-	for _, p := range project(m.Entries) {
-		if p.tool.Name == name {
-			return p.entry, nil
-		}
-	}
-	return plexus.Entry{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool: " + clip(name, 80) + " (tools/list shows the tools this agent may call)"}
-}
-
 // clip shortens s to n bytes for an error message.
 func clip(s string, n int) string {
 	if len(s) <= n {
