@@ -2,7 +2,9 @@
 // Claude Desktop, Cursor, VS Code, Codex, Gemini CLI, Windsurf): it locates
 // a host's file, lists the servers it configures, and adds, replaces or
 // removes the one entry named "plexus", printing a diff and keeping a
-// backup.
+// backup. It holds the flows of `plexus clients` (Connect, Disconnect,
+// Statuses); the gateway and the stored credentials reach it only through
+// the small [Enroller] and [Agents] its caller hands in.
 //
 // The files are the owner's and the hosts': an edit changes only the bytes
 // of that one entry. Every other entry, comment, key order, indentation and
@@ -197,4 +199,14 @@ func (h Host) Path(e Env, s Scope) (string, error) {
 		return filepath.Join(e.ProjectDir, h.Project), nil
 	}
 	return "", fmt.Errorf("unknown scope %q: user or project", s)
+}
+
+// ForFile is the host named name whose file is path, in format f: a known
+// host of that format keeps its own entry shape there; any other is
+// [Custom].
+func ForFile(name, path string, f Format) Host {
+	if known, err := Lookup(name); err == nil && known.Format == f {
+		return known
+	}
+	return Custom(name, path, f)
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/plexus-gw/plexus/hosts"
@@ -38,11 +35,7 @@ func mcpImport(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := hosts.Read(t.host, t.path)
-	if err != nil {
-		return err
-	}
-	servers, err := cfg.Servers()
+	servers, err := t.cfg.Servers()
 	if err != nil {
 		return err
 	}
@@ -54,93 +47,43 @@ func mcpImport(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	res := planImport(doc, path, servers)
+	res := doc.Import(importCandidates(servers))
 	w := cmd.Root().Writer
-	for _, l := range res.lines {
+	for _, l := range res.Lines {
 		fmt.Fprintln(w, l)
 	}
-	if res.added > 0 && !cmd.Bool("dry-run") {
+	if res.Added > 0 && !cmd.Bool("dry-run") {
 		if err := doc.Save(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "Added %d servers to %s; a running Plexus starts them (plexus mcp list).\n", res.added, path)
+		fmt.Fprintf(w, "Added %d servers to %s; a running Plexus starts them (plexus mcp list).\n", res.Added, path)
 	}
 	if !cmd.Bool("replace-in-host") {
 		return nil
 	}
-	if len(res.left) > 0 {
+	if len(res.Left) > 0 {
 		return &codedError{code: exitError, msg: fmt.Sprintf("%s keeps its servers: %s not in mcp.json as the host has them (see above); resolve that, then run this again",
-			t.path, strings.Join(res.left, ", "))}
+			t.cfg.Path, strings.Join(res.Left, ", "))}
 	}
-	return connectHost(ctx, cmd, t, cfg, (*hosts.Config).ReplaceAll)
+	return connectHost(ctx, cmd, t, (*hosts.Config).ReplaceAll)
 }
 
-// importResult is what planImport did to mcp.json.
-type importResult struct {
-	lines []string // what to tell the owner, one server a line
-	added int
-	// left names the host's servers that are not in mcp.json as the host
-	// has them: the host must keep them.
-	left []string
-}
-
-// planImport puts each of the host's servers into doc, by mcp.json's own
-// rules: never over a server of the same name, never one that breaks a
-// rule. Names are printed quoted: they come from a file Plexus did not
-// write.
-func planImport(doc *mcphost.File, path string, servers []hosts.Server) importResult {
-	var res importResult
-	plain := false
+// importCandidates are the host's servers as mcp.json entries, but for
+// Plexus's own.
+func importCandidates(servers []hosts.Server) []mcphost.Candidate {
+	var out []mcphost.Candidate
 	for _, s := range servers {
 		if s.Name == hosts.EntryName {
-			continue // Plexus's own entry
-		}
-		skip := func(format string, a ...any) {
-			res.lines = append(res.lines, fmt.Sprintf("%q: not imported: ", s.Name)+fmt.Sprintf(format, a...))
-			res.left = append(res.left, fmt.Sprintf("%q", s.Name))
-		}
-		if s.Problem != "" {
-			skip("%s", s.Problem)
 			continue
 		}
-		raw, err := s.MCPJSON()
-		if err != nil {
-			skip("%v", err)
-			continue
-		}
-		if have, ok := doc.Entry(s.Name); ok {
-			if sameJSON(have, raw) {
-				res.lines = append(res.lines, fmt.Sprintf("%q: already in mcp.json", s.Name))
-			} else {
-				skip("mcp.json already has a server of that name (left as it is)")
+		c := mcphost.Candidate{Name: s.Name, Problem: s.Problem, Ignored: s.Ignored}
+		if c.Problem == "" {
+			var err error
+			if c.Entry, err = s.MCPJSON(); err != nil {
+				c.Problem = err.Error()
 			}
-			continue
 		}
-		if _, err := mcphost.ParseServer(path, s.Name, raw); err != nil {
-			skip("%v", err)
-			continue
-		}
-		doc.Put(s.Name, raw)
-		res.added++
-		line := fmt.Sprintf("%q: imported", s.Name)
-		if len(s.Ignored) > 0 {
-			line += fmt.Sprintf(" (not carried over: %s)", strings.Join(s.Ignored, ", "))
-		}
-		res.lines = append(res.lines, line)
-		plain = plain || len(s.Entry.Env)+len(s.Entry.Headers) > 0
+		out = append(out, c)
 	}
-	if plain {
-		res.lines = append(res.lines, "env and header values were copied as written (mcp.json is 0600). To keep one as a secret: "+
-			"plexus secrets set NAME, then write ${secret:NAME} in its place.")
-	}
-	return res
-}
-
-// sameJSON reports whether a and b encode the same value.
-func sameJSON(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+	return out
 }

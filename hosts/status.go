@@ -1,0 +1,116 @@
+package hosts
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Status is one host's file as `plexus clients list` shows it.
+type Status struct {
+	Host      string     `json:"host"`
+	Scope     string     `json:"scope"`
+	Config    string     `json:"config"`
+	Installed bool       `json:"installed"`
+	Connected bool       `json:"connected"`
+	Transport string     `json:"transport,omitempty"` // stdio or http
+	Agent     string     `json:"agent,omitempty"`
+	Enrolled  bool       `json:"enrolled"`
+	LastCall  *time.Time `json:"lastCall,omitempty"`
+	Problem   string     `json:"problem,omitempty"`
+}
+
+// Agents is what a status needs of the credentials Plexus stores for host
+// agents; hosts never reads them itself. Its methods read files and are
+// safe to call from one goroutine at a time.
+type Agents interface {
+	// Enrolled reports whether the credential of the agent id is stored.
+	Enrolled(id string) bool
+	// ByPAT is the agent whose stored credential holds pat, "" when none
+	// does: an HTTP entry names its agent only by its PAT.
+	ByPAT(pat string) string
+}
+
+// Statuses looks at every known host's user file, and at its project file
+// in env's project folder when there is one.
+func Statuses(env Env, agents Agents) []Status {
+	var out []Status
+	for _, h := range Known() {
+		for _, scope := range []Scope{ScopeUser, ScopeProject} {
+			path, err := h.Path(env, scope)
+			if err != nil {
+				continue
+			}
+			s := Status{Host: h.Name, Scope: string(scope), Config: path}
+			readStatus(h, agents, &s)
+			if scope == ScopeProject && !s.Installed {
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// readStatus fills in s from h's file at s.Config. The agent is the host's
+// name unless the entry names another: by --agent for stdio, by its PAT for
+// HTTP.
+func readStatus(h Host, agents Agents, s *Status) {
+	cfg, err := Read(h, s.Config)
+	if err != nil {
+		s.Installed, s.Problem = !errors.Is(err, os.ErrNotExist), err.Error()
+		return
+	}
+	s.Installed = cfg.Exists()
+	p, ok := cfg.Plexus()
+	if !ok {
+		return
+	}
+	s.Connected, s.Transport, s.Agent = true, "stdio", h.Name
+	if p.Entry.HTTP() {
+		s.Transport = "http"
+		if id := agents.ByPAT(strings.TrimPrefix(p.Entry.Headers["Authorization"], "Bearer ")); id != "" {
+			s.Agent = id
+		}
+	}
+	if i := slices.Index(p.Entry.Args, "--agent"); i >= 0 && i+1 < len(p.Entry.Args) {
+		s.Agent = p.Entry.Args[i+1]
+	}
+	s.Enrolled = agents.Enrolled(s.Agent)
+}
+
+// WriteStatuses prints the statuses as a table for a person.
+func WriteStatuses(w io.Writer, rows []Status) error {
+	t := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(t, "HOST\tINSTALLED\tCONNECTED\tAGENT\tLAST CALL\tCONFIG")
+	for _, r := range rows {
+		last := "-"
+		if r.LastCall != nil {
+			last = r.LastCall.Local().Format("2006-01-02 15:04")
+		}
+		connected := yesNo(r.Connected)
+		if r.Problem != "" {
+			connected = "? " + r.Problem
+		} else if r.Connected {
+			connected += " (" + r.Transport + ")"
+		}
+		agent := r.Agent
+		if agent == "" {
+			agent = "-"
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, yesNo(r.Installed), connected, agent, last, r.Config)
+	}
+	return t.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
