@@ -239,6 +239,9 @@ func greetCaller(b *testing.B, cs *mcp.ClientSession, tool string) func() error 
 type versus struct {
 	viaLat, directLat []time.Duration // sorted
 	viaRPS, directRPS float64
+	// CPU per call of this process (the client; through /mcp, the daemon
+	// too), under the throughput load: the servers' processes are not in it.
+	viaCPU, directCPU float64
 }
 
 // benchVersus measures direct and via alike, interleaved so drift hits
@@ -254,20 +257,23 @@ func benchVersus(b *testing.B, direct, via func() error) versus {
 	slices.Sort(r.viaLat)
 	slices.Sort(r.directLat)
 	var vn, dn int64
-	var vt, dt time.Duration
+	var vt, dt, vcpu, dcpu time.Duration
 	for range benchRounds {
+		c0 := processCPU()
 		n, d, err := benchLoad(benchClients, benchRound, direct)
 		if err != nil {
 			b.Fatal(err)
 		}
-		dn, dt = dn+n, dt+d
+		c1 := processCPU()
+		dn, dt, dcpu = dn+n, dt+d, dcpu+c1-c0
 		n, d, err = benchLoad(benchClients, benchRound, via)
 		if err != nil {
 			b.Fatal(err)
 		}
-		vn, vt = vn+n, vt+d
+		vn, vt, vcpu = vn+n, vt+d, vcpu+processCPU()-c1
 	}
 	r.viaRPS, r.directRPS = float64(vn)/vt.Seconds(), float64(dn)/dt.Seconds()
+	r.viaCPU, r.directCPU = us(vcpu)/float64(vn), us(dcpu)/float64(dn)
 	return r
 }
 
@@ -279,6 +285,7 @@ func (r versus) report(b *testing.B, m map[string]float64, name, wire string) {
 	m["plexus-p50-µs"], m["direct-p50-µs"], m["latency-ratio"] = us(vp50), us(dp50), lat
 	m["plexus-p99-µs"], m["direct-p99-µs"] = us(percentile(r.viaLat, 99)), us(percentile(r.directLat, 99))
 	m["plexus-calls/s"], m["direct-calls/s"], m["throughput-ratio"] = r.viaRPS, r.directRPS, thr
+	m["plexus-cpu-µs/call"], m["direct-cpu-µs/call"] = r.viaCPU, r.directCPU
 	setFigure(name, benchFigure{value: lat, unit: "× lat", bar: "≤ 1.3 × lat, ≥ 0.8 × thr",
 		ok: lat <= 1.3 && thr >= 0.8,
 		note: fmt.Sprintf("p50 %.0f vs %.0f µs; throughput %.2f× (%.0f vs %.0f calls/s, %d callers)",
