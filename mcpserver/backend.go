@@ -19,6 +19,10 @@ type Sessions interface {
 	// to the PAT's agent.
 	Handshake(ctx context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error)
 	Manifest(ctx context.Context, c gateway.Credentials) (plexus.ManifestResponse, error)
+	// Revision is the catalog's current revision (a manifest's Revision),
+	// read without a transaction: tools/call keeps a manifest's tools
+	// while it stays current (index.go).
+	Revision() int64
 }
 
 // Grants asks for grants and learns the owner's decisions.

@@ -167,7 +167,7 @@ func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 	// No reconnection attempts: a daemon that is down is said so at once,
 	// and the next request connects anew.
 	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: bridgeTransport()}}}
 	up, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return nil, b.unreachable(err)

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,9 +19,9 @@ const (
 )
 
 // catalog is what one link is shown now: the agent's manifest through the
-// owner's view, sorted into MCP primitives. It is built afresh for every
-// request, so a source added, a definition held or a view changed shows at
-// the next request.
+// owner's view, sorted into MCP primitives. It is rebuilt when the catalog's
+// revision or the view changes (index.go), so a source added, a definition
+// held or a view changed shows at the next request.
 type catalog struct {
 	view View
 	// tools are the capabilities shown as tools (in search mode, those the
@@ -39,19 +38,6 @@ type catalog struct {
 type shown struct {
 	entry plexus.Entry
 	name  string
-}
-
-// catalog is the link's catalog now.
-func (s *Server) catalog(ctx context.Context, l *link) (*catalog, error) {
-	v, err := s.view(ctx, l)
-	if err != nil {
-		return nil, err
-	}
-	m, err := s.manifest(ctx, l)
-	if err != nil {
-		return nil, err
-	}
-	return buildCatalog(m.Entries, v), nil
 }
 
 // buildCatalog sorts the entries the view shows into primitives. With

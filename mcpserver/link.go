@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -44,6 +45,9 @@ type link struct {
 	// pending remembers the decision a call asked for and left undecided,
 	// so the next call waits on it instead of asking again.
 	pending map[string]string
+
+	// cat is the link's catalog at one catalog revision and view (index.go).
+	cat atomic.Pointer[cachedCatalog]
 }
 
 // bears reports whether bearer is the PAT the link was opened with.
