@@ -71,16 +71,27 @@ func agentsView(_ context.Context, cmd *cli.Command) error {
 		v = mcpserver.View{}
 		fallthrough
 	case set:
-		if err := mcpserver.SetView(path, agent, v); err != nil {
-			if errors.Is(err, mcpserver.ErrView) {
-				return usageError(cmd, "%v", err)
-			}
-			return err
-		}
+		return setAgentView(cmd, agent, v)
 	default:
 		if v, err = mcpserver.ReadView(path, agent); err != nil {
 			return err
 		}
+	}
+	w := cmd.Root().Writer
+	if cmd.Bool("json") {
+		return printJSON(w, v)
+	}
+	return writeView(w, agent, v)
+}
+
+// setAgentView writes v as agent's view into --home's views file and says
+// what the agent's hosts are now shown.
+func setAgentView(cmd *cli.Command, agent string, v mcpserver.View) error {
+	if err := mcpserver.SetView(filepath.Join(cmd.String("home"), mcpserver.ViewFileName), agent, v); err != nil {
+		if errors.Is(err, mcpserver.ErrView) {
+			return usageError(cmd, "%v", err)
+		}
+		return err
 	}
 	w := cmd.Root().Writer
 	if cmd.Bool("json") {
