@@ -12,8 +12,8 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// hostRelay carries what an ingested MCP server asks while a tools/call
-// runs (sampling, elicitation, roots, log messages) to the host session
+// hostRelay carries what an ingested MCP server asks while a host's call
+// (tools/call, resources/read, prompts/get) runs (sampling, elicitation, roots, log messages) to the host session
 // that made the call, and to no other: it is made per call and sends on
 // that call's own stream. It asks only what the host declared at its
 // handshake, and only on a session (2025-11-25): a sessionless host
@@ -30,8 +30,8 @@ type hostRelay struct {
 
 var _ plexus.Relay = (*hostRelay)(nil)
 
-func newHostRelay(ctx context.Context, req *mcp.CallToolRequest, host string) *hostRelay {
-	return &hostRelay{call: ctx, ss: req.Session, host: orElse(host, "the MCP host")}
+func newHostRelay(ctx context.Context, ss *mcp.ServerSession, host string) *hostRelay {
+	return &hostRelay{call: ctx, ss: ss, host: orElse(host, "the MCP host")}
 }
 
 // Request asks the host, for as long as both the call and the server's
@@ -104,10 +104,11 @@ func (h *hostRelay) can(method string) error {
 	return nil
 }
 
-// toolsAndLogging are the front door's capabilities (and the bridge's):
-// tools, and the log messages of the ingested servers relayed.
-func toolsAndLogging() *mcp.ServerCapabilities {
-	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
+// withLogging is caps with logging: the front door (and the bridge)
+// relays the ingested servers' log messages.
+func withLogging(caps *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+	caps.Logging = &mcp.LoggingCapabilities{}
+	return caps
 }
 
 func refuse(format string, args ...any) error {
