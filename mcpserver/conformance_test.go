@@ -39,32 +39,16 @@ const conformanceDir = "testdata/conformance"
 // scenario that fails and is not listed fails the test, and so does one
 // listed that passes (the list is kept true). docs/mcp.md lists them too.
 var conformanceExpected = map[string]map[string]string{
-	"2025-11-25": withNames(map[string]string{
-		"completion-complete":           whyCompletion,
-		"dns-rebinding-protection":      whyOrigin,
-		"resources-read-text":           whyResources,
-		"resources-read-binary":         whyResources,
-		"resources-templates-read":      whyResources,
-		"resources-subscribe":           whySubscribe,
-		"resources-unsubscribe":         whySubscribe,
-		"prompts-get-simple":            whyPrompts,
-		"prompts-get-with-args":         whyPrompts,
-		"prompts-get-embedded-resource": whyPrompts,
-		"prompts-get-with-image":        whyPrompts,
-	}, "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
-		"tools-call-mixed-content", "tools-call-with-logging", "tools-call-error", "tools-call-with-progress",
-		"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums"),
-	"2026-07-28": withNames(map[string]string{
+	"2025-11-25": {
+		"completion-complete":      whyCompletion,
+		"dns-rebinding-protection": whyOrigin,
+		"resources-subscribe":      whySubscribe,
+		"resources-unsubscribe":    whySubscribe,
+	},
+	"2026-07-28": {
 		"completion-complete":                           whyCompletion,
 		"dns-rebinding-protection":                      whyOrigin,
-		"resources-read-text":                           whyResources,
-		"resources-read-binary":                         whyResources,
-		"resources-templates-read":                      whyResources,
-		"prompts-get-simple":                            whyPrompts,
-		"prompts-get-with-args":                         whyPrompts,
-		"prompts-get-embedded-resource":                 whyPrompts,
-		"prompts-get-with-image":                        whyPrompts,
-		"server-stateless":                              "the prompts capability is not declared (prompts: h5), and its diagnostic tools are called by their own names",
+		"server-stateless":                              "a tool whose server needs sampling is run for a sessionless host that did not declare it, rather than refused with -32021 (MissingRequiredClientCapability)",
 		"http-custom-header-server-validation":          "SEP-2243 Mcp-Param headers are not checked against the body: the front door answers tools/call before the SDK would",
 		"input-required-result-basic-elicitation":       whyInputRequired,
 		"input-required-result-basic-sampling":          whyInputRequired,
@@ -85,29 +69,17 @@ var conformanceExpected = map[string]map[string]string{
 		"tasks-request-state-removal":                   whyTasks,
 		"tasks-required-task-error":                     whyTasks,
 		"tasks-wire-fields":                             whyTasks,
-	}, "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
-		"tools-call-mixed-content", "tools-call-error", "tools-call-with-progress", "json-schema-2020-12"),
+	},
 }
 
 // The reasons a scenario fails today (docs/mcp.md, "Conformance").
 const (
-	whyNames         = "the suite calls the conformance server's tools by their own names: needs --names original"
-	whyCompletion    = "completion/complete does not pass through yet: it names ingested prompts and resources, not shown yet"
+	whyCompletion    = "completion/complete does not pass through to the server yet"
 	whyOrigin        = "the Host/Origin guard refuses every Origin the owner did not allow, the gateway's own included; the scenario's valid request carries Origin http://127.0.0.1:<port>"
-	whyResources     = "ingested resources are not shown as resources yet"
-	whySubscribe     = "resources/subscribe does not pass through yet: it needs the resources shown"
-	whyPrompts       = "ingested prompts are not shown as prompts yet"
-	whyInputRequired = "a sessionless (2026-07-28) host is not asked what the server asks (no input_required pass-through yet); some also call the server's tools or prompts by their own names"
+	whySubscribe     = "resources/subscribe does not pass through to the server yet"
+	whyInputRequired = "a sessionless (2026-07-28) host is not asked what the server asks: no input_required pass-through yet"
 	whyTasks         = "the tasks extension (not scored)"
 )
-
-// withNames adds the scenarios that fail only for want of original names.
-func withNames(m map[string]string, names ...string) map[string]string {
-	for _, n := range names {
-		m[n] = whyNames
-	}
-	return m
-}
 
 // TestConformance runs the suite's active scenarios for 2025-11-25
 // (@modelcontextprotocol/conformance 0.1.16, sessions) and the 2026-07-28
@@ -122,9 +94,12 @@ func TestConformance(t *testing.T) {
 	node := conformanceNode(t)
 	server := buildEverythingServer(t)
 	gwLn, proxyLn := listen(t), listen(t)
-	f := newFixtureOn(t, mcpserver.Options{}, gateway.StreamLimits{}, advertised{Listener: gwLn, at: proxyLn.Addr()})
+	vf := viewFile(t)
+	f := newFixtureOn(t, mcpserver.Options{Views: vf}, gateway.StreamLimits{}, advertised{Listener: gwLn, at: proxyLn.Addr()})
 	plat := platform.New(platform.Options{Home: t.TempDir(), Env: os.Environ()})
 	conf := f.ingestServer("conf", mcpclient.ServerConfig{Command: server}, mcpclient.Options{Env: plat.Env(), Processes: plat})
+	// The owner shows the agent the server alone, under its own names.
+	f.setView(vf, "conformance", mcpserver.View{Only: []string{"mcp.conf.*"}, Names: mcpserver.NamesOriginal})
 	pat := f.agent("conformance", confGrants(t, conf)...)
 	f.approveEverything()
 	proxy := f.bearerProxy(proxyLn, gwLn.Addr().String(), pat)

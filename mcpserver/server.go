@@ -168,13 +168,23 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return res, err
 		case "tools/list":
-			return s.listTools(ctx, l)
+			res, err := s.listTools(ctx, l)
+			if err != nil {
+				return nil, err
+			}
+			return shaped(req, res), nil
 		case "tools/call":
-			call := req.(*mcp.CallToolRequest)
-			res, err := s.callTool(ctx, l, call)
-			return completed(call, res), err
+			res, err := s.callTool(ctx, l, req.(*mcp.CallToolRequest))
+			if err != nil {
+				return nil, err
+			}
+			return shaped(req, res), nil
 		case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get":
-			return s.primitives(ctx, l, method, req)
+			res, err := s.primitives(ctx, l, method, req)
+			if err != nil {
+				return nil, err
+			}
+			return shaped(req, res), nil
 		}
 		return next(ctx, method, req)
 	}

@@ -22,12 +22,7 @@ func (s *Server) listTools(ctx context.Context, l *link) (*mcp.ListToolsResult, 
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListToolsResult{Tools: c.listedTools()}
-	// The list is this agent's view: no one else's cache may serve it. (A
-	// 2026-07-28 result must say so; the SDK fills it in only for the
-	// lists it answers itself.)
-	res.CacheScope = "private"
-	return res, nil
+	return &mcp.ListToolsResult{Tools: c.listedTools()}, nil
 }
 
 // manifest is the link's current manifest; a session that ended (its
