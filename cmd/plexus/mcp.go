@@ -123,19 +123,7 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return &codedError{code: exitUsage, msg: err.Error()}
 	}
-	doc, err := mcphost.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if _, exists := doc.Entry(name); exists && !cmd.Bool("replace") {
-		return &codedError{code: exitError, msg: fmt.Sprintf("%s already has a server %q; pass --replace to replace it", path, name)}
-	}
-	if missing := missingSecrets(cmd, s); len(missing) > 0 {
-		return &codedError{code: exitError, msg: fmt.Sprintf("the secret %s is not set; store it first with: plexus secrets set %s",
-			missing[0], missing[0])}
-	}
-	doc.Put(name, raw)
-	if err := doc.Save(); err != nil {
+	if err := mcphost.Add(path, name, raw, cmd.Bool("replace"), missingSecrets(cmd, s)); err != nil {
 		return err
 	}
 	w := cmd.Root().Writer
@@ -244,14 +232,7 @@ func mcpRemove(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	doc, err := mcphost.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if !doc.Remove(name) {
-		return &codedError{code: exitError, msg: fmt.Sprintf("%s has no server %q (see plexus mcp list)", path, name)}
-	}
-	if err := doc.Save(); err != nil {
+	if err := mcphost.Remove(path, name); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Removed the MCP server %s from %s; a running Plexus stops it and drops its entries.\n", name, path)
