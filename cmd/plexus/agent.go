@@ -219,7 +219,7 @@ func agentRegisterCommand() *cli.Command {
 			if err := checkArgs(cmd, 1, "<manifest.json>"); err != nil {
 				return err
 			}
-			m, err := readManifest(cmd.Args().First())
+			m, err := registry.ReadManifest(cmd.Args().First())
 			if err == nil {
 				err = registry.ValidateManifest(m, nil) // every problem at once, before asking
 			}
