@@ -101,8 +101,3 @@ func (d ownerDaemon) MintedToken(ctx context.Context, p plexus.Pending) (string,
 	defer db.Close()
 	return db.MintedOnApproval(ctx, p.TraceID, p.ID)
 }
-
-// failure is an error the owner reads as is, exit status 1.
-func failure(format string, args ...any) error {
-	return &codedError{code: exitError, msg: fmt.Sprintf(format, args...)}
-}
