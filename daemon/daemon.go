@@ -103,6 +103,11 @@ type Daemon struct {
 	// mcp runs the servers of mcp.json, each a source behind the mcp
 	// transport.
 	mcp *mcphost.Manager
+	// front is the MCP front door; views are the owner's per-agent views
+	// of it, reloaded on viewWatch's hints.
+	front     *mcpserver.Server
+	views     *mcpserver.ViewFile
+	viewWatch *watcher.Watcher
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -177,10 +182,11 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 		return err
 	}
 	// The MCP front door at /mcp (issue 14), behind the same guard.
-	front := mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.gw},
-		mcpserver.Options{Inbox: d.home.Inbox, Active: d.home.Active, PeerUID: plexushttp.PeerUID, Logger: d.log, Clock: o.Clock})
+	if err := d.newFront(o); err != nil {
+		return err
+	}
 	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: front})
+		Providers: d.providers, MCP: d.front})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -368,7 +374,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints, d.mcp.Run, d.providers.Run}
+		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()

@@ -101,6 +101,8 @@ var benchOrder = []string{
 	"RSS with 10k entries, 1k agents, 100k grants",
 	"plexus journal --trace over 1M rows, built binary (median)",
 	"journal.Activity{TraceID} query over 1M rows (median)",
+	figureFrontHTTP, // the MCP front door's, in bench_mcp_front_test.go
+	figureFrontStdio,
 }
 
 func setFigure(name string, f benchFigure) {

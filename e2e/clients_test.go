@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -478,5 +479,47 @@ func TestMCPImportReplaceInHost(t *testing.T) {
 	}
 	if !slices.Contains(e.agentIDs(), "cursor") {
 		t.Error("the host's agent was not enrolled")
+	}
+}
+
+// TestClientsConnectView: clients connect takes the view flags of agents
+// view: a bad view is refused before anything is enrolled or written, a
+// dry run sets no view, and a connect writes the host agent's view into
+// mcp-views.json, which agents view then shows.
+func TestClientsConnectView(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	path, orig := plantHostFile(t, env, "cursor", "cursor.json")
+	views := filepath.Join(e.home, "mcp-views.json")
+
+	r := e.run("clients", "connect", "cursor", "--names", "original", "--only", "mcp.a.x", "--only", "mcp.b.y")
+	if r.code != exitUsage {
+		t.Fatalf("a view of two servers under original names: %s", r)
+	}
+	if !bytes.Equal(readFile(t, path), orig) {
+		t.Error("a refused view changed the host's file")
+	}
+	var agents []plexus.Agent
+	e.jsonOut(&agents, "agents", "list", "--json")
+	if len(agents) != 0 {
+		t.Errorf("a refused view enrolled %v", agents)
+	}
+
+	e.ok("clients", "connect", "cursor", "--only", "portal.*", "--dry-run")
+	if _, err := os.Stat(views); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a dry run wrote the views file: %v", err)
+	}
+
+	r = e.ok("clients", "connect", "cursor", "--only", "portal.*", "--mode", "tools")
+	if !strings.Contains(r.stdout, `MCP view of agent "cursor"`) || !strings.Contains(r.stdout, "shows: portal.*") {
+		t.Errorf("connect did not say the view:\n%s", r.stdout)
+	}
+	var v struct {
+		Only []string `json:"only"`
+		Mode string   `json:"mode"`
+	}
+	e.jsonOut(&v, "agents", "view", "cursor", "--json")
+	if len(v.Only) != 1 || v.Only[0] != "portal.*" || v.Mode != "tools" {
+		t.Errorf("agents view cursor = %+v, want only [portal.*], mode tools", v)
 	}
 }

@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +21,8 @@ import (
 // (notifications/tools/list_changed) when the file changes — a server
 // changing a tool after the owner added it. "fail" answers isError; "wait"
 // blocks until the call is cancelled and then writes DRIFT_CANCEL_FILE.
+// With DRIFT_HTTP_ADDR set it serves Streamable HTTP on that address
+// instead of stdio (the front door's benchmark, bench_mcp_front_test.go).
 const driftServerEnv = "MCP_DRIFT_SERVER"
 
 func runDriftServer() {
@@ -69,5 +74,25 @@ func runDriftServer() {
 			}
 		}
 	}()
+	if addr := os.Getenv("DRIFT_HTTP_ADDR"); addr != "" {
+		serveDriftHTTP(ctx, s, addr)
+		return
+	}
 	_ = s.Run(ctx, &mcp.StdioTransport{})
+}
+
+// serveDriftHTTP serves s over Streamable HTTP (sessions, 2025-11-25) on
+// addr until ctx ends; a failure to listen is said on stderr.
+func serveDriftHTTP(ctx context.Context, s *mcp.Server, addr string) {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stopped := context.AfterFunc(ctx, func() {
+		if err := srv.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "drift server: close:", err)
+		}
+	})
+	defer stopped()
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, "drift server:", err)
+	}
 }

@@ -27,7 +27,11 @@ func (g *Gateway) ConnectAgent(ctx context.Context, c Credentials, req plexus.Co
 		return plexus.ConnectResponse{}, plexus.Errorf(plexus.CodeInvalidRequest,
 			"agentId %q must be 1-64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit", req.AgentID)
 	}
-	asks, err := g.startingAsks(req.Grants)
+	grants, declined, err := expandWildcards(g.d.Registry.Entries(), req.Grants)
+	if err != nil {
+		return plexus.ConnectResponse{}, err
+	}
+	asks, err := g.startingAsks(grants)
 	if err != nil {
 		return plexus.ConnectResponse{}, err
 	}
@@ -38,7 +42,7 @@ func (g *Gateway) ConnectAgent(ctx context.Context, c Credentials, req plexus.Co
 	now := g.now()
 	traceID := auth.NewTraceID()
 	resp := plexus.ConnectResponse{AgentID: req.AgentID, Code: code, ExpiresAt: now.Add(g.cfg.EnrollCodeTTL),
-		InstallCommand: g.installCommand(code), Grants: []plexus.StandingGrant{}}
+		InstallCommand: g.installCommand(code), Grants: []plexus.StandingGrant{}, Declined: declined}
 	via := g.adminVia(c)
 	err = g.update(ctx, true, func(tx plexus.StateTx) error {
 		agent, err := tx.Agent(req.AgentID)

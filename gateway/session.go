@@ -312,6 +312,13 @@ func (g *Gateway) Manifest(ctx context.Context, c Credentials) (plexus.ManifestR
 	return plexus.ManifestResponse{Manifest: m}, err
 }
 
+// Revision is the catalog's current revision, the Revision of a manifest
+// built now. It grows whenever the entry set changes (a source added,
+// removed or rescanned, a definition held or released), so an edge that
+// keeps a session's manifest knows, without a transaction, when it no
+// longer shows the catalog.
+func (g *Gateway) Revision() int64 { return g.d.Registry.Revision() }
+
 // manifest stamps each entry with standing:true where this agent holds a live
 // standing grant covering it: the live truth behind the static describe text.
 func (g *Gateway) manifest(ctx context.Context, sess *plexus.Session) (plexus.Manifest, error) {

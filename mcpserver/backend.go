@@ -19,6 +19,10 @@ type Sessions interface {
 	// to the PAT's agent.
 	Handshake(ctx context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error)
 	Manifest(ctx context.Context, c gateway.Credentials) (plexus.ManifestResponse, error)
+	// Revision is the catalog's current revision (a manifest's Revision),
+	// read without a transaction: tools/call keeps a manifest's tools
+	// while it stays current (index.go).
+	Revision() int64
 }
 
 // Grants asks for grants and learns the owner's decisions.
@@ -39,12 +43,18 @@ type Invoker interface {
 	InvokeStream(ctx context.Context, c gateway.Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse
 }
 
-// Backend is the gateway as the front door sees it; every field is
-// required.
+// Backend is the gateway as the front door sees it; Sessions, Grants and
+// Invoke are required.
 type Backend struct {
 	Sessions Sessions
 	Grants   Grants
 	Invoke   Invoker
+	// Agents names a session's agent, for its owner's view (Options.Views);
+	// nil shows every agent the default view.
+	Agents Agents
+	// Changes streams the catalog's changes, for list_changed ([Server.Run]);
+	// nil sends none.
+	Changes Changes
 }
 
 var (

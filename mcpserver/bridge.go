@@ -44,15 +44,18 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 	}
 	b := &bridge{o: o, calls: map[string]progressTarget{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}}})
 	srv.AddReceivingMiddleware(b.middleware)
+	b.srv = srv
 	defer b.close()
 	return srv.Run(ctx, t)
 }
 
 // bridge forwards one host's requests to the daemon.
 type bridge struct {
-	o BridgeOptions
+	o   BridgeOptions
+	srv *mcp.Server // the host's side, for list_changed
 
 	mu      sync.Mutex // guards up and calls
 	up      *mcp.ClientSession
@@ -90,6 +93,13 @@ func (b *bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			return b.call(ctx, up, req.(*mcp.CallToolRequest))
+		case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get":
+			up, err := b.session(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			res, err := forwardPrimitive(ctx, up, method, req)
+			return res, b.failed(up, err)
 		}
 		return next(ctx, method, req)
 	}
@@ -150,11 +160,14 @@ func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 			impl = &mcp.Implementation{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 		}
 	}
-	c := mcp.NewClient(impl, &mcp.ClientOptions{ProgressNotificationHandler: b.relay})
+	c := mcp.NewClient(impl, &mcp.ClientOptions{ProgressNotificationHandler: b.relay,
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { sendListChanged(b.srv, true, false, false) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { sendListChanged(b.srv, false, true, false) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { sendListChanged(b.srv, false, false, true) }})
 	// No reconnection attempts: a daemon that is down is said so at once,
 	// and the next request connects anew.
 	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: bridgeTransport()}}}
 	up, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return nil, b.unreachable(err)

@@ -5,10 +5,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/mcpserver"
 )
 
@@ -116,5 +118,47 @@ func TestBridgeRefusedPAT(t *testing.T) {
 	_, err := cs.ListTools(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "refused this agent's credential") || strings.Contains(err.Error(), pat) {
 		t.Fatalf("list with a refused PAT: %v", err)
+	}
+}
+
+// TestBridgePrimitives: over stdio the host sees the agent's resources,
+// templates and prompts as over HTTP, reads and gets them through the
+// daemon, and is told list_changed when the daemon's catalog changes.
+func TestBridgePrimitives(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	lib, s := newLibrary("lib")
+	f.addMCP("lib", s)
+	changed := make(chan struct{}, 16)
+	pat := f.agent("desk", standing(libResource, plexus.VerbRead), standing(libTemplate, plexus.VerbRead), standing(libPrompt, plexus.VerbRead))
+	cs := bridged(t, mcpserver.BridgeOptions{Endpoint: f.url, PAT: pat}, "claude-desktop",
+		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	ctx := context.Background()
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != "file:///lib/readme.md" {
+		t.Fatalf("resources = %s, %v", jsonOf(t, rl), err)
+	}
+	tl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tl.ResourceTemplates) != 1 {
+		t.Fatalf("templates = %s, %v", jsonOf(t, tl), err)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes://stdio"}); err != nil || rr.Contents[0].Text != "lib note about stdio" {
+		t.Fatalf("read = %s, %v", jsonOf(t, rr), err)
+	}
+	pl, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(pl.Prompts) != 1 {
+		t.Fatalf("prompts = %s, %v", jsonOf(t, pl), err)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: pl.Prompts[0].Name, Arguments: map[string]string{"name": "Cy"}})
+	if err != nil || gp.Messages[0].Content.(*mcp.TextContent).Text != "lib says hello, Cy" {
+		t.Fatalf("get = %s, %v", jsonOf(t, gp), err)
+	}
+	if lib.count("notes://stdio") != 1 || lib.count("greet") != 1 {
+		t.Errorf("upstream hits = %v", lib.hits)
+	}
+	_, late := newLibrary("late")
+	f.addMCP("late", late)
+	awaitSignal(t, changed, "tools/list_changed relayed by the bridge")
+	if got := toolNames(t, cs); !slices.Contains(got, "mcp__late__lookup") {
+		t.Errorf("tools after list_changed = %v", got)
 	}
 }

@@ -18,13 +18,14 @@ import (
 // refused mid-flight.
 const tokenMargin = 10 * time.Second
 
-// callTool answers tools/call: the entry the tool name shows, a token for
-// it (asking for a grant, and waiting for the owner, when the link holds
-// none), then the call through the gateway. A call the gateway refuses or
-// that fails is a tool error (isError) carrying the Plexus error code; a
-// tool name outside the agent's view is a protocol error, and nothing runs.
+// callTool answers tools/call: the entry the tool name shows (in search
+// mode, the search tools), a token for it (asking for a grant, and waiting
+// for the owner, when the link holds none), then the call through the
+// gateway. A call the gateway refuses or that fails is a tool error
+// (isError) carrying the Plexus error code; a tool name outside the
+// agent's view is a protocol error, and nothing runs.
 func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	entry, err := s.resolve(ctx, l, req.Params.Name)
+	c, err := s.catalog(ctx, l)
 	if err != nil {
 		return nil, err
 	}
@@ -34,11 +35,31 @@ func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object"}
 		}
 	}
-	p := newProgress(ctx, req)
+	if c.search {
+		return s.searchCall(ctx, l, c, req, input)
+	}
+	entry, err := c.tool(req.Params.Name)
+	if err != nil {
+		return nil, err
+	}
+	resp, answer, err := s.run(ctx, l, entry, "the MCP tool "+req.Params.Name, input, newProgress(ctx, req))
+	if err != nil || answer != nil {
+		return answer, err
+	}
+	return callResult(entry, resp), nil
+}
+
+// run makes one call of entry (what names it in a grant's purpose): a
+// token for it, then the call through the gateway, asking once more when a
+// held token turns out stale. answer is set instead of a response when the
+// call ends before running (denied, the wait ended undecided, refused); err
+// when the host cancelled or the session ended. Every primitive's read or
+// get goes this way.
+func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what string, input map[string]any, p *progress) (plexus.InvokeResponse, *mcp.CallToolResult, error) {
 	for retried := false; ; retried = true {
-		tok, answer, err := s.token(ctx, l, entry, req.Params.Name, p)
+		tok, answer, err := s.token(ctx, l, entry, what, p)
 		if err != nil || answer != nil {
-			return answer, err
+			return plexus.InvokeResponse{}, answer, err
 		}
 		resp := s.b.Invoke.InvokeStream(ctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},
 			plexus.InvokeRequest{ID: entry.ID, Input: input}, p.relay)
@@ -51,7 +72,7 @@ func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest
 		if !resp.OK && resp.Error != nil && resp.Error.Code == plexus.CodeSessionExpired {
 			s.links.forget(l)
 		}
-		return callResult(entry, resp), nil
+		return resp, nil, nil
 	}
 }
 
@@ -69,7 +90,7 @@ func executes(e plexus.Entry) bool { return slices.Contains(requiredVerbs(e), pl
 // granted now. answer is set instead when the call ends here (denied, or
 // the wait for the owner ended undecided); err when the host cancelled or
 // the session ended.
-func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, tool string, p *progress) (plexus.ScopedToken, *mcp.CallToolResult, error) {
+func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, what string, p *progress) (plexus.ScopedToken, *mcp.CallToolResult, error) {
 	if tok, ok := l.heldToken(entry.ID, s.opts.Clock().Add(tokenMargin)); ok {
 		return tok, nil, nil
 	}
@@ -78,7 +99,7 @@ func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, tool st
 		// than ask the owner twice.
 		return s.await(ctx, l, entry, pid, p)
 	}
-	purpose := fmt.Sprintf("%s calls the MCP tool %s", orElse(l.client, "an MCP host"), tool)
+	purpose := fmt.Sprintf("%s calls %s", orElse(l.client, "an MCP host"), what)
 	st, pend, err := s.b.Grants.RequestGrants(ctx, l.creds(), plexus.GrantRequest{SessionID: l.session,
 		Grants: map[string]plexus.GrantDecision{entry.ID: {Decision: plexus.DecisionAllow, Verbs: requiredVerbs(entry), Purpose: purpose}}})
 	switch {

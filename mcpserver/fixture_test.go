@@ -46,6 +46,13 @@ type fixture struct {
 	portalDir string
 	// hosts is the HTTP transport of the fixture's MCP clients.
 	hosts *http.Transport
+	// ctx lives as long as the fixture; reg and mcpT take more sources
+	// (see addMCP); front is the front door.
+	ctx   context.Context
+	reg   *registry.Registry
+	mcpT  *mcpclient.Transport
+	front *mcpserver.Server
+	log   *slog.Logger
 }
 
 // syncBuffer is a log sink written by the daemon's goroutines.
@@ -91,11 +98,18 @@ func newFixtureWith(t *testing.T, opts mcpserver.Options, streams gateway.Stream
 	}
 	f.gw = mustGateway(t, f.home, f.db, reg, gateway.Config{BaseURL: "http://" + ln.Addr().String(), Home: f.home.Dir, Streams: streams}, log)
 	opts.Inbox, opts.Active, opts.Logger, opts.PeerUID = f.home.Inbox, f.home.Active, log, plexushttp.PeerUID
-	front := mcpserver.New(mcpserver.Backend{Sessions: f.gw, Grants: f.gw, Invoke: f.gw}, opts)
+	front := mcpserver.New(mcpserver.Backend{Sessions: f.gw, Grants: f.gw, Invoke: f.gw, Agents: f.gw, Changes: f.gw}, opts)
+	f.ctx, f.reg, f.mcpT, f.front, f.log = ctx, reg, mcpT, front, log
 	srv := plexushttp.New(plexushttp.Backend{Agents: f.gw, Grants: f.gw, Invoke: f.gw, Events: f.gw},
 		plexushttp.Options{Addr: ln.Addr().String(), Logger: log, MCP: front})
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := front.Run(ctx); err != nil {
+			t.Errorf("front door: %v", err)
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		if err := f.gw.Run(ctx); err != nil {

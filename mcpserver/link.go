@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -32,14 +33,21 @@ type link struct {
 	patHash [32]byte
 	expires time.Time
 
-	// mu guards tokens and pending, shared by the link's concurrent calls.
+	// mu guards tokens, pending and agent, shared by the link's
+	// concurrent calls.
 	mu sync.Mutex
+	// agent is the link's agent id, once agentKnown (see [Server.view]).
+	agent      string
+	agentKnown bool
 	// tokens holds the latest token minted for each capability; a token
 	// for an execute entry is never kept (each execute call asks).
 	tokens map[string]plexus.ScopedToken
 	// pending remembers the decision a call asked for and left undecided,
 	// so the next call waits on it instead of asking again.
 	pending map[string]string
+
+	// cat is the link's catalog at one catalog revision and view (index.go).
+	cat atomic.Pointer[cachedCatalog]
 }
 
 // bears reports whether bearer is the PAT the link was opened with.

@@ -46,6 +46,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Clock is the time links expire by; nil is time.Now.
 	Clock func() time.Time
+	// Views is the owner's view of each agent (needs Backend.Agents); nil
+	// shows every agent the default view.
+	Views Views
 }
 
 // Server is the MCP front door, an http.Handler for /mcp. Mount it behind
@@ -55,6 +58,9 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	links *links
+	// sdk is the SDK's server behind both handlers, kept to send
+	// list_changed (see [Server.listChanged]).
+	sdk *mcp.Server
 
 	// stateful serves 2025-11-25 and earlier (sessions, initialize);
 	// stateless serves 2026-07-28 (no sessions, per-request metadata).
@@ -92,11 +98,12 @@ func New(b Backend, opts Options) *Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
 		&mcp.ServerOptions{
 			Logger: opts.Logger,
-			// Tools only, for now: no logging relay, no list_changed yet.
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+				Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}},
 			Instructions: "Plexus governs these tools: a call the owner has not pre-authorized waits for the owner's approval, and a call the owner denies answers why.",
 		})
 	srv.AddReceivingMiddleware(s.middleware)
+	s.sdk = srv
 	get := func(*http.Request) *mcp.Server { return srv }
 	withLink := auth.RequireBearerToken(linkToken, nil)
 	s.stateful = withLink(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
@@ -143,8 +150,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // middleware answers the methods the front door implements itself, from the
-// request's link: initialize (to bind the MCP session to it), tools/list
-// and tools/call. Everything else is the SDK's.
+// request's link: initialize (to bind the MCP session to it), the tools,
+// resources and prompts. Everything else is the SDK's.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		l := linkOf(req)
@@ -162,6 +169,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return s.listTools(ctx, l)
 		case "tools/call":
 			return s.callTool(ctx, l, req.(*mcp.CallToolRequest))
+		case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get":
+			return s.primitives(ctx, l, method, req)
 		}
 		return next(ctx, method, req)
 	}

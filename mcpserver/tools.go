@@ -16,17 +16,13 @@ const MetaCapability = "plexus/capability"
 // emptyInput is the input schema of an entry that declares none.
 var emptyInput = json.RawMessage(`{"type":"object"}`)
 
-// listTools answers tools/list: the link's manifest as tools, in one page.
+// listTools answers tools/list: the link's catalog as tools, in one page.
 func (s *Server) listTools(ctx context.Context, l *link) (*mcp.ListToolsResult, error) {
-	m, err := s.manifest(ctx, l)
+	c, err := s.catalog(ctx, l)
 	if err != nil {
 		return nil, err
 	}
-	tools := []*mcp.Tool{}
-	for _, t := range project(m.Entries) {
-		tools = append(tools, t.tool)
-	}
-	return &mcp.ListToolsResult{Tools: tools}, nil
+	return &mcp.ListToolsResult{Tools: c.listedTools()}, nil
 }
 
 // manifest is the link's current manifest; a session that ended (its
@@ -56,30 +52,24 @@ type projected struct {
 	tool  *mcp.Tool
 }
 
-// project shows the callable entries as tools, in manifest order. Skills
-// are documents, and an MCP server's resources and prompts are not tools:
-// neither is shown. Entries whose names collide (a hash collision between
-// hashed names, see [ToolName]) are all left out rather than one
-// shadowing another.
-func project(entries []plexus.Entry) []projected {
+// project shows the callable entries as tools, in manifest order, named
+// by names (a [View.Names]). Skills are documents, and an MCP server's
+// resources and prompts are not tools: neither is shown. Entries whose
+// names collide (a hash collision between hashed names, see [ToolName]) are
+// all left out rather than one shadowing another.
+func project(entries []plexus.Entry, names string) []projected {
 	out := make([]projected, 0, len(entries))
 	count := map[string]int{}
 	for _, e := range entries {
-		if !isTool(e) {
+		if primitiveOf(e) != primTool {
 			continue
 		}
 		t := toolOf(e)
+		t.Name = shownName(e, names)
 		count[t.Name]++
 		out = append(out, projected{entry: e, tool: t})
 	}
 	return slices.DeleteFunc(out, func(p projected) bool { return count[p.tool.Name] > 1 })
-}
-
-func isTool(e plexus.Entry) bool {
-	if e.Kind == plexus.KindSkill {
-		return false
-	}
-	return e.MCP == nil || e.MCP.Primitive == "" || e.MCP.Primitive == "tool"
 }
 
 // toolOf is e as an MCP tool: its schemas verbatim, its hints from the verbs
@@ -106,20 +96,6 @@ func requiredVerbs(e plexus.Entry) []plexus.Verb {
 		return []plexus.Verb{plexus.VerbRead}
 	}
 	return v
-}
-
-// resolve is the entry the link's view shows as the tool name.
-func (s *Server) resolve(ctx context.Context, l *link, name string) (plexus.Entry, error) {
-	m, err := s.manifest(ctx, l)
-	if err != nil {
-		return plexus.Entry{}, err
-	}
-	for _, p := range project(m.Entries) {
-		if p.tool.Name == name {
-			return p.entry, nil
-		}
-	}
-	return plexus.Entry{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool: " + clip(name, 80) + " (tools/list shows the tools this agent may call)"}
 }
 
 // clip shortens s to n bytes for an error message.

@@ -17,6 +17,7 @@ func agentsCommand() *cli.Command {
 			agentsConnectCommand(),
 			agentsListCommand(),
 			agentsRevokeCommand(),
+			agentsViewCommand(),
 		},
 	}
 }

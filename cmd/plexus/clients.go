@@ -223,7 +223,7 @@ func clientsConnectCommand() *cli.Command {
 			"(plexus mcp serve --agent <agent>), so no secret enters the host's file; with --http it holds\n" +
 			"the URL of /mcp and the agent's PAT instead. The diff is printed first, the file as it was is\n" +
 			"kept beside it (<file>.plexus-backup[.N]), and nothing else in the file changes.",
-		Flags: append(hostFlags(),
+		Flags: append(append(hostFlags(), viewFlags()...),
 			&cli.StringFlag{Name: "agent", Usage: "the host's agent id (default: the host's name)"},
 			&cli.BoolFlag{Name: "http", Usage: "reach Plexus over HTTP (/mcp with the PAT in a header) instead of launching plexus mcp serve"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the diff only: enroll nothing, write nothing"},
@@ -235,7 +235,15 @@ func clientsConnectCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return connectHost(ctx, cmd, t, (*hosts.Config).Upsert)
+			// The view is checked before anything is enrolled or written.
+			v, setView, err := viewFromFlags(cmd)
+			if err != nil {
+				return err
+			}
+			if err := connectHost(ctx, cmd, t, (*hosts.Config).Upsert); err != nil || !setView || cmd.Bool("dry-run") {
+				return err
+			}
+			return setAgentView(cmd, t.agent, v)
 		},
 	}
 }

@@ -162,6 +162,8 @@ func New(name string, cfg ServerConfig, opts Options) (*Client, error) {
 	if cfg.URL != "" {
 		c.httpBase = http.DefaultTransport.(*http.Transport).Clone()
 		c.httpBase.Proxy = nil // the configured server, directly: headers are secrets
+		// Concurrent calls keep their connections (net/http keeps two idle).
+		c.httpBase.MaxIdleConnsPerHost = 64
 	}
 	return c, nil
 }
