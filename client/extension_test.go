@@ -86,3 +86,18 @@ func TestExtensions(t *testing.T) {
 		t.Errorf("Extensions = %+v, %v; want the one extension's manifest", ms, err)
 	}
 }
+
+// TestLiveSources checks the sources' status keyed by id, and that a
+// gateway that does not answer is said so.
+func TestLiveSources(t *testing.T) {
+	ctx := context.Background()
+	s := newAdminServer(t, 200, plexus.StatusResponse{Sources: []plexus.SourceStatus{{ID: "mcp:docs", Entries: 2}, {ID: "portal:notes"}}})
+	live, ok := mustAdmin(t, s.srv.URL).LiveSources(ctx)
+	if !ok || len(live) != 2 || live["mcp:docs"].Entries != 2 {
+		t.Errorf("LiveSources = %+v, %v", live, ok)
+	}
+	s.srv.Close()
+	if live, ok := mustAdmin(t, s.srv.URL).LiveSources(ctx); ok || live != nil {
+		t.Errorf("a closed gateway: LiveSources = %+v, %v; want nil, false", live, ok)
+	}
+}

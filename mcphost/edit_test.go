@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plexus-gw/plexus"
 )
 
 // TestAddRemove checks the owner's edits of mcp.json from the command
@@ -57,6 +59,29 @@ func TestAddRemove(t *testing.T) {
 				if !strings.Contains(string(b), w) {
 					t.Errorf("mcp.json = %s, want %s in it", b, w)
 				}
+			}
+		})
+	}
+}
+
+// TestWriteWait checks the report after a server was added: its entries
+// once up, never listed, or its health while it does not come up.
+func TestWriteWait(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		last plexus.SourceStatus
+		up   bool
+		want string
+	}{
+		{"Up", plexus.SourceStatus{ID: "mcp:docs", Entries: 3}, true, "Plexus serves 3 entries of mcp:docs (mcp.docs.…)"},
+		{"NeverListed", plexus.SourceStatus{}, false, "Plexus has not listed mcp:docs yet"},
+		{"Down", plexus.SourceStatus{ID: "mcp:docs", Health: plexus.Health{Status: "down", Detail: "exit 1"}}, false, "mcp:docs: 0 entries, health down exit 1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var w strings.Builder
+			WriteWait(&w, "docs", tt.last, tt.up)
+			if !strings.Contains(w.String(), tt.want) {
+				t.Errorf("WriteWait wrote %q, want %q", w.String(), tt.want)
 			}
 		})
 	}

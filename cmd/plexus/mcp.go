@@ -160,19 +160,14 @@ func waitForServer(ctx context.Context, cmd *cli.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	id := "mcp:" + name
-	last, err := adm.WaitSource(ctx, id, time.Now().Add(cmd.Duration("wait")), 200*time.Millisecond)
+	last, err := adm.WaitSource(ctx, "mcp:"+name, time.Now().Add(cmd.Duration("wait")), 200*time.Millisecond)
 	switch {
 	case errors.Is(err, client.ErrUnreachable):
 		fmt.Fprintln(w, notRunning)
 	case err != nil:
 		return err
-	case client.SourceUp(last):
-		fmt.Fprintf(w, "Plexus serves %d entries of %s (mcp.%s.…); their definitions are pinned.\n", last.Entries, id, name)
-	case last.ID == "":
-		fmt.Fprintf(w, "Plexus has not listed %s yet; see plexus mcp list and the daemon's log.\n", id)
 	default:
-		fmt.Fprintf(w, "%s: %d entries, health %s %s\n", id, last.Entries, last.Health.Status, last.Health.Detail)
+		mcphost.WriteWait(w, name, last, client.SourceUp(last))
 	}
 	return nil
 }
@@ -212,15 +207,7 @@ func liveSources(ctx context.Context, cmd *cli.Command) (map[string]plexus.Sourc
 	if !ok {
 		return nil, false
 	}
-	st, err := adm.Status(ctx)
-	if err != nil {
-		return nil, false
-	}
-	live := map[string]plexus.SourceStatus{}
-	for _, s := range st.Sources {
-		live[s.ID] = s
-	}
-	return live, true
+	return adm.LiveSources(ctx)
 }
 
 func mcpRemove(ctx context.Context, cmd *cli.Command) error {
