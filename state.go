@@ -217,6 +217,10 @@ type SourceConfig struct {
 	CreatedAt  time.Time       `json:"createdAt"`
 }
 
+// SourceKindExtension is the source kind of a registered extension: its
+// config is the manifest.
+const SourceKindExtension = "extension"
+
 // Store is the durable state behind the gateway. Every state transition runs
 // in one Update together with the activity rows that record it, so the two
 // commit or roll back together.

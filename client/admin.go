@@ -220,3 +220,17 @@ func (a *Admin) RevokeGrant(ctx context.Context, agentID, capabilityID, reason s
 	err := a.do(ctx, http.MethodPost, "/grants/revoke", plexus.RevokeRequest{AgentID: agentID, CapabilityID: capabilityID, Reason: reason}, &resp)
 	return resp, err
 }
+
+// LiveSources is the running gateway's sources' status by source id; ok is
+// false when the gateway did not answer.
+func (a *Admin) LiveSources(ctx context.Context) (live map[string]plexus.SourceStatus, ok bool) {
+	st, err := a.Status(ctx)
+	if err != nil {
+		return nil, false
+	}
+	live = map[string]plexus.SourceStatus{}
+	for _, s := range st.Sources {
+		live[s.ID] = s
+	}
+	return live, true
+}

@@ -49,7 +49,8 @@ func CodeOf(err error) plexus.ErrorCode {
 // owner.
 func IsPending(err error) bool {
 	var ce *Error
-	return errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser
+	var pe *PendingError
+	return errors.As(err, &pe) || (errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser)
 }
 
 // ErrUnreachable is wrapped by errors of requests that could not connect to

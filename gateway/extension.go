@@ -15,7 +15,7 @@ import (
 // SourceKindExtension is the persisted source kind of a registered
 // extension: its config is the manifest. cmd/plexus's source factory builds
 // it back at every start with the provenance it was stored with.
-const SourceKindExtension = "extension"
+const SourceKindExtension = plexus.SourceKindExtension
 
 // RegisterExtension is POST /extensions: an agent asks for its manifest to
 // be registered. Nothing is registered now: the manifest is validated and

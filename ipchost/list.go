@@ -80,3 +80,36 @@ func WriteReload(w io.Writer, resp plexus.ProvidersReloadResponse) {
 		fmt.Fprintln(w, "Plexus already runs what providers.json declares.")
 	}
 }
+
+// DownError is a provider that exited instead of connecting.
+type DownError struct{ ID, LastExit string }
+
+func (e *DownError) Error() string {
+	return fmt.Sprintf("provider %s is down: %s (see the daemon's log)", e.ID, e.LastExit)
+}
+
+// WriteWait says what a running daemon made of provider id, st being its
+// last status and up whether it connected and registered tools: its tools,
+// or its state while it does not come up. A provider that exited is a
+// *[DownError].
+func WriteWait(w io.Writer, id string, st plexus.ProviderStatus, up bool) error {
+	switch {
+	case up:
+		fmt.Fprintf(w, "Provider %s connected (pid %d, %s): %d tool(s):\n", id, st.PID, dash(st.AgentVersion), len(st.Tools))
+		for _, t := range st.Tools {
+			fmt.Fprintf(w, "  %s\n", t)
+		}
+	case st.State == plexus.ProviderExited:
+		return &DownError{ID: id, LastExit: st.LastExit}
+	default:
+		fmt.Fprintf(w, "Provider %s is %s (%s); see: plexus providers list\n", id, dash(st.State), dash(st.Health.Detail))
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

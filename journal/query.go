@@ -27,6 +27,24 @@ type Filter struct {
 	Desc bool
 }
 
+// ParseSince reads a [Filter]'s Since as a person gives it: a duration ago
+// ("90m", "2h", "3d") from now, or an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if strings.HasSuffix(s, "d") {
+		var n int
+		if _, err := fmt.Sscanf(s, "%dd", &n); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (1h, 3d) nor an RFC 3339 time", s)
+}
+
 // Activity returns the journal rows matching f, by id. Payload numbers come
 // back as json.Number, exactly as stored. It reads from the
 // reader pool and never waits for the writer. Each selective field is served

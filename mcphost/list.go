@@ -89,3 +89,18 @@ func WriteList(w io.Writer, items []ListItem, running bool) error {
 	}
 	return nil
 }
+
+// WriteWait says what a running daemon made of the server name just added,
+// last being its source's last status (a zero ID when never listed) and up
+// whether it is healthy with entries.
+func WriteWait(w io.Writer, name string, last plexus.SourceStatus, up bool) {
+	id := "mcp:" + name
+	switch {
+	case up:
+		fmt.Fprintf(w, "Plexus serves %d entries of %s (mcp.%s.…); their definitions are pinned.\n", last.Entries, id, name)
+	case last.ID == "":
+		fmt.Fprintf(w, "Plexus has not listed %s yet; see plexus mcp list and the daemon's log.\n", id)
+	default:
+		fmt.Fprintf(w, "%s: %d entries, health %s %s\n", id, last.Entries, last.Health.Status, last.Health.Detail)
+	}
+}

@@ -277,3 +277,45 @@ func shq(p string) string {
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
+
+// ErrSecretFromDevice is [ReadSecretValue] refusing a terminal or another
+// device, where a typed value would show.
+var ErrSecretFromDevice = errors.New("stdin is a terminal (or another device), where a typed value would show")
+
+// SecretValueError is a value read for a secret that cannot be stored: it
+// is empty, or over [MaxSecretSize].
+type SecretValueError struct{ Empty bool }
+
+func (e *SecretValueError) Error() string {
+	if e.Empty {
+		return "stdin was empty: nothing stored"
+	}
+	return fmt.Sprintf("the value on stdin is over %d bytes: nothing stored", MaxSecretSize)
+}
+
+// ReadSecretValue reads a secret's value from r, the way `plexus secrets
+// set` takes it on stdin (never as an argument, which ps and the shell's
+// history keep): a pipe or a file, not a terminal or another device
+// ([ErrSecretFromDevice]), with one trailing newline dropped.
+func ReadSecretValue(r io.Reader) ([]byte, error) {
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return nil, ErrSecretFromDevice
+		}
+	}
+	// One byte beyond the largest value and its newline tells too long.
+	b, err := io.ReadAll(io.LimitReader(r, MaxSecretSize+2))
+	if err != nil {
+		return nil, fmt.Errorf("read the value from stdin: %w", err)
+	}
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	switch {
+	case len(b) == 0:
+		return nil, &SecretValueError{Empty: true}
+	case len(b) > MaxSecretSize:
+		return nil, &SecretValueError{}
+	}
+	return b, nil
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -471,6 +473,21 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // MaxManifestSize bounds a manifest read from a file or a request.
 const MaxManifestSize = 1 << 20
+
+// ReadManifest reads the manifest file at path and decodes it
+// ([ParseManifest]).
+func ReadManifest(path string) (plexus.ExtensionManifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return plexus.ExtensionManifest{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxManifestSize+1))
+	if err != nil {
+		return plexus.ExtensionManifest{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return ParseManifest(b)
+}
 
 // ParseManifest decodes a manifest's JSON strictly: a key the format does
 // not have (a misspelt "capabilites") is a problem naming it, not a field

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/platform"
@@ -184,6 +185,24 @@ func createExclusive(path string, data []byte, mode fs.FileMode) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// ReadConnectionKey reads the owner's connection-key from home, as a
+// client of the daemon presents it. Its format is the daemon's to check.
+func ReadConnectionKey(home string) (string, error) {
+	path := filepath.Join(home, FileConnectionKey)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("no connection-key at %s: is Plexus initialised there? (plexus init, or pass --home)", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read connection-key: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		return "", fmt.Errorf("read connection-key: %s is empty", path)
+	}
+	return key, nil
 }
 
 // WriteConnectionKey replaces the connection-key atomically (temporary

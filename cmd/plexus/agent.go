@@ -122,7 +122,10 @@ func agentCall(ctx context.Context, cmd *cli.Command) error {
 	}
 	var pendingID string // set by OnPending, read after Call returns
 	resp, err := ag.Call(ctx, id, input, callOptions(cmd, id, &pendingID))
-	return callResult(cmd, id, addr, pendingID, resp, err)
+	if err := client.WriteResult(cmd.Root().Writer, cmd.Root().ErrWriter, id, pendingID, resp, err, cmd.Bool("json")); err != nil {
+		return agentErr(addr, err)
+	}
+	return nil
 }
 
 // callInput is the call's input from --input and the key=value arguments;
@@ -165,51 +168,6 @@ func callOptions(cmd *cli.Command, id string, pendingID *string) client.CallOpti
 	return opts
 }
 
-// callResult prints the call's output, or says why there is none: a grant
-// pending (exit 3), the gateway's error, or the agent's next step.
-func callResult(cmd *cli.Command, id, addr, pendingID string, resp *plexus.InvokeResponse, err error) error {
-	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	asJSON := cmd.Bool("json")
-	var ce *client.Error
-	switch {
-	case err == nil:
-		if asJSON {
-			return printJSON(stdout, resp)
-		}
-		return client.WriteOutput(stdout, resp)
-	case errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser:
-		if asJSON {
-			// A script that cannot read the pending id has nothing to wait on:
-			// a failed write is the answer.
-			if werr := printJSON(stdout, map[string]any{"id": id, "status": ce.Body.Code, "pendingId": ce.Body.PendingID,
-				"statusUrl": ce.Body.GrantStatusURL, "resumed": ce.Resumed}); werr != nil {
-				return werr
-			}
-		}
-		again := ""
-		if ce.Resumed {
-			again = " (requested earlier; not asked again)"
-		}
-		return &codedError{code: exitPending, msg: fmt.Sprintf("grant pending: %s%s\nask the owner to approve: plexus approve %s", ce.Body.PendingID, again, ce.Body.PendingID)}
-	case pendingID != "" && errors.Is(err, context.Canceled):
-		// Interrupted while waiting: the request still stands.
-		return &codedError{code: exitPending, msg: fmt.Sprintf("stopped waiting; grant still pending: %s\nask the owner to approve: plexus approve %s", pendingID, pendingID)}
-	case ce != nil:
-		var werr error
-		if resp != nil && asJSON {
-			werr = printJSON(stdout, resp)
-		} else if resp != nil && len(resp.MCPResult) > 0 {
-			werr = client.WriteOutput(stderr, resp) // an MCP tool's own error text
-		}
-		if werr != nil {
-			return fmt.Errorf("%s: %s (and writing its answer: %w)", ce.Body.Code, ce.Body.Message, werr)
-		}
-		return &codedError{code: exitError, msg: fmt.Sprintf("%s: %s", ce.Body.Code, ce.Body.Message)}
-	default:
-		return agentErr(addr, err)
-	}
-}
-
 func agentRegisterCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "register",
@@ -219,7 +177,7 @@ func agentRegisterCommand() *cli.Command {
 			if err := checkArgs(cmd, 1, "<manifest.json>"); err != nil {
 				return err
 			}
-			m, err := readManifest(cmd.Args().First())
+			m, err := registry.ReadManifest(cmd.Args().First())
 			if err == nil {
 				err = registry.ValidateManifest(m, nil) // every problem at once, before asking
 			}

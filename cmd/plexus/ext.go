@@ -2,25 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
-	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/inbox"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/urfave/cli/v3"
 )
-
-// Extensions the owner adds are owner-configured sources of kind
-// "extension" whose config is the manifest: persisted, replayed at every
-// start, journaled like any source. (An agent's, once the owner approved
-// it, is stored the same way with extension provenance.)
-const extensionKind = gateway.SourceKindExtension
 
 func extCommand() *cli.Command {
 	return &cli.Command{
@@ -40,7 +30,7 @@ func extValidateCommand() *cli.Command {
 			if err := checkArgs(cmd, 1, "<manifest.json>"); err != nil {
 				return err
 			}
-			m, err := readManifest(cmd.Args().First())
+			m, err := registry.ReadManifest(cmd.Args().First())
 			if err == nil {
 				err = registry.ValidateManifest(m, nil)
 			}
@@ -55,30 +45,20 @@ func extAddCommand() *cli.Command {
 		Usage:     "register an extension (managed: you added it); adding one of yours again replaces it in place",
 		ArgsUsage: "<manifest.json>",
 		Action: withAdmin(1, "<manifest.json>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-			m, err := readManifest(cmd.Args().First())
+			m, err := registry.ReadManifest(cmd.Args().First())
 			if err == nil {
 				err = registry.ValidateManifest(m, nil) // offline first: every problem at once
 			}
 			if err != nil {
 				return reportManifest(cmd, m, err)
 			}
-			cfg, err := json.Marshal(m)
+			sc, replaced, err := adm.AddExtension(ctx, m)
 			if err != nil {
 				return err
 			}
-			sources, err := adm.Sources(ctx)
-			if err != nil {
-				return err
-			}
-			add, verb := adm.AddSource, "added"
-			for _, s := range sources {
-				if s.ID == m.Source && s.Kind == extensionKind {
-					add, verb = adm.ReplaceSource, "re-registered" // spec §10: re-registering replaces
-				}
-			}
-			sc, err := add(ctx, plexus.SourceConfig{ID: m.Source, Kind: extensionKind, Config: cfg})
-			if err != nil {
-				return err
+			verb := "added"
+			if replaced {
+				verb = "re-registered"
 			}
 			w := cmd.Root().Writer
 			fmt.Fprintf(w, "Extension %s %s (%s, managed):\n", sc.ID, verb, m.Label)
@@ -102,20 +82,9 @@ func extListCommand() *cli.Command {
 		Usage: "list the extensions you added",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 		Action: withAdmin(0, "", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
-			sources, err := adm.Sources(ctx)
+			ms, err := adm.Extensions(ctx)
 			if err != nil {
 				return err
-			}
-			var ms []plexus.ExtensionManifest
-			for _, s := range sources {
-				if s.Kind != extensionKind {
-					continue
-				}
-				var m plexus.ExtensionManifest
-				if err := json.Unmarshal(s.Config, &m); err != nil {
-					return fmt.Errorf("extension %s: stored manifest: %w", s.ID, err)
-				}
-				ms = append(ms, m)
 			}
 			w := cmd.Root().Writer
 			if cmd.Bool("json") {
@@ -124,12 +93,7 @@ func extListCommand() *cli.Command {
 				}
 				return printJSON(w, ms)
 			}
-			t := newTable(w)
-			fmt.Fprintln(t, "SOURCE\tLABEL\tTRANSPORT\tENTRIES")
-			for _, m := range ms {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%d\n", m.Source, m.Label, m.Transport, len(m.Capabilities))
-			}
-			return t.Flush()
+			return client.WriteExtensions(w, ms)
 		}),
 	}
 }
@@ -141,43 +105,13 @@ func extRemoveCommand() *cli.Command {
 		ArgsUsage: "<source>",
 		Action: withAdmin(1, "<source>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 			id := cmd.Args().First()
-			sources, err := adm.Sources(ctx)
-			if err != nil {
-				return err
-			}
-			found := false
-			for _, s := range sources {
-				if s.ID == id {
-					if s.Kind != extensionKind {
-						return failure("%s is a %s source, not an extension", id, s.Kind)
-					}
-					found = true
-				}
-			}
-			if !found {
-				return failure("no extension %q (see: plexus ext list)", id)
-			}
-			if err := adm.RemoveSourcePurging(ctx, id); err != nil {
+			if err := adm.RemoveExtension(ctx, id); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.Root().Writer, "Extension %s removed.\n", id)
 			return nil
 		}),
 	}
-}
-
-// readManifest reads and strictly decodes a manifest file.
-func readManifest(path string) (plexus.ExtensionManifest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return plexus.ExtensionManifest{}, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, registry.MaxManifestSize+1))
-	if err != nil {
-		return plexus.ExtensionManifest{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return registry.ParseManifest(b)
 }
 
 // reportManifest prints a manifest's problems (or that it is valid) and

@@ -4,35 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/urfave/cli/v3"
 )
 
 // connectionKeyFile is where the daemon keeps the connection-key in its home.
-const connectionKeyFile = "connection-key"
+const connectionKeyFile = scaffold.FileConnectionKey
 
 // readConnectionKey reads the owner's connection-key from home.
-func readConnectionKey(home string) (string, error) {
-	path := filepath.Join(home, connectionKeyFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no connection-key at %s: is Plexus initialised there? (plexus init, or pass --home)", path)
-	}
-	if err != nil {
-		return "", fmt.Errorf("read connection-key: %w", err)
-	}
-	key := strings.TrimSpace(string(b))
-	if key == "" {
-		return "", fmt.Errorf("read connection-key: %s is empty", path)
-	}
-	return key, nil
-}
+func readConnectionKey(home string) (string, error) { return scaffold.ReadConnectionKey(home) }
 
 // baseURL turns an --addr (host:port, or a URL) into the gateway's base URL.
 func baseURL(addr string) string {

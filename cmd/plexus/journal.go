@@ -34,7 +34,7 @@ func journalCommand() *cli.Command {
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			f := journal.Filter{TraceID: cmd.String("trace"), Type: cmd.String("type"), AgentID: cmd.String("agent")}
 			if s := cmd.String("since"); s != "" {
-				t, err := parseSince(s, time.Now())
+				t, err := journal.ParseSince(s, time.Now())
 				if err != nil {
 					return usageError(cmd, "--since: %v", err)
 				}
@@ -124,21 +124,4 @@ func openJournalReadOnly(ctx context.Context, home string) (*journal.DB, error) 
 		return nil, fmt.Errorf("no journal at %s: start the gateway once with: plexus serve --home %s", path, home)
 	}
 	return journal.OpenReader(ctx, path)
-}
-
-// parseSince accepts a duration ago ("90m", "2h", "3d") or an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if strings.HasSuffix(s, "d") {
-		var n int
-		if _, err := fmt.Sscanf(s, "%dd", &n); err == nil && n >= 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither a duration (1h, 3d) nor an RFC 3339 time", s)
 }

@@ -123,19 +123,7 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return &codedError{code: exitUsage, msg: err.Error()}
 	}
-	doc, err := mcphost.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if _, exists := doc.Entry(name); exists && !cmd.Bool("replace") {
-		return &codedError{code: exitError, msg: fmt.Sprintf("%s already has a server %q; pass --replace to replace it", path, name)}
-	}
-	if missing := missingSecrets(cmd, s); len(missing) > 0 {
-		return &codedError{code: exitError, msg: fmt.Sprintf("the secret %s is not set; store it first with: plexus secrets set %s",
-			missing[0], missing[0])}
-	}
-	doc.Put(name, raw)
-	if err := doc.Save(); err != nil {
+	if err := mcphost.Add(path, name, raw, cmd.Bool("replace"), missingSecrets(cmd, s)); err != nil {
 		return err
 	}
 	w := cmd.Root().Writer
@@ -172,19 +160,14 @@ func waitForServer(ctx context.Context, cmd *cli.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	id := "mcp:" + name
-	last, err := adm.WaitSource(ctx, id, time.Now().Add(cmd.Duration("wait")), 200*time.Millisecond)
+	last, err := adm.WaitSource(ctx, "mcp:"+name, time.Now().Add(cmd.Duration("wait")), 200*time.Millisecond)
 	switch {
 	case errors.Is(err, client.ErrUnreachable):
 		fmt.Fprintln(w, notRunning)
 	case err != nil:
 		return err
-	case client.SourceUp(last):
-		fmt.Fprintf(w, "Plexus serves %d entries of %s (mcp.%s.…); their definitions are pinned.\n", last.Entries, id, name)
-	case last.ID == "":
-		fmt.Fprintf(w, "Plexus has not listed %s yet; see plexus mcp list and the daemon's log.\n", id)
 	default:
-		fmt.Fprintf(w, "%s: %d entries, health %s %s\n", id, last.Entries, last.Health.Status, last.Health.Detail)
+		mcphost.WriteWait(w, name, last, client.SourceUp(last))
 	}
 	return nil
 }
@@ -224,15 +207,7 @@ func liveSources(ctx context.Context, cmd *cli.Command) (map[string]plexus.Sourc
 	if !ok {
 		return nil, false
 	}
-	st, err := adm.Status(ctx)
-	if err != nil {
-		return nil, false
-	}
-	live := map[string]plexus.SourceStatus{}
-	for _, s := range st.Sources {
-		live[s.ID] = s
-	}
-	return live, true
+	return adm.LiveSources(ctx)
 }
 
 func mcpRemove(ctx context.Context, cmd *cli.Command) error {
@@ -244,14 +219,7 @@ func mcpRemove(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	doc, err := mcphost.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if !doc.Remove(name) {
-		return &codedError{code: exitError, msg: fmt.Sprintf("%s has no server %q (see plexus mcp list)", path, name)}
-	}
-	if err := doc.Save(); err != nil {
+	if err := mcphost.Remove(path, name); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Removed the MCP server %s from %s; a running Plexus stops it and drops its entries.\n", name, path)

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 
-	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/sources/portal"
 	"github.com/urfave/cli/v3"
@@ -16,13 +12,6 @@ import (
 
 // aliasRe is what a portal alias may be: it becomes part of capability ids.
 var aliasRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-
-// portalView is one portal as `portal list --json` prints it.
-type portalView struct {
-	ID    string `json:"id"`
-	Alias string `json:"alias"`
-	Path  string `json:"path"`
-}
 
 func portalCommand() *cli.Command {
 	return &cli.Command{
@@ -42,24 +31,14 @@ func portalAddCommand() *cli.Command {
 			if !aliasRe.MatchString(alias) {
 				return usageError(cmd, "alias %q: use letters, digits, '-' and '_'", alias)
 			}
-			abs, err := filepath.Abs(path)
+			sc, pc, err := portal.OwnerSource(path, alias)
 			if err != nil {
 				return err
 			}
-			if fi, err := os.Stat(abs); err != nil {
-				return err
-			} else if !fi.IsDir() {
-				return fmt.Errorf("%s is not a directory", abs)
-			}
-			cfg, err := json.Marshal(portal.Config{Path: abs, Alias: alias})
-			if err != nil {
+			if sc, err = adm.AddSource(ctx, sc); err != nil {
 				return err
 			}
-			sc, err := adm.AddSource(ctx, plexus.SourceConfig{ID: portal.SourcePrefix + alias, Kind: portal.Kind, Config: cfg})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.Root().Writer, "Portal %q added: %s (source %s).\n", alias, abs, dash(sc.ID))
+			fmt.Fprintf(cmd.Root().Writer, "Portal %q added: %s (source %s).\n", alias, pc.Path, dash(sc.ID))
 			return nil
 		}),
 	}
@@ -75,15 +54,7 @@ func portalListCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			portals := []portalView{}
-			for _, s := range sources {
-				if s.Kind != portal.Kind {
-					continue
-				}
-				var pc portal.Config
-				_ = json.Unmarshal(s.Config, &pc) // a malformed config still lists, by id
-				portals = append(portals, portalView{ID: s.ID, Alias: pc.Alias, Path: pc.Path})
-			}
+			portals := portal.Views(sources)
 			w := cmd.Root().Writer
 			if cmd.Bool("json") {
 				return printJSON(w, portals)

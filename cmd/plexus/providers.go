@@ -10,7 +10,6 @@ import (
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
 	"github.com/plexus-gw/plexus/ipchost"
-	"github.com/plexus-gw/plexus/transports/ipc"
 	"github.com/urfave/cli/v3"
 )
 
@@ -84,27 +83,13 @@ func providersAdd(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	path := ipchost.Path(cmd.String("home"))
-	doc, err := ipchost.ReadFile(path)
+	replaced, err := ipchost.Declare(path, id, cfg, cmd.Bool("replace"))
 	if err != nil {
-		return err
-	}
-	_, exists := doc.Configs()[id]
-	if exists && !cmd.Bool("replace") {
-		return failure("a provider %q is already declared; use --replace to change it, or plexus providers remove %s", id, id)
-	}
-	if err := doc.Set(id, cfg); err != nil {
-		var ce *ipc.ConfigError
-		if errors.As(err, &ce) {
-			return failure("%v; nothing was written", err)
-		}
-		return err
-	}
-	if err := doc.Save(); err != nil {
 		return err
 	}
 	w := cmd.Root().Writer
 	verb := "Declared"
-	if exists {
+	if replaced {
 		verb = "Replaced"
 	}
 	fmt.Fprintf(w, "%s the provider %s in %s: %s\n", verb, id, path, strings.Join(append([]string{command}, args...), " "))
@@ -112,7 +97,11 @@ func providersAdd(ctx context.Context, cmd *cli.Command) error {
 	if err != nil || !running {
 		return err
 	}
-	return waitForProvider(ctx, cmd, adm, id, cmd.Duration("wait"))
+	st, err := adm.WaitProvider(ctx, id, time.Now().Add(cmd.Duration("wait")), 100*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	return ipchost.WriteWait(w, id, st, client.ProviderUp(st))
 }
 
 func providersRemove(ctx context.Context, cmd *cli.Command) error {
@@ -121,14 +110,7 @@ func providersRemove(ctx context.Context, cmd *cli.Command) error {
 	}
 	id := cmd.Args().First()
 	path := ipchost.Path(cmd.String("home"))
-	doc, err := ipchost.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if !doc.Remove(id) {
-		return failure("no provider %q in %s (see: plexus providers list)", id, path)
-	}
-	if err := doc.Save(); err != nil {
+	if err := ipchost.Remove(path, id); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Removed the provider %s from %s.\n", id, path)
@@ -172,27 +154,6 @@ func ownerAdmin(cmd *cli.Command) (*client.Admin, bool) {
 		return nil, false
 	}
 	return adm, true
-}
-
-// waitForProvider reports what a running daemon made of provider id: its
-// tools once it connected and registered, or why it is down.
-func waitForProvider(ctx context.Context, cmd *cli.Command, adm *client.Admin, id string, limit time.Duration) error {
-	w := cmd.Root().Writer
-	st, err := adm.WaitProvider(ctx, id, time.Now().Add(limit), 100*time.Millisecond)
-	switch {
-	case err != nil:
-		return err
-	case client.ProviderUp(st):
-		fmt.Fprintf(w, "Provider %s connected (pid %d, %s): %d tool(s):\n", id, st.PID, dash(st.AgentVersion), len(st.Tools))
-		for _, t := range st.Tools {
-			fmt.Fprintf(w, "  %s\n", t)
-		}
-	case st.State == plexus.ProviderExited:
-		return failure("provider %s is down: %s (see the daemon's log)", id, st.LastExit)
-	default:
-		fmt.Fprintf(w, "Provider %s is %s (%s); see: plexus providers list\n", id, dash(st.State), dash(st.Health.Detail))
-	}
-	return nil
 }
 
 func providersList(ctx context.Context, cmd *cli.Command) error {

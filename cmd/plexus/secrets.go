@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -80,24 +79,11 @@ func secretsSet(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	r := cmd.Root().Reader
-	if isDevice(r) {
-		return &codedError{code: exitUsage, msg: "stdin is a terminal (or another device), where a typed value would show: " +
-			"pipe the value in, e.g. plexus secrets set " + name + " < file"}
-	}
-	// One byte beyond the largest value and its newline tells too long.
-	b, err := io.ReadAll(io.LimitReader(r, platform.MaxSecretSize+2))
-	if err != nil {
-		return fmt.Errorf("read the value from stdin: %w", err)
-	}
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-	}
-	switch {
-	case len(b) == 0:
-		return &codedError{code: exitError, msg: "stdin was empty: nothing stored"}
-	case len(b) > platform.MaxSecretSize:
-		return &codedError{code: exitError, msg: fmt.Sprintf("the value on stdin is over %d bytes: nothing stored", platform.MaxSecretSize)}
+	b, err := platform.ReadSecretValue(cmd.Root().Reader)
+	if errors.Is(err, platform.ErrSecretFromDevice) {
+		return &codedError{code: exitUsage, msg: fmt.Sprintf("%v: pipe the value in, e.g. plexus secrets set %s < file", err, name)}
+	} else if err != nil {
+		return err
 	}
 	if err := pf.SetSecret(name, b); err != nil {
 		return err
@@ -145,15 +131,4 @@ func secretsRemove(ctx context.Context, cmd *cli.Command) error {
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Secret %s removed.\n", name)
 	return nil
-}
-
-// isDevice reports whether r is a terminal or another device rather than
-// a pipe or a file.
-func isDevice(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
