@@ -17,13 +17,16 @@ run: build
 # vet, staticcheck, then every unit and integration test with the race detector,
 # then every fuzz target for TESTFUZZTIME each (one at a time: a few seconds
 # apiece keeps the whole under three minutes on two cores).
-# The MCP client's tests run real MCP servers, pinned in examples/mcp.
+# The MCP client's tests run real MCP servers, pinned in examples/mcp; the MCP
+# front door's, the MCP conformance suite, Node 22 and the TypeScript SDK,
+# pinned in mcpserver/testdata/conformance.
 TESTFUZZTIME ?= 3s
 test:
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	npm ci --prefix examples/mcp --no-audit --no-fund
+	npm ci --prefix mcpserver/testdata/conformance --no-audit --no-fund
 	$(GO) test -race -count=1 ./...
 	GO=$(GO) FUZZTIME=$(TESTFUZZTIME) ./scripts/fuzz.sh
 

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the oracle declares sampling, deprecated from 2026-07-28, as Plexus does (it relays it)
+
 package e2e
 
 import (
@@ -44,9 +46,12 @@ func npmMCPServer(t *testing.T, bin string) string {
 func sdkNames(t *testing.T, command string, args ...string) (tools, resources, prompts []string) {
 	t.Helper()
 	ctx := t.Context()
-	// No client capabilities, like Plexus's client: the server lists some
-	// tools only to clients with roots, sampling or elicitation.
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "oracle", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+	// With the capabilities Plexus declares to a server (it relays them to
+	// the calling host): the server lists some tools only to clients with
+	// roots, sampling or elicitation.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "oracle", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{
+		RootsV2: &mcp.RootCapabilities{}, Sampling: &mcp.SamplingCapabilities{},
+		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}}).
 		Connect(ctx, &mcp.CommandTransport{Command: exec.Command(command, args...)}, nil)
 	if err != nil {
 		t.Fatal(err)

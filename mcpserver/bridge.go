@@ -44,8 +44,8 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 	}
 	b := &bridge{o: o, calls: map[string]progressTarget{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}}})
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: withLogging(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}})})
 	srv.AddReceivingMiddleware(b.middleware)
 	b.srv = srv
 	defer b.close()
@@ -160,10 +160,13 @@ func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 			impl = &mcp.Implementation{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 		}
 	}
-	c := mcp.NewClient(impl, &mcp.ClientOptions{ProgressNotificationHandler: b.relay,
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { sendListChanged(b.srv, true, false, false) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { sendListChanged(b.srv, false, true, false) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { sendListChanged(b.srv, false, false, true) }})
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	opts := b.clientOptions(ss)
+	opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { sendListChanged(b.srv, true, false, false) }
+	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { sendListChanged(b.srv, false, true, false) }
+	opts.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { sendListChanged(b.srv, false, false, true) }
+	c := mcp.NewClient(impl, opts)
+	c.AddReceivingMiddleware(relayRoots(ss))
 	// No reconnection attempts: a daemon that is down is said so at once,
 	// and the next request connects anew.
 	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1,

@@ -19,6 +19,13 @@ import (
 // session.
 func bridged(t *testing.T, o mcpserver.BridgeOptions, host string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return bridgedVersion(t, o, host, "", opts)
+}
+
+// bridgedVersion is bridged with the host asking for version ("" the
+// newest).
+func bridgedVersion(t *testing.T, o mcpserver.BridgeOptions, host, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	hostR, bridgeW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +40,7 @@ func bridged(t *testing.T, o mcpserver.BridgeOptions, host string, opts *mcp.Cli
 		done <- mcpserver.Bridge(ctx, &mcp.IOTransport{Reader: bridgeR, Writer: bridgeW}, o)
 	}()
 	c := mcp.NewClient(&mcp.Implementation{Name: host, Version: "9.9"}, opts)
-	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: hostR, Writer: hostW}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: hostR, Writer: hostW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,9 @@ func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what stri
 		if err != nil || answer != nil {
 			return plexus.InvokeResponse{}, answer, err
 		}
-		resp := s.b.Invoke.InvokeStream(ctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},
+		// What the server behind the call asks meanwhile goes to this host.
+		rctx := plexus.WithRelay(ctx, newHostRelay(ctx, p.ss, l.client))
+		resp := s.b.Invoke.InvokeStream(rctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},
 			plexus.InvokeRequest{ID: entry.ID, Input: input}, p.relay)
 		if executes(entry) || !resp.OK && resp.Error != nil && stale(resp.Error.Code) {
 			l.dropToken(entry.ID, tok.JTI)

@@ -81,6 +81,16 @@ func newFixture(t *testing.T, opts mcpserver.Options) *fixture {
 // newFixtureWith is newFixture with the gateway's event-stream caps.
 func newFixtureWith(t *testing.T, opts mcpserver.Options, streams gateway.StreamLimits) *fixture {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFixtureOn(t, opts, streams, ln)
+}
+
+// newFixtureOn is newFixtureWith serving on ln, at the address ln reports.
+func newFixtureOn(t *testing.T, opts mcpserver.Options, streams gateway.StreamLimits, ln net.Listener) *fixture {
+	t.Helper()
 	f := &fixture{t: t, home: plexustest.TempHome(t), logs: &syncBuffer{}, upstream: newUpstream(t),
 		hosts: http.DefaultTransport.(*http.Transport).Clone()}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -92,10 +102,6 @@ func newFixtureWith(t *testing.T, opts mcpserver.Options, streams gateway.Stream
 	reg.AddTransport(portal.NewTransport())
 	mcpT := mcpclient.NewTransport()
 	reg.AddTransport(mcpT)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	f.gw = mustGateway(t, f.home, f.db, reg, gateway.Config{BaseURL: "http://" + ln.Addr().String(), Home: f.home.Dir, Streams: streams}, log)
 	opts.Inbox, opts.Active, opts.Logger, opts.PeerUID = f.home.Inbox, f.home.Active, log, plexushttp.PeerUID
 	front := mcpserver.New(mcpserver.Backend{Sessions: f.gw, Grants: f.gw, Invoke: f.gw, Agents: f.gw, Changes: f.gw}, opts)

@@ -37,8 +37,13 @@ func callResult(entry plexus.Entry, resp plexus.InvokeResponse) *mcp.CallToolRes
 		return errorResult(&plexus.ErrorBody{Code: plexus.CodeInternalError, Message: "the output could not be encoded"}, entry.ID)
 	}
 	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
-	if _, isObject := resp.Output.(map[string]any); isObject && entry.IO != nil && len(entry.IO.Output) > 0 {
-		r.StructuredContent = resp.Output
+	if entry.IO != nil && len(entry.IO.Output) > 0 {
+		// An output schema promises structuredContent: an object, whatever
+		// Go type the transport gave it as.
+		var obj map[string]any
+		if json.Unmarshal(text, &obj) == nil && obj != nil {
+			r.StructuredContent = obj
+		}
 	}
 	return r
 }

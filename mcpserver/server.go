@@ -98,8 +98,10 @@ func New(b Backend, opts Options) *Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
 		&mcp.ServerOptions{
 			Logger: opts.Logger,
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-				Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}},
+			// Logging: the ingested servers' log messages, relayed to
+			// the host whose call they came with (relay.go).
+			Capabilities: withLogging(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+				Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}}),
 			Instructions: "Plexus governs these tools: a call the owner has not pre-authorized waits for the owner's approval, and a call the owner denies answers why.",
 		})
 	srv.AddReceivingMiddleware(s.middleware)
@@ -166,11 +168,23 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return res, err
 		case "tools/list":
-			return s.listTools(ctx, l)
+			res, err := s.listTools(ctx, l)
+			if err != nil {
+				return nil, err
+			}
+			return shaped(req, res), nil
 		case "tools/call":
-			return s.callTool(ctx, l, req.(*mcp.CallToolRequest))
+			res, err := s.callTool(ctx, l, req.(*mcp.CallToolRequest))
+			if err != nil {
+				return nil, err
+			}
+			return shaped(req, res), nil
 		case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get":
-			return s.primitives(ctx, l, method, req)
+			res, err := s.primitives(ctx, l, method, req)
+			if err != nil {
+				return nil, err
+			}
+			return shaped(req, res), nil
 		}
 		return next(ctx, method, req)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"sync"
@@ -92,10 +93,11 @@ type capture struct {
 	mu       sync.Mutex
 	calls    map[jsonrpc.ID]*slot
 	progress map[string]func(plexus.InvokeProgress)
+	r        relays // the relays of the calls in flight (relay.go)
 }
 
-func newCapture() *capture {
-	return &capture{calls: make(map[jsonrpc.ID]*slot), progress: make(map[string]func(plexus.InvokeProgress))}
+func newCapture(log *slog.Logger) *capture {
+	return &capture{calls: make(map[jsonrpc.ID]*slot), progress: make(map[string]func(plexus.InvokeProgress)), r: relays{log: log}}
 }
 
 // sent registers id for s.
@@ -224,6 +226,9 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if m.Method == methodProgress && !m.IsCall() {
 			c.c.progressed(m.Params)
 		}
+		if relayed(m.Method) {
+			m.Params = c.c.r.pass(c.c.r.sole(), m.Method, m.Params)
+		}
 	}
 	return msg, nil
 }
@@ -257,7 +262,7 @@ func (t *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "application/json":
 		resp.Body = &jsonTee{ReadCloser: resp.Body, c: t.c}
 	case "text/event-stream":
-		resp.Body = &sseTee{ReadCloser: resp.Body, c: t.c}
+		resp.Body = &sseTee{ReadCloser: resp.Body, c: t.c, relay: plexus.RelayFrom(req.Context())}
 	}
 	return resp, nil
 }
@@ -353,70 +358,123 @@ func (t *jsonTee) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// sseTee passes a text/event-stream body through and delivers the data of
-// each event as it ends, before the bytes that end it reach the reader.
+// sseTee passes a text/event-stream body through, an event at a time: it
+// delivers the data of each event as it ends, before the event reaches the
+// reader, and tags a server request or log message in it for the relay of
+// the call whose POST the stream answers (relay.go). An event larger than
+// maxCapture is passed through as it comes, untouched.
 type sseTee struct {
 	io.ReadCloser
 	c       *capture
-	line    []byte // the line read so far
-	data    []byte // the data of the event read so far
+	relay   plexus.Relay // the relay of the call the stream answers; nil on the GET stream
+	in      []byte       // read buffer
+	out     []byte       // bytes ready for the reader
+	event   []byte       // the lines of the event read so far, held back
+	line    []byte       // the line read so far
+	data    []byte       // the data of the event read so far
 	hasData bool
-	over    bool // the event exceeded maxCapture: it is skipped
+	over    bool // the event exceeded maxCapture: it streams through
+	err     error
 }
 
+const sseReadSize = 32 << 10
+
 func (t *sseTee) Read(b []byte) (int, error) {
-	n, err := t.ReadCloser.Read(b)
-	t.feed(b[:n])
-	return n, err
+	for len(t.out) == 0 && t.err == nil {
+		if t.in == nil {
+			t.in = make([]byte, sseReadSize)
+		}
+		n, err := t.ReadCloser.Read(t.in)
+		t.feed(t.in[:n])
+		if err != nil {
+			// An event the stream did not finish goes to the reader as
+			// it is, to fail there.
+			t.out = append(append(t.out, t.event...), t.line...)
+			t.event, t.line = nil, nil
+			t.err = err
+		}
+	}
+	n := copy(b, t.out)
+	t.out = t.out[n:]
+	if len(t.out) == 0 {
+		t.out = nil
+		return n, t.err
+	}
+	return n, nil
 }
 
 func (t *sseTee) feed(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			t.grow(&t.line, b)
+			t.line = append(t.line, b...)
+			t.spill()
 			return
 		}
-		t.grow(&t.line, b[:i])
-		t.field(bytes.TrimSuffix(t.line, []byte("\r")))
-		t.line = t.line[:0]
+		t.line = append(t.line, b[:i+1]...)
+		line := t.line
+		t.line = nil
+		t.field(line)
 		b = b[i+1:]
 	}
 }
 
-// grow appends b to *buf unless that passes maxCapture, which marks the
-// event over.
-func (t *sseTee) grow(buf *[]byte, b []byte) {
-	if t.over {
-		return
-	}
-	if len(*buf)+len(b) > maxCapture {
+// spill lets an event that grew past maxCapture stream through.
+func (t *sseTee) spill() {
+	if !t.over && len(t.event)+len(t.line) > maxCapture {
 		t.over = true
-		*buf = (*buf)[:0]
-		return
+		t.data = t.data[:0]
 	}
-	*buf = append(*buf, b...)
+	if t.over {
+		t.out = append(append(t.out, t.event...), t.line...)
+		t.event, t.line = nil, nil
+	}
 }
 
-// field handles one line of the stream (see the HTML standard's
-// event-stream interpretation); only data fields and the blank line that
-// ends an event matter here.
-func (t *sseTee) field(line []byte) {
+// field handles one line of the stream, its "\n" included (see the HTML
+// standard's event-stream interpretation); only data fields and the blank
+// line that ends an event matter here.
+func (t *sseTee) field(raw []byte) {
+	line := bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r"))
 	if len(line) == 0 {
-		if t.hasData && !t.over {
-			deliver(t.c, t.data)
+		t.end(raw)
+		return
+	}
+	t.event = append(t.event, raw...)
+	if name, value, _ := bytes.Cut(line, []byte(":")); string(name) == "data" && !t.over {
+		value = bytes.TrimPrefix(value, []byte(" "))
+		if t.hasData {
+			t.data = append(t.data, '\n')
 		}
-		t.data, t.hasData, t.over = t.data[:0], false, false
-		return
+		t.data = append(t.data, value...)
+		t.hasData = true
 	}
-	name, value, _ := bytes.Cut(line, []byte(":"))
-	if string(name) != "data" {
-		return
+	t.spill()
+}
+
+// end finishes an event at its blank line.
+func (t *sseTee) end(blank []byte) {
+	event := t.event
+	if t.hasData && !t.over {
+		deliver(t.c, t.data)
+		if tagged := t.c.r.tagMessage(t.relay, t.data); !bytes.Equal(tagged, t.data) {
+			event = rewriteData(event, tagged)
+		}
 	}
-	value = bytes.TrimPrefix(value, []byte(" "))
-	if t.hasData {
-		t.grow(&t.data, []byte("\n"))
+	t.out = append(append(t.out, event...), blank...)
+	t.event, t.data, t.hasData, t.over = nil, t.data[:0], false, false
+}
+
+// rewriteData is event with its data lines replaced by one holding data.
+func rewriteData(event, data []byte) []byte {
+	var out []byte
+	for _, l := range bytes.SplitAfter(event, []byte("\n")) {
+		name, _, _ := bytes.Cut(l, []byte(":"))
+		if len(l) > 0 && string(name) != "data" {
+			out = append(out, l...)
+		}
 	}
-	t.grow(&t.data, value)
-	t.hasData = true
+	out = append(out, "data: "...)
+	out = append(out, data...)
+	return append(out, '\n')
 }

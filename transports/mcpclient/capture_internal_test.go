@@ -19,7 +19,7 @@ func TestSSETee(t *testing.T) {
 		"data:  \"result\":{\"a\": [1, 2.50]}}\r\n\r\n" +
 		"data: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"error\":{\"code\":1,\"message\":\"x\"}}\n\n"
 	for _, chunk := range []int{1, 7, len(stream)} {
-		c := newCapture()
+		c := newCapture(nil)
 		s7, ss := &slot{}, &slot{}
 		c.sent(s7, mustID(t, 7.0))
 		c.sent(ss, mustID(t, "s"))
@@ -46,7 +46,7 @@ func TestSSETee(t *testing.T) {
 }
 
 func TestJSONTee(t *testing.T) {
-	c := newCapture()
+	c := newCapture(nil)
 	s := &slot{}
 	c.sent(s, mustID(t, 3.0))
 	body := `[{"jsonrpc":"2.0","id":3,"result":{"k":  "v"}},{"jsonrpc":"2.0","id":4,"result":{}}]`

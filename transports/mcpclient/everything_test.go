@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
 package mcpclient_test
 
 import (
@@ -302,7 +304,11 @@ func TestDispatchWhileDown(t *testing.T) {
 func sdkListing(t *testing.T, cfg mcpclient.ServerConfig) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "oracle", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	// The capabilities Plexus declares (it relays them to the calling
+	// host): the server shows the tools that use them.
+	client := mcp.NewClient(&mcp.Implementation{Name: "oracle", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{
+		RootsV2: &mcp.RootCapabilities{}, Sampling: &mcp.SamplingCapabilities{},
+		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}})
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(cfg.Command, cfg.Args...)}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -41,12 +41,23 @@ func (s *session) pid() int {
 	return s.cmd.Process.Pid
 }
 
+// upstreamProtocol is the version Plexus asks its servers for: the newest
+// with a session, on which a server may ask its client while a call runs.
+// Plexus relays those requests to the host that made the call (relay.go).
+// On 2026-07-28 a server must ask through input requests instead, and one
+// written the older way (its tool calls CreateMessage, Elicit, ListRoots)
+// would fail there, though it works for a host that talks to it directly;
+// one written the new way works on both, the SDK turning its input requests
+// into requests for a client on a session. A server that knows only older
+// versions answers with one of them.
+const upstreamProtocol = "2025-11-25"
+
 // connect starts the transport and initializes a session. The SDK's
 // client is made per session, so that its notification handlers feed this
 // session alone.
 func (c *Client) connect(ctx context.Context) (*session, error) {
 	c.lastStderr = ""
-	s := &session{c: newCapture(), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
+	s := &session{c: newCapture(c.log), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
 	var t mcp.Transport
 	if c.cfg.URL != "" {
 		t = &mcp.StreamableClientTransport{
@@ -61,19 +72,19 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		s.cmd = cmd
 		t = &rawTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: c.grace}, c: s.c}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, &mcp.ClientOptions{
+	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, s.relayOptions(&mcp.ClientOptions{
 		Logger: c.log,
-		// Plexus offers the server nothing back: no roots, sampling or
-		// elicitation. Progress is relayed by the capture (capture.go).
-		Capabilities:               &mcp.ClientCapabilities{},
+		// Progress is relayed by the capture (capture.go), what the server
+		// asks while a call runs by relayOptions (relay.go).
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
 		KeepAlive:                  keepAlive,
-	})
+	}))
+	client.AddReceivingMiddleware(s.relayRequests)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, t, nil)
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
 		// The SDK closed what it had opened (a started process included);
 		// what the process left in its group goes too.
@@ -100,6 +111,7 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	if s.caps == nil {
 		s.caps = &mcp.ServerCapabilities{}
 	}
+	c.askAllLogs(cctx, s)
 	go func() {
 		// Ends when the session does: the server went away, or close.
 		s.waitErr = cs.Wait()

@@ -92,9 +92,10 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 
 	token := fmt.Sprintf("plexus-%d", c.tokens.Add(1))
 	defer s.c.route(token, dc.Report)()
+	defer s.c.r.calling(plexus.RelayFrom(ctx))()
 	sl := &slot{}
 	defer s.c.done(sl)
-	cctx := withSlot(ctx, sl)
+	cctx := context.WithValue(withSlot(ctx, sl), callKey{}, true)
 
 	typed, method, perr, err := request(cctx, s.cs, rt, input, token)
 	if perr != nil {
@@ -118,6 +119,7 @@ func request(ctx context.Context, cs *mcp.ClientSession, rt route, input map[str
 	case PrimitiveTool:
 		params := &mcp.CallToolParams{Name: rt.Name, Arguments: input}
 		params.SetProgressToken(token)
+		logEverything(ctx, &params.Meta)
 		typed, err = cs.CallTool(ctx, params)
 		return typed, "tools/call", nil, err
 	case PrimitiveResource, PrimitiveResourceTemplate:

@@ -1,0 +1,126 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+// hostRelay carries what an ingested MCP server asks while a host's call
+// (tools/call, resources/read, prompts/get) runs (sampling, elicitation, roots, log messages) to the host session
+// that made the call, and to no other: it is made per call and sends on
+// that call's own stream. It asks only what the host declared at its
+// handshake, and only on a session (2025-11-25): a sessionless host
+// (2026-07-28) cannot be sent a request, and is not.
+//
+// Nothing that comes back is more than the host's answer to the server:
+// an elicitation answer is never an approval, which only the owner gives,
+// through Plexus's own channels.
+type hostRelay struct {
+	call context.Context // the tools/call's: what is sent goes on its stream
+	ss   *mcp.ServerSession
+	host string
+}
+
+var _ plexus.Relay = (*hostRelay)(nil)
+
+func newHostRelay(ctx context.Context, ss *mcp.ServerSession, host string) *hostRelay {
+	return &hostRelay{call: ctx, ss: ss, host: orElse(host, "the MCP host")}
+}
+
+// Request asks the host, for as long as both the call and the server's
+// request last.
+func (h *hostRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if err := h.can(method); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(h.call)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	var res any
+	var err error
+	switch method {
+	case plexus.RelaySampling:
+		var p mcp.CreateMessageWithToolsParams
+		if err = unmarshalParams(params, &p); err == nil {
+			res, err = h.ss.CreateMessageWithTools(rctx, &p)
+		}
+	case plexus.RelayElicitation:
+		var p mcp.ElicitParams
+		if err = unmarshalParams(params, &p); err == nil {
+			res, err = h.ss.Elicit(rctx, &p)
+		}
+	case plexus.RelayRoots:
+		var p mcp.ListRootsParams
+		if err = unmarshalParams(params, &p); err == nil {
+			res, err = h.ss.ListRoots(rctx, &p)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// Notify sends a log message to the host, at the level it asked for.
+func (h *hostRelay) Notify(_ context.Context, method string, params json.RawMessage) error {
+	if method != plexus.RelayLog || h.ss == nil {
+		return nil
+	}
+	var p mcp.LoggingMessageParams
+	if err := unmarshalParams(params, &p); err != nil {
+		return err
+	}
+	return h.ss.Log(h.call, &p)
+}
+
+// can says why the host cannot be asked method, or nil.
+func (h *hostRelay) can(method string) error {
+	var ip *mcp.InitializeParams
+	if h.ss != nil {
+		ip = h.ss.InitializeParams()
+	}
+	if ip == nil || ip.ProtocolVersion >= newProtocol {
+		return refuse("%s cannot be asked %s: a sessionless (%s) host takes no requests from the server", h.host, method, newProtocol)
+	}
+	caps := ip.Capabilities
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	offered := map[string]bool{
+		plexus.RelaySampling:    caps.Sampling != nil,
+		plexus.RelayElicitation: caps.Elicitation != nil,
+		plexus.RelayRoots:       caps.RootsV2 != nil,
+	}
+	if !offered[method] {
+		return refuse("%s does not offer %s", h.host, method)
+	}
+	return nil
+}
+
+// withLogging is caps with logging: the front door (and the bridge)
+// relays the ingested servers' log messages.
+func withLogging(caps *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+	caps.Logging = &mcp.LoggingCapabilities{}
+	return caps
+}
+
+func refuse(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+func unmarshalParams(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the server's params are not valid: " + err.Error()}
+	}
+	return nil
+}
