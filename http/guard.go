@@ -95,7 +95,7 @@ func (s *Server) guard(next nethttp.Handler) nethttp.Handler {
 			return
 		}
 		if vals, present := r.Header["Origin"]; present {
-			if len(vals) != 1 || !s.originAllowed(vals[0]) {
+			if len(vals) != 1 || !s.originAllowed(vals[0]) && !sameOrigin(vals[0], r.Host) {
 				s.forbid(w, r, "this Origin is not allowed to call the gateway")
 				return
 			}
@@ -131,6 +131,16 @@ func allowCORS(w nethttp.ResponseWriter, r *nethttp.Request, origin string) (pre
 func (s *Server) originAllowed(o string) bool {
 	c, ok := canonicalOrigin(o)
 	return ok && s.origins[c]
+}
+
+// sameOrigin reports whether o is the origin the request was sent to:
+// http:// and the Host, which the guard has already held to the gateway's
+// own loopback authority. Only a page the gateway itself served has it
+// (a browser sends it on its same-origin POSTs); a rebinding page's origin
+// names the attacker's host, and its Host is refused first.
+func sameOrigin(o, host string) bool {
+	c, ok := canonicalOrigin(o)
+	return ok && c == "http://"+strings.ToLower(host)
 }
 
 // forbid answers host_forbidden in the shape of the route asked for. The

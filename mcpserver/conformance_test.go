@@ -40,14 +40,12 @@ const conformanceDir = "testdata/conformance"
 // listed that passes (the list is kept true). docs/mcp.md lists them too.
 var conformanceExpected = map[string]map[string]string{
 	"2025-11-25": {
-		"completion-complete":      whyCompletion,
-		"dns-rebinding-protection": whyOrigin,
-		"resources-subscribe":      whySubscribe,
-		"resources-unsubscribe":    whySubscribe,
+		"completion-complete":   whyCompletion,
+		"resources-subscribe":   whySubscribe,
+		"resources-unsubscribe": whySubscribe,
 	},
 	"2026-07-28": {
 		"completion-complete":                           whyCompletion,
-		"dns-rebinding-protection":                      whyOrigin,
 		"server-stateless":                              "a tool whose server needs sampling is run for a sessionless host that did not declare it, rather than refused with -32021 (MissingRequiredClientCapability)",
 		"http-custom-header-server-validation":          "SEP-2243 Mcp-Param headers are not checked against the body: the front door answers tools/call before the SDK would",
 		"input-required-result-basic-elicitation":       whyInputRequired,
@@ -75,7 +73,6 @@ var conformanceExpected = map[string]map[string]string{
 // The reasons a scenario fails today (docs/mcp.md, "Conformance").
 const (
 	whyCompletion    = "completion/complete does not pass through to the server yet"
-	whyOrigin        = "the Host/Origin guard refuses every Origin the owner did not allow, the gateway's own included; the scenario's valid request carries Origin http://127.0.0.1:<port>"
 	whySubscribe     = "resources/subscribe does not pass through to the server yet"
 	whyInputRequired = "a sessionless (2026-07-28) host is not asked what the server asks: no input_required pass-through yet"
 	whyTasks         = "the tasks extension (not scored)"
