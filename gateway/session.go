@@ -319,6 +319,12 @@ func (g *Gateway) Manifest(ctx context.Context, c Credentials) (plexus.ManifestR
 // longer shows the catalog.
 func (g *Gateway) Revision() int64 { return g.d.Registry.Revision() }
 
+// StateGeneration is the generation of the auth cache: it changes after
+// every transaction that may change a token, session, agent or grant. An
+// edge that keeps something derived from a session (the MCP front door's
+// catalog) serves it only while the generation stays the same.
+func (g *Gateway) StateGeneration() uint64 { return g.cache.gen.Load() }
+
 // manifest stamps each entry with standing:true where this agent holds a live
 // standing grant covering it: the live truth behind the static describe text.
 func (g *Gateway) manifest(ctx context.Context, sess *plexus.Session) (plexus.Manifest, error) {

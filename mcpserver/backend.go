@@ -23,6 +23,11 @@ type Sessions interface {
 	// read without a transaction: tools/call keeps a manifest's tools
 	// while it stays current (index.go).
 	Revision() int64
+	// StateGeneration changes whenever a token, session, agent or grant
+	// does (a revocation, a grant, an expiry swept), read without a
+	// transaction: a kept catalog is served only while it stays the same,
+	// so a revoked agent's host meets the session check again at once.
+	StateGeneration() uint64
 }
 
 // Grants asks for grants and learns the owner's decisions.

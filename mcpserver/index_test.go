@@ -93,3 +93,23 @@ func TestCallAfterViewNarrowed(t *testing.T) {
 		t.Errorf("a tool the view shows: %q, want its content", text(res))
 	}
 }
+
+// TestListAfterRevocation: a host whose agent the owner revoked after it
+// listed (its catalog kept) is not answered from the kept catalog: its
+// next tools/list meets the session check and fails.
+func TestListAfterRevocation(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	cs := f.connect(f.agent("claude", standing("mcp.up.count", plexus.VerbRead)), "claude-code", nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.gw.RevokeAgent(context.Background(), gateway.Credentials{ConnectionKey: f.home.ConnectionKey},
+		plexus.AgentRevokeRequest{AgentID: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if res, err := cs.ListTools(context.Background(), nil); err == nil {
+			t.Errorf("tools/list %d after the revocation answered %d tools, want the session's end", i, len(res.Tools))
+		}
+	}
+}
