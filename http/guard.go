@@ -135,12 +135,15 @@ func (s *Server) originAllowed(o string) bool {
 
 // sameOrigin reports whether o is the origin the request was sent to:
 // http:// and the Host, which the guard has already held to the gateway's
-// own loopback authority. Only a page the gateway itself served has it
-// (a browser sends it on its same-origin POSTs); a rebinding page's origin
-// names the attacker's host, and its Host is refused first.
+// own loopback authority, named by its address (127.0.0.1 or [::1]). A
+// browser sends it on its same-origin POSTs; a rebinding page's origin
+// names the attacker's host, and its Host is refused first. "localhost" is
+// not taken: it names both loopback addresses, so a page another local
+// process served on the other one, on the gateway's port, would share it.
 func sameOrigin(o, host string) bool {
 	c, ok := canonicalOrigin(o)
-	return ok && c == "http://"+strings.ToLower(host)
+	h := strings.ToLower(host)
+	return ok && !strings.HasPrefix(h, "localhost:") && c == "http://"+h
 }
 
 // forbid answers host_forbidden in the shape of the route asked for. The

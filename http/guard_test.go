@@ -118,6 +118,8 @@ func TestGuard(t *testing.T) {
 		{"evil origin", fmt.Sprintf("127.0.0.1:%d", p), "http://evil.com", false},
 		{"self origin", fmt.Sprintf("127.0.0.1:%d", p), fmt.Sprintf("http://127.0.0.1:%d", p), true},
 		{"self origin, another name", fmt.Sprintf("127.0.0.1:%d", p), fmt.Sprintf("http://localhost:%d", p), false},
+		{"self origin ipv6", fmt.Sprintf("[::1]:%d", p), fmt.Sprintf("http://[::1]:%d", p), true},
+		{"self origin by localhost", fmt.Sprintf("localhost:%d", p), fmt.Sprintf("http://localhost:%d", p), false},
 		{"self origin, https", fmt.Sprintf("127.0.0.1:%d", p), fmt.Sprintf("https://127.0.0.1:%d", p), false},
 		{"self origin with a path", fmt.Sprintf("127.0.0.1:%d", p), fmt.Sprintf("http://127.0.0.1:%d/x", p), false},
 		{"rebinding: own origin, foreign host", fmt.Sprintf("evil.com:%d", p), fmt.Sprintf("http://evil.com:%d", p), false},

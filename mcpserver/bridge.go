@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ type BridgeOptions struct {
 // answered an error saying so and how to start it. It returns when the
 // host closes the connection or ctx ends.
 func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
+	if err := loopbackEndpoint(o.Endpoint); err != nil {
+		return err
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -50,6 +54,21 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 	b.srv = srv
 	defer b.close()
 	return srv.Run(ctx, t)
+}
+
+// loopbackEndpoint refuses an endpoint the agent's PAT must not be sent
+// to: anything but http:// on 127.0.0.1, localhost or [::1] with a port. A
+// host's config names the endpoint (--addr), and a config planted in a
+// project could otherwise send the stored credential off the machine.
+func loopbackEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err == nil && u.Scheme == "http" && u.User == nil && u.Port() != "" {
+		switch u.Hostname() {
+		case "127.0.0.1", "localhost", "::1":
+			return nil
+		}
+	}
+	return fmt.Errorf("mcp serve: %q is not the gateway's loopback address (http://127.0.0.1:<port>): the agent's credential is only sent there", endpoint)
 }
 
 // bridge forwards one host's requests to the daemon.

@@ -169,3 +169,21 @@ func TestBridgePrimitives(t *testing.T) {
 		t.Errorf("tools after list_changed = %v", got)
 	}
 }
+
+// TestBridgeLoopbackOnly: the bridge sends the agent's PAT only to the
+// gateway's loopback address: any other endpoint is refused before a
+// connection is made.
+func TestBridgeLoopbackOnly(t *testing.T) {
+	for _, ep := range []string{
+		"https://evil.example/mcp", "http://evil.example:7077/mcp", "http://127.0.0.2:7077/mcp",
+		"http://user@127.0.0.1:7077/mcp", "http://127.0.0.1/mcp", "ftp://127.0.0.1:7077/mcp", "http://localhost.:7077/mcp",
+	} {
+		t.Run(ep, func(t *testing.T) {
+			hostSide, _ := mcp.NewInMemoryTransports()
+			err := mcpserver.Bridge(context.Background(), hostSide, mcpserver.BridgeOptions{Endpoint: ep, PAT: "plx_agent_secret"})
+			if err == nil || !strings.Contains(err.Error(), "loopback") || strings.Contains(err.Error(), "plx_agent_secret") {
+				t.Errorf("Bridge(%s) = %v, want a refusal naming the loopback rule", ep, err)
+			}
+		})
+	}
+}
