@@ -152,3 +152,41 @@ func TestSubscriptionPassesThrough(t *testing.T) {
 		t.Errorf("upstream subscriptions = %v, want one per URI", subs)
 	}
 }
+
+// TestBridgeCompletionAndSubscription: through the stdio bridge, a
+// completion reaches the item's server, and a subscription's updates
+// reach the host, until it unsubscribes.
+func TestBridgeCompletionAndSubscription(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	_, up, s := newCompletingLibrary()
+	f.addMCP("lib", s)
+	updates := make(chan string, 16)
+	// A 2025-11-25 host: a newer one subscribes through a
+	// subscriptions/listen stream the SDK opens in the background, so its
+	// Subscribe is no sign the daemon has subscribed yet.
+	cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: f.url, PAT: f.agent("desk")}, "claude-desktop", "2025-11-25",
+		&mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updates <- r.Params.URI }})
+	ctx := context.Background()
+	res, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: mcpserver.ToolName(libPrompt)},
+		Argument: mcp.CompleteParamsArgument{Name: "name", Value: "A"}})
+	if err != nil || !slices.Equal(res.Completion.Values, []string{"Ada", "Alan"}) {
+		t.Errorf("complete through the bridge = %s, %v", jsonOf(t, res), err)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "notes://x"}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, up.subbed, "upstream subscription")
+	if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "notes://x"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { t.Log(f.logs.String()) })
+	if got := await(t, updates, "update through the bridge"); got != "notes://x" {
+		t.Errorf("update of %s, want notes://x", got)
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "notes://x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := await(t, up.unsubbed, "upstream unsubscription"); got != "notes://x" {
+		t.Errorf("upstream unsubscribed %s", got)
+	}
+}
