@@ -755,6 +755,10 @@ func TestOnlyNarrowsWhatCounts(t *testing.T) {
 	time.Sleep(5 * debounce)
 	write(t, filepath.Join(home, "mcp.json"), "{}")
 	next(t, w, "naming the folder of mcp.json", naming(home))
+	// The recorder notes a hint on its own goroutine, after next saw it.
+	rec.waitFor(t, from, "the hint noted", func(ns []note) bool {
+		return slices.ContainsFunc(ns, func(n note) bool { return n.hint != nil })
+	})
 	// The first hint after start-up must come after the mcp.json event: a
 	// hint between the two would be the journal write's.
 	ns := rec.since(from)
