@@ -121,6 +121,6 @@ func (s *Server) dropAtEnd(ss *mcp.ServerSession) {
 // changed; the SDK sends it to them and no other.
 func (s *Server) resourceUpdated(uri string) {
 	if err := s.sdk.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-		s.log.Debug("notifications/resources/updated not sent", "uri", uri, "err", err)
+		s.log.Debug("notifications/resources/updated not sent", "err", err)
 	}
 }
