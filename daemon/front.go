@@ -25,7 +25,7 @@ func (d *Daemon) newFront(o Options) error {
 	if err != nil {
 		return err
 	}
-	d.front = mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.gw, Agents: d.gw, Changes: d.gw},
+	d.front = mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.gw, Agents: d.gw, Changes: d.gw, Upstream: d.gw},
 		mcpserver.Options{Inbox: d.home.Inbox, Active: d.home.Active, PeerUID: plexushttp.PeerUID, Logger: d.log, Clock: o.Clock,
 			Views: d.views})
 	return nil

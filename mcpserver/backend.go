@@ -60,6 +60,9 @@ type Backend struct {
 	// Changes streams the catalog's changes, for list_changed ([Server.Run]);
 	// nil sends none.
 	Changes Changes
+	// Upstream passes completions and resource subscriptions to the
+	// items' own servers; nil declares neither capability.
+	Upstream Upstream
 }
 
 var (

@@ -47,9 +47,14 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	b := &bridge{o: o, calls: map[string]progressTarget{}}
+	// Completions and subscriptions are forwarded as the front door takes
+	// them (bridge_primitives.go); the SDK sends the daemon's updates on
+	// to the host when it subscribed.
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
 		&mcp.ServerOptions{Logger: o.Logger, Capabilities: withLogging(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}})})
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true},
+			Completions: &mcp.CompletionCapabilities{}}),
+			CompletionHandler: b.complete, SubscribeHandler: b.subscribe, UnsubscribeHandler: b.unsubscribe})
 	srv.AddReceivingMiddleware(b.middleware)
 	b.srv = srv
 	defer b.close()
@@ -184,6 +189,7 @@ func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 	opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { sendListChanged(b.srv, true, false, false) }
 	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { sendListChanged(b.srv, false, true, false) }
 	opts.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { sendListChanged(b.srv, false, false, true) }
+	opts.ResourceUpdatedHandler = b.updated
 	c := mcp.NewClient(impl, opts)
 	c.AddReceivingMiddleware(relayRoots(ss))
 	// No reconnection attempts: a daemon that is down is said so at once,

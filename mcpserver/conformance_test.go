@@ -39,13 +39,8 @@ const conformanceDir = "testdata/conformance"
 // scenario that fails and is not listed fails the test, and so does one
 // listed that passes (the list is kept true). docs/mcp.md lists them too.
 var conformanceExpected = map[string]map[string]string{
-	"2025-11-25": {
-		"completion-complete":   whyCompletion,
-		"resources-subscribe":   whySubscribe,
-		"resources-unsubscribe": whySubscribe,
-	},
+	"2025-11-25": {},
 	"2026-07-28": {
-		"completion-complete":                           whyCompletion,
 		"server-stateless":                              "a tool whose server needs sampling is run for a sessionless host that did not declare it, rather than refused with -32021 (MissingRequiredClientCapability)",
 		"http-custom-header-server-validation":          "SEP-2243 Mcp-Param headers are not checked against the body: the front door answers tools/call before the SDK would",
 		"input-required-result-basic-elicitation":       whyInputRequired,
@@ -72,8 +67,6 @@ var conformanceExpected = map[string]map[string]string{
 
 // The reasons a scenario fails today (docs/mcp.md, "Conformance").
 const (
-	whyCompletion    = "completion/complete does not pass through to the server yet"
-	whySubscribe     = "resources/subscribe does not pass through to the server yet"
 	whyInputRequired = "a sessionless (2026-07-28) host is not asked what the server asks: no input_required pass-through yet"
 	whyTasks         = "the tasks extension (not scored)"
 )

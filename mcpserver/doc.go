@@ -7,7 +7,7 @@
 //
 // It is an edge beside package http: it consumes the gateway only through
 // the small interfaces it declares ([Sessions], [Grants], [Invoker],
-// [Agents], [Changes]) and knows no registry, transport or journal. Each MCP
+// [Agents], [Changes], [Upstream]) and knows no registry, transport or journal. Each MCP
 // session (or, on the sessionless 2026-07-28 protocol, each agent's client)
 // is one Plexus session of the agent whose PAT the request bears. The
 // owner's per-agent [View] only ever hides: it never lets an agent reach

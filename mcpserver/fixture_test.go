@@ -104,7 +104,7 @@ func newFixtureOn(t *testing.T, opts mcpserver.Options, streams gateway.StreamLi
 	reg.AddTransport(mcpT)
 	f.gw = mustGateway(t, f.home, f.db, reg, gateway.Config{BaseURL: "http://" + ln.Addr().String(), Home: f.home.Dir, Streams: streams}, log)
 	opts.Inbox, opts.Active, opts.Logger, opts.PeerUID = f.home.Inbox, f.home.Active, log, plexushttp.PeerUID
-	front := mcpserver.New(mcpserver.Backend{Sessions: f.gw, Grants: f.gw, Invoke: f.gw, Agents: f.gw, Changes: f.gw}, opts)
+	front := mcpserver.New(mcpserver.Backend{Sessions: f.gw, Grants: f.gw, Invoke: f.gw, Agents: f.gw, Changes: f.gw, Upstream: f.gw}, opts)
 	f.ctx, f.reg, f.mcpT, f.front, f.log = ctx, reg, mcpT, front, log
 	srv := plexushttp.New(plexushttp.Backend{Agents: f.gw, Grants: f.gw, Invoke: f.gw, Events: f.gw},
 		plexushttp.Options{Addr: ln.Addr().String(), Logger: log, MCP: front})

@@ -58,6 +58,8 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	links *links
+	// watches are the hosts' resource subscriptions (subscribe.go).
+	watches watches
 	// sdk is the SDK's server behind both handlers, kept to send
 	// list_changed (see [Server.listChanged]).
 	sdk *mcp.Server
@@ -95,15 +97,22 @@ func New(b Backend, opts Options) *Server {
 		opts.Clock = time.Now
 	}
 	s := &Server{b: b, opts: opts, log: opts.Logger, links: newLinks(opts.Clock)}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version},
-		&mcp.ServerOptions{
-			Logger: opts.Logger,
-			// Logging: the ingested servers' log messages, relayed to
-			// the host whose call they came with (relay.go).
-			Capabilities: withLogging(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-				Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}}),
-			Instructions: "Plexus governs these tools: a call the owner has not pre-authorized waits for the owner's approval, and a call the owner denies answers why.",
-		})
+	caps := withLogging(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}})
+	sopts := &mcp.ServerOptions{
+		Logger: opts.Logger,
+		// Logging: the ingested servers' log messages, relayed to the host
+		// whose call they came with (relay.go).
+		Capabilities: caps,
+		Instructions: "Plexus governs these tools: a call the owner has not pre-authorized waits for the owner's approval, and a call the owner denies answers why.",
+	}
+	if b.Upstream != nil {
+		// Completions and subscriptions pass through to the items'
+		// servers (upstream.go, subscribe.go).
+		caps.Completions, caps.Resources.Subscribe = &mcp.CompletionCapabilities{}, true
+		sopts.CompletionHandler, sopts.SubscribeHandler, sopts.UnsubscribeHandler = s.complete, s.subscribe, s.unsubscribe
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version}, sopts)
 	srv.AddReceivingMiddleware(s.middleware)
 	s.sdk = srv
 	get := func(*http.Request) *mcp.Server { return srv }

@@ -81,9 +81,12 @@ func (l *library) total() int {
 	return n
 }
 
-func newLibrary(voice string) (*library, *mcp.Server) {
+func newLibrary(voice string) (*library, *mcp.Server) { return newLibraryWith(voice, nil) }
+
+// newLibraryWith is newLibrary on a server with opts.
+func newLibraryWith(voice string, opts *mcp.ServerOptions) (*library, *mcp.Server) {
 	l := &library{hits: map[string]int{}}
-	s := mcp.NewServer(&mcp.Implementation{Name: "lib-" + voice, Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "lib-" + voice, Version: "1"}, opts)
 	mcp.AddTool(s, &mcp.Tool{Name: "lookup", Description: "looks a word up", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
 			l.hit("lookup")

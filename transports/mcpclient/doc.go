@@ -92,6 +92,12 @@
 //	a non-string prompt argument
 //	or template variable            schema_validation_failed
 //
+// Beside calls, the transport is a [plexus.Completer] (completion/complete
+// for a prompt or template entry, the ref made from its route) and a
+// [plexus.ResourceSubscriber] (resources/subscribe, once per URI per
+// session however many callers watch it; notifications/resources/updated
+// fanned out to them; the last one's leaving unsubscribes).
+//
 // # Raw bytes
 //
 // The SDK decodes results into its types, which drop what it does not

@@ -32,6 +32,7 @@ type session struct {
 	lost    chan struct{}           // closed when the session has ended
 	waitErr error                   // why, from the SDK; set before lost closes
 	untrack func()                  // forgets the platform's record; nil over HTTP
+	watch   watchers                // resource subscriptions (upstream.go)
 }
 
 func (s *session) pid() int {
@@ -79,7 +80,12 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
-		KeepAlive:                  keepAlive,
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			if r.Params != nil {
+				s.watch.updated(r.Params.URI)
+			}
+		},
+		KeepAlive: keepAlive,
 	}))
 	client.AddReceivingMiddleware(s.relayRequests)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)

@@ -1,0 +1,169 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+)
+
+var (
+	_ plexus.Completer          = (*Transport)(nil)
+	_ plexus.ResourceSubscriber = (*Transport)(nil)
+)
+
+// client is the Client of entry's source, or why there is none.
+func (t *Transport) client(entry plexus.Entry) (*Client, *plexus.Error) {
+	t.mu.RLock()
+	c := t.clients[entry.Source]
+	t.mu.RUnlock()
+	if c == nil {
+		return nil, plexus.Errorf(plexus.CodeSourceUnavailable, "no MCP server is attached for source %s", entry.Source)
+	}
+	return c, nil
+}
+
+// Complete sends completion/complete for the entry's prompt (ref/prompt,
+// its upstream name) or resource template (ref/resource, its uriTemplate),
+// params its argument and context, and answers the server's result.
+func (t *Transport) Complete(ctx context.Context, entry plexus.Entry, params json.RawMessage) (json.RawMessage, error) {
+	c, perr := t.client(entry)
+	if perr != nil {
+		return nil, perr
+	}
+	var rt route
+	if err := json.Unmarshal(entry.Route, &rt); err != nil {
+		return nil, plexus.Errorf(plexus.CodeTransportError, "the entry has no valid mcp route")
+	}
+	ref := &mcp.CompleteReference{Type: "ref/prompt", Name: rt.Name}
+	switch rt.Primitive {
+	case "prompt":
+	case "resourceTemplate":
+		ref = &mcp.CompleteReference{Type: "ref/resource", URI: rt.Template}
+	default:
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s is a %s: only a prompt or a resource template completes arguments", entry.ID, rt.Primitive)
+	}
+	var p mcp.CompleteParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "the completion's params do not decode: %s", err.Error())
+	}
+	p.Ref = ref
+	s, why := c.current()
+	if s == nil {
+		return nil, plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why)
+	}
+	if s.caps.Completions == nil {
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "the MCP server %s offers no completions", c.name)
+	}
+	res, err := s.cs.Complete(ctx, &p)
+	if err != nil {
+		return nil, c.callError(ctx, err, "completion/complete", entry.ID)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, plexus.WrapError(plexus.CodeInternalError, err, "the completion does not encode")
+	}
+	return out, nil
+}
+
+// SubscribeResource subscribes to uri on the entry's server, once for
+// however many callers watch it, and calls updated for each
+// notifications/resources/updated of uri until unsubscribe; the last
+// unsubscribe unsubscribes upstream. A subscription lasts as long as the
+// server's session: it is not renewed when the session is.
+func (t *Transport) SubscribeResource(ctx context.Context, entry plexus.Entry, uri string, updated func()) (func(), error) {
+	c, perr := t.client(entry)
+	if perr != nil {
+		return nil, perr
+	}
+	var rt route
+	if err := json.Unmarshal(entry.Route, &rt); err != nil {
+		return nil, plexus.Errorf(plexus.CodeTransportError, "the entry has no valid mcp route")
+	}
+	if rt.Primitive != "resource" && rt.Primitive != "resourceTemplate" || rt.Primitive == "resource" && rt.URI != uri {
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s is not the resource %s", entry.ID, uri)
+	}
+	s, why := c.current()
+	if s == nil {
+		return nil, plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why)
+	}
+	if s.caps.Resources == nil || !s.caps.Resources.Subscribe {
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "the MCP server %s takes no resource subscriptions", c.name)
+	}
+	return s.watch.add(ctx, c, s, uri, updated, entry.ID)
+}
+
+// watchers are a session's resource subscriptions: the callers watching
+// each URI. seq is held across an upstream (un)subscribe, so that the two
+// never cross for one URI; mu only while byURI is read or changed, so that
+// an update arriving meanwhile is never held up.
+type watchers struct {
+	seq   sync.Mutex
+	mu    sync.Mutex
+	byURI map[string]map[*watcher]struct{}
+}
+
+type watcher struct{ updated func() }
+
+func (w *watchers) add(ctx context.Context, c *Client, s *session, uri string, updated func(), id string) (func(), error) {
+	w.seq.Lock()
+	defer w.seq.Unlock()
+	if w.count(uri) == 0 {
+		if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			return nil, c.callError(ctx, err, "resources/subscribe", id)
+		}
+	}
+	wt := &watcher{updated: updated}
+	w.mu.Lock()
+	if w.byURI == nil {
+		w.byURI = map[string]map[*watcher]struct{}{}
+	}
+	if w.byURI[uri] == nil {
+		w.byURI[uri] = map[*watcher]struct{}{}
+	}
+	w.byURI[uri][wt] = struct{}{}
+	w.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { w.remove(c, s, uri, wt) }) }, nil
+}
+
+func (w *watchers) count(uri string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.byURI[uri])
+}
+
+func (w *watchers) remove(c *Client, s *session, uri string, wt *watcher) {
+	w.seq.Lock()
+	defer w.seq.Unlock()
+	w.mu.Lock()
+	delete(w.byURI[uri], wt)
+	left := len(w.byURI[uri])
+	if left == 0 {
+		delete(w.byURI, uri)
+	}
+	w.mu.Unlock()
+	if left > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	if err := s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		c.log.Debug("resources/unsubscribe failed", "source", c.source, "err", c.red.err(err))
+	}
+}
+
+// updated calls the watchers of uri.
+func (w *watchers) updated(uri string) {
+	w.mu.Lock()
+	var fs []func()
+	for wt := range w.byURI[uri] {
+		fs = append(fs, wt.updated)
+	}
+	w.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
