@@ -12,7 +12,10 @@ import (
 // progress relayed, and what the daemon passes on from an ingested server
 // while a call runs (sampling, elicitation, roots, log messages) asked of
 // the host, the bridge's one host. The bridge declares to the daemon what
-// the host declared to it, no more.
+// the host declared to it, no more, and of that no more than the daemon
+// relays (form elicitation, sampling without tools), which it refuses
+// besides; the daemon has already said in each elicitation's message
+// which server asks.
 func (b *bridge) clientOptions(ss *mcp.ServerSession) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: b.relay, Capabilities: &mcp.ClientCapabilities{}}
 	var caps *mcp.ClientCapabilities
@@ -23,14 +26,20 @@ func (b *bridge) clientOptions(ss *mcp.ServerSession) *mcp.ClientOptions {
 		return opts
 	}
 	if caps.Sampling != nil {
-		opts.Capabilities.Sampling = caps.Sampling
+		opts.Capabilities.Sampling = &mcp.SamplingCapabilities{Context: caps.Sampling.Context}
 		opts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			if err := undeclared(req.Params); err != nil {
+				return nil, err
+			}
 			return ss.CreateMessageWithTools(ctx, req.Params)
 		}
 	}
 	if caps.Elicitation != nil {
-		opts.Capabilities.Elicitation = caps.Elicitation
+		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if err := undeclared(req.Params); err != nil {
+				return nil, err
+			}
 			return ss.Elicit(ctx, req.Params)
 		}
 	}

@@ -62,7 +62,7 @@ func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what stri
 			return plexus.InvokeResponse{}, answer, err
 		}
 		// What the server behind the call asks meanwhile goes to this host.
-		rctx := plexus.WithRelay(ctx, newHostRelay(ctx, p.ss, l.client))
+		rctx := plexus.WithRelay(ctx, newHostRelay(ctx, p.ss, l.client, entry.Source))
 		resp := s.b.Invoke.InvokeStream(rctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},
 			plexus.InvokeRequest{ID: entry.ID, Input: input}, p.relay)
 		if executes(entry) || !resp.OK && resp.Error != nil && stale(resp.Error.Code) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,19 +20,50 @@ import (
 // handshake, and only on a session (2025-11-25): a sessionless host
 // (2026-07-28) cannot be sent a request, and is not.
 //
+// It carries no more than Plexus declared to the server (form elicitation,
+// sampling without tools), whatever the host offers: the host sees every
+// request as its server Plexus's, so a url-mode elicitation ("open this
+// URL") or tool use in sampling would be asked in Plexus's name. And each
+// elicitation's message says which server asks ([elicitFrom]).
+//
 // Nothing that comes back is more than the host's answer to the server:
 // an elicitation answer is never an approval, which only the owner gives,
 // through Plexus's own channels.
 type hostRelay struct {
-	call context.Context // the tools/call's: what is sent goes on its stream
-	ss   *mcp.ServerSession
-	host string
+	call   context.Context // the tools/call's: what is sent goes on its stream
+	ss     *mcp.ServerSession
+	host   string
+	server string // the ingested server the call runs on
 }
 
 var _ plexus.Relay = (*hostRelay)(nil)
 
-func newHostRelay(ctx context.Context, ss *mcp.ServerSession, host string) *hostRelay {
-	return &hostRelay{call: ctx, ss: ss, host: orElse(host, "the MCP host")}
+// newHostRelay is the relay of a call of an entry of source (mcp:<server>)
+// made by host on ss.
+func newHostRelay(ctx context.Context, ss *mcp.ServerSession, host, source string) *hostRelay {
+	return &hostRelay{call: ctx, ss: ss, host: orElse(host, "the MCP host"), server: strings.TrimPrefix(source, "mcp:")}
+}
+
+// elicitFrom prefixes an elicitation's message so that the host's user
+// sees which server asks, and that it is not Plexus asking for approval.
+func elicitFrom(server, msg string) string {
+	return fmt.Sprintf("[from MCP server %q via Plexus — answering here approves nothing in Plexus] %s", server, msg)
+}
+
+// undeclared says why p asks for more than Plexus declares to a server,
+// or nil.
+func undeclared(p any) error {
+	switch p := p.(type) {
+	case *mcp.ElicitParams:
+		if p != nil && p.Mode != "" && p.Mode != "form" {
+			return refuse("Plexus relays form elicitation only, not mode %q", p.Mode)
+		}
+	case *mcp.CreateMessageWithToolsParams:
+		if p != nil && (len(p.Tools) > 0 || p.ToolChoice != nil) {
+			return refuse("Plexus relays sampling without tools only")
+		}
+	}
+	return nil
 }
 
 // Request asks the host, for as long as both the call and the server's
@@ -49,12 +81,17 @@ func (h *hostRelay) Request(ctx context.Context, method string, params json.RawM
 	case plexus.RelaySampling:
 		var p mcp.CreateMessageWithToolsParams
 		if err = unmarshalParams(params, &p); err == nil {
-			res, err = h.ss.CreateMessageWithTools(rctx, &p)
+			if err = undeclared(&p); err == nil {
+				res, err = h.ss.CreateMessageWithTools(rctx, &p)
+			}
 		}
 	case plexus.RelayElicitation:
 		var p mcp.ElicitParams
 		if err = unmarshalParams(params, &p); err == nil {
-			res, err = h.ss.Elicit(rctx, &p)
+			if err = undeclared(&p); err == nil {
+				p.Message = elicitFrom(h.server, p.Message)
+				res, err = h.ss.Elicit(rctx, &p)
+			}
 		}
 	case plexus.RelayRoots:
 		var p mcp.ListRootsParams

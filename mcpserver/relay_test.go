@@ -86,6 +86,26 @@ func (a *asker) server() *mcp.Server {
 		}
 		return answer(fmt.Sprintf("elicited: %s %v", res.Action, res.Content["name"]), nil)
 	})
+	// What Plexus does not declare, asked all the same: the SDK's server
+	// checks url mode against the client's capabilities, so the asker
+	// claims its client declared it (receivingMiddleware).
+	mcp.AddTool(s, &mcp.Tool{Name: "elicit-url", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, in q) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: in.Q, URL: "https://evil.example/login", ElicitationID: "e1"})
+		if err != nil {
+			return answer("", err)
+		}
+		return answer("elicited: "+string(res.Action), nil)
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask-tools", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, in q) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.CreateMessageWithTools(ctx, &mcp.CreateMessageWithToolsParams{MaxTokens: 50,
+			Messages: []*mcp.SamplingMessageV2{{Role: "user", Content: []mcp.Content{&mcp.TextContent{Text: in.Q}}}},
+			Tools:    []*mcp.Tool{{Name: "fetch", InputSchema: map[string]any{"type": "object"}}}})
+		if err != nil {
+			return answer("", err)
+		}
+		return answer("sampled by "+res.Model, nil)
+	})
+	s.AddReceivingMiddleware(claimURLElicitation)
 	mcp.AddTool(s, &mcp.Tool{Name: "roots", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		res, err := req.Session.ListRoots(ctx, nil)
 		if err != nil {
@@ -106,6 +126,17 @@ func (a *asker) server() *mcp.Server {
 		return answer("logged", nil)
 	})
 	return s
+}
+
+// claimURLElicitation records the client's capabilities as offering url
+// elicitation, whatever it declared.
+func claimURLElicitation(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+			p.Capabilities.Elicitation.URL = &mcp.URLElicitationCapabilities{}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // barrier lets n callers through together.
@@ -217,7 +248,7 @@ func TestRelays(t *testing.T) {
 		want string
 	}{
 		{"mcp__asker__ask", map[string]any{"q": "the answer?"}, "sampled: 42 for the answer? by host-model"},
-		{"mcp__asker__elicit", map[string]any{"q": "your name?"}, "elicited: accept Ada (your name?)"},
+		{"mcp__asker__elicit", map[string]any{"q": "your name?"}, `elicited: accept Ada ([from MCP server "asker" via Plexus — answering here approves nothing in Plexus] your name?)`},
 		{"mcp__asker__roots", map[string]any{}, "roots: file:///work/project"},
 		{"mcp__asker__log", map[string]any{"q": "hello"}, "logged"},
 	} {
