@@ -333,6 +333,22 @@ func TestClientsConnectScopesAndCustom(t *testing.T) {
 	project := t.TempDir()
 	t.Chdir(project)
 
+	// A project's file is often committed: no PAT goes into it.
+	for _, args := range [][]string{
+		{"clients", "connect", "claude-code", "--scope", "project", "--http"},
+		{"mcp", "import", "claude-code", "--scope", "project", "--replace-in-host", "--http"},
+	} {
+		r := e.run(args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "without --http") || !strings.Contains(r.stderr, "--scope user") {
+			t.Errorf("%v: %s", args, r)
+		}
+		for _, p := range []string{filepath.Join(project, ".mcp.json"), filepath.Join(e.home, "clients", "claude-code")} {
+			if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%v left %s: %v", args, p, err)
+			}
+		}
+	}
+
 	e.ok("clients", "connect", "cursor", "--scope", "project")
 	if _, err := os.Stat(filepath.Join(project, ".cursor", "mcp.json")); err != nil {
 		t.Errorf("no project file: %v", err)

@@ -232,7 +232,7 @@ func (c *Config) edit(out []byte) (*Edit, error) {
 	if _, err := parse(c.Host.Format, c.Path, out); err != nil {
 		return nil, fmt.Errorf("%s: the edit would leave a file that does not parse (a bug; nothing was written): %w", c.Path, err)
 	}
-	return &Edit{Path: c.Path, Old: c.data, New: out, existed: c.existed, mode: c.mode, sum: sha256.Sum256(c.data)}, nil
+	return &Edit{Path: c.Path, Old: c.data, New: out, format: c.Host.Format, existed: c.existed, mode: c.mode, sum: sha256.Sum256(c.data)}, nil
 }
 
 // Edit is a planned change of a host's file: the bytes read and the bytes
@@ -240,6 +240,7 @@ func (c *Config) edit(out []byte) (*Edit, error) {
 type Edit struct {
 	Path     string
 	Old, New []byte
+	format   Format
 	existed  bool
 	mode     fs.FileMode
 	sum      [sha256.Size]byte
@@ -251,11 +252,15 @@ func (e *Edit) Changed() bool { return !e.existed || !bytes.Equal(e.Old, e.New) 
 // patPattern matches a Plexus PAT, so that a diff never shows one.
 var patPattern = regexp.MustCompile(`plx_[a-z]+_[A-Za-z0-9_-]+`)
 
-// Diff is the change as a unified diff, with every secret in secrets and
-// anything shaped like a Plexus credential shown as <redacted>.
+// Diff is the change as a unified diff for a person to read: every secret
+// in secrets, anything shaped like a Plexus credential, every value under
+// an env or headers key and the userinfo and query of every URL shown as
+// <redacted>, whichever server's. The other servers' lines show too (as
+// context, or removed by ReplaceAll), and a printed diff ends up in
+// terminals, logs and issue reports.
 func (e *Edit) Diff(secrets ...string) string {
 	redact := func(b []byte) string {
-		s := string(b)
+		s := redactText(e.format, string(b))
 		for _, sec := range secrets {
 			if sec != "" {
 				s = strings.ReplaceAll(s, sec, "<redacted>")

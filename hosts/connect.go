@@ -100,6 +100,14 @@ func Connect(ctx context.Context, w io.Writer, c Connection, plan Plan) error {
 	} else {
 		fmt.Fprintf(w, "Agent %q is already enrolled (credential in %s); only the file changes.\n", c.Agent, c.CredDir)
 	}
+	if entry.HTTP() {
+		// The file now holds a credential: whoever else could read it
+		// (a 0644 file) could act as the agent.
+		if was := ed.mode; was&0o077 != 0 {
+			ed.mode = was &^ 0o077
+			fmt.Fprintf(w, "%s holds the agent's PAT: Plexus writes it mode %04o (it was %04o).\n", path, ed.mode, was)
+		}
+	}
 	if err := applyEdit(w, ed); err != nil {
 		return err
 	}

@@ -231,6 +231,9 @@ func clientsConnectCommand() *cli.Command {
 			&cli.StringFlag{Name: "window", Usage: "trust window of the starting grants: once, 1h, 1d, 7d, until-revoked or a duration"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := refuseProjectHTTP(cmd); err != nil {
+				return err
+			}
 			t, err := resolveTarget(cmd)
 			if err != nil {
 				return err
@@ -246,6 +249,16 @@ func clientsConnectCommand() *cli.Command {
 			return setAgentView(cmd, t.agent, v)
 		},
 	}
+}
+
+// refuseProjectHTTP refuses --http with --scope project: an HTTP entry
+// holds the agent's PAT, and a project's file (.mcp.json, .vscode/mcp.json)
+// is one people commit. Checked before anything is enrolled or written.
+func refuseProjectHTTP(cmd *cli.Command) error {
+	if cmd.Bool("http") && cmd.String("config") == "" && hosts.Scope(cmd.String("scope")) == hosts.ScopeProject {
+		return usageError(cmd, "--http writes the agent's PAT into the host's file, and a project's file is often committed: connect the project without --http (the entry launches plexus mcp serve and holds no secret), or use --scope user")
+	}
+	return nil
 }
 
 // connectHost reads the connect flags and has hosts.Connect plan the edit

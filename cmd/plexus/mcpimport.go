@@ -31,6 +31,11 @@ func mcpImportCommand() *cli.Command {
 }
 
 func mcpImport(ctx context.Context, cmd *cli.Command) error {
+	if cmd.Bool("replace-in-host") {
+		if err := refuseProjectHTTP(cmd); err != nil {
+			return err
+		}
+	}
 	t, err := resolveTarget(cmd)
 	if err != nil {
 		return err
