@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,18 +32,72 @@ import (
 // an elicitation answer is never an approval, which only the owner gives,
 // through Plexus's own channels.
 type hostRelay struct {
-	call   context.Context // the tools/call's: what is sent goes on its stream
-	ss     *mcp.ServerSession
-	host   string
-	server string // the ingested server the call runs on
+	call context.Context // the tools/call's: what is sent goes on its stream
+	ss   *mcp.ServerSession
+	// caps are what the host declared it answers: per request when it is
+	// sessionless, at its handshake otherwise.
+	caps        *mcp.ClientCapabilities
+	sessionless bool
+	host        string
+	server      string // the ingested server the call runs on
 }
 
+// A hostRelay is also what mcpclient calls an Offerer (Offers): its calls
+// tell the server what the host answers.
 var _ plexus.Relay = (*hostRelay)(nil)
 
 // newHostRelay is the relay of a call of an entry of source (mcp:<server>)
-// made by host on ss.
-func newHostRelay(ctx context.Context, ss *mcp.ServerSession, host, source string) *hostRelay {
-	return &hostRelay{call: ctx, ss: ss, host: orElse(host, "the MCP host"), server: strings.TrimPrefix(source, "mcp:")}
+// made by host, whose request p answers.
+func newHostRelay(ctx context.Context, p *progress, host, source string) *hostRelay {
+	return &hostRelay{call: ctx, ss: p.ss, caps: p.caps, sessionless: p.sessionless,
+		host: orElse(host, "the MCP host"), server: strings.TrimPrefix(source, "mcp:")}
+}
+
+// declared is what the host of a request on ss declared it answers, and
+// whether it is sessionless: a 2026-07-28 host declares per request
+// (perRequest), an earlier one at its handshake.
+func declared(ss *mcp.ServerSession, perRequest *mcp.ClientCapabilities) (*mcp.ClientCapabilities, bool) {
+	var ip *mcp.InitializeParams
+	if ss != nil {
+		ip = ss.InitializeParams()
+	}
+	caps, sessionless := perRequest, true
+	if ip != nil && ip.ProtocolVersion < newProtocol {
+		caps, sessionless = ip.Capabilities, false
+	}
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	return caps, sessionless
+}
+
+// Offers reports whether the host can be asked method: what the call
+// tells the server its caller answers.
+func (h *hostRelay) Offers(method string) bool { return h.can(method) == nil }
+
+// missingCapability is a server's refusal of a call for a client
+// capability the host did not declare (MissingRequiredClientCapability),
+// passed on to the host as the front door's own: the call needs what the
+// host does not offer. nil for any other answer.
+func missingCapability(resp plexus.InvokeResponse) error {
+	if resp.OK || resp.Error == nil || resp.Error.Code != plexus.CodeTransportError || resp.Error.Detail == nil {
+		return nil
+	}
+	var d struct {
+		Code     int64                      `json:"code"`
+		Required map[string]json.RawMessage `json:"requiredCapabilities"`
+	}
+	b, err := json.Marshal(resp.Error.Detail)
+	if err != nil || json.Unmarshal(b, &d) != nil || d.Code != mcp.CodeMissingRequiredClientCapabilities || len(d.Required) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(map[string]any{"requiredCapabilities": d.Required})
+	if err != nil {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(d.Required))
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: "this call needs client capabilities the host did not declare: " + strings.Join(names, ", ")}
 }
 
 // elicitFrom prefixes an elicitation's message so that the host's user
@@ -119,17 +175,10 @@ func (h *hostRelay) Notify(_ context.Context, method string, params json.RawMess
 
 // can says why the host cannot be asked method, or nil.
 func (h *hostRelay) can(method string) error {
-	var ip *mcp.InitializeParams
-	if h.ss != nil {
-		ip = h.ss.InitializeParams()
-	}
-	if ip == nil || ip.ProtocolVersion >= newProtocol {
+	if h.sessionless {
 		return refuse("%s cannot be asked %s: a sessionless (%s) host takes no requests from the server", h.host, method, newProtocol)
 	}
-	caps := ip.Capabilities
-	if caps == nil {
-		caps = &mcp.ClientCapabilities{}
-	}
+	caps := h.caps
 	offered := map[string]bool{
 		plexus.RelaySampling:    caps.Sampling != nil,
 		plexus.RelayElicitation: caps.Elicitation != nil,

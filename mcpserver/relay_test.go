@@ -4,6 +4,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
@@ -106,6 +108,19 @@ func (a *asker) server() *mcp.Server {
 		return answer("sampled by "+res.Model, nil)
 	})
 	s.AddReceivingMiddleware(claimURLElicitation)
+	// What the conformance everything-server's test_missing_capability
+	// does: refuse a caller that does not declare sampling, as the caller
+	// declares it for this very request or else at its handshake.
+	mcp.AddTool(s, &mcp.Tool{Name: "needs-sampling", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if caps := req.ClientCapabilities(); caps != nil && caps.Sampling != nil {
+			return answer("ran", nil)
+		}
+		data, err := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required", Data: data}
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "roots", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		res, err := req.Session.ListRoots(ctx, nil)
 		if err != nil {
