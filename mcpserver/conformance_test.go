@@ -41,7 +41,6 @@ const conformanceDir = "testdata/conformance"
 var conformanceExpected = map[string]map[string]string{
 	"2025-11-25": {},
 	"2026-07-28": {
-		"http-custom-header-server-validation":          "SEP-2243 Mcp-Param headers are not checked against the body: the front door answers tools/call before the SDK would",
 		"input-required-result-basic-elicitation":       whyInputRequired,
 		"input-required-result-basic-sampling":          whyInputRequired,
 		"input-required-result-basic-list-roots":        whyInputRequired,

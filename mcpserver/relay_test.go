@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,8 @@ type asker struct {
 	// meta is written into the _meta of every sampling request, to try
 	// to steer it.
 	meta mcp.Meta
+	// regions counts the calls of "region" that reached the server.
+	regions atomic.Int64
 }
 
 func newAsker(t *testing.T, gate *barrier, meta mcp.Meta) *asker {
@@ -108,6 +111,16 @@ func (a *asker) server() *mcp.Server {
 		return answer("sampled by "+res.Model, nil)
 	})
 	s.AddReceivingMiddleware(claimURLElicitation)
+	// A SEP-2243 tool: its region argument is mirrored into an
+	// Mcp-Param-Region header.
+	mcp.AddTool(s, &mcp.Tool{Name: "region", Annotations: ro, InputSchema: json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},"level":{"type":"integer"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Region string `json:"region"`
+		}) (*mcp.CallToolResult, any, error) {
+			a.regions.Add(1)
+			return answer("region="+in.Region, nil)
+		})
 	// What the conformance everything-server's test_missing_capability
 	// does: refuse a caller that does not declare sampling, as the caller
 	// declares it for this very request or else at its handshake.

@@ -151,6 +151,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), linkKey{}, l))
 	if sessionless {
+		if s.paramHeaders(w, r, l) {
+			return
+		}
 		s.stateless.ServeHTTP(w, r)
 		return
 	}
