@@ -16,10 +16,8 @@ import (
 // answers the status and the body.
 func (f *fixture) sessionlessPost(pat, method, name string, params map[string]any, extra map[string]string) (int, []byte) {
 	f.t.Helper()
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-host", "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	if _, ok := params["_meta"]; !ok {
+		params["_meta"] = sessionlessMeta(map[string]any{})
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 	if err != nil {
@@ -50,6 +48,16 @@ func (f *fixture) sessionlessPost(pat, method, name string, params map[string]an
 		f.t.Fatal(err)
 	}
 	return resp.StatusCode, out
+}
+
+// sessionlessMeta is the per-request _meta of a 2026-07-28 host that
+// declares caps.
+func sessionlessMeta(caps map[string]any) map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-host", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": caps,
+	}
 }
 
 // TestParamHeadersChecked: a sessionless tools/call of a tool whose schema

@@ -38,8 +38,11 @@ type hostRelay struct {
 	// sessionless, at its handshake otherwise.
 	caps        *mcp.ClientCapabilities
 	sessionless bool
-	host        string
-	server      string // the ingested server the call runs on
+	// inputs, for a sessionless host, is the held call its questions go
+	// through (inputs.go); nil: it cannot be asked.
+	inputs *exchange
+	host   string
+	server string // the ingested server the call runs on
 }
 
 // A hostRelay is also what mcpclient calls an Offerer (Offers): its calls
@@ -49,7 +52,7 @@ var _ plexus.Relay = (*hostRelay)(nil)
 // newHostRelay is the relay of a call of an entry of source (mcp:<server>)
 // made by host, whose request p answers.
 func newHostRelay(ctx context.Context, p *progress, host, source string) *hostRelay {
-	return &hostRelay{call: ctx, ss: p.ss, caps: p.caps, sessionless: p.sessionless,
+	return &hostRelay{call: ctx, ss: p.ss, caps: p.caps, sessionless: p.sessionless, inputs: exchangeOf(ctx),
 		host: orElse(host, "the MCP host"), server: strings.TrimPrefix(source, "mcp:")}
 }
 
@@ -123,42 +126,62 @@ func undeclared(p any) error {
 }
 
 // Request asks the host, for as long as both the call and the server's
-// request last.
+// request last: on the call's stream, or a sessionless host through its
+// held call's next round.
 func (h *hostRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if err := h.can(method); err != nil {
 		return nil, err
+	}
+	in, err := h.question(method, params)
+	if err != nil {
+		return nil, err
+	}
+	if h.inputs != nil {
+		return h.inputs.ask(ctx, in)
 	}
 	rctx, cancel := context.WithCancel(h.call)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	var res any
-	var err error
-	switch method {
-	case plexus.RelaySampling:
-		var p mcp.CreateMessageWithToolsParams
-		if err = unmarshalParams(params, &p); err == nil {
-			if err = undeclared(&p); err == nil {
-				res, err = h.ss.CreateMessageWithTools(rctx, &p)
-			}
-		}
-	case plexus.RelayElicitation:
-		var p mcp.ElicitParams
-		if err = unmarshalParams(params, &p); err == nil {
-			if err = undeclared(&p); err == nil {
-				p.Message = elicitFrom(h.server, p.Message)
-				res, err = h.ss.Elicit(rctx, &p)
-			}
-		}
-	case plexus.RelayRoots:
-		var p mcp.ListRootsParams
-		if err = unmarshalParams(params, &p); err == nil {
-			res, err = h.ss.ListRoots(rctx, &p)
-		}
+	switch p := in.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		res, err = h.ss.CreateMessageWithTools(rctx, p)
+	case *mcp.ElicitParams:
+		res, err = h.ss.Elicit(rctx, p)
+	case *mcp.ListRootsParams:
+		res, err = h.ss.ListRoots(rctx, p)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(res)
+}
+
+// question is the server's request as the host is asked it: no more than
+// Plexus declares to the server, and an elicitation saying who asks.
+func (h *hostRelay) question(method string, params json.RawMessage) (mcp.InputRequest, error) {
+	switch method {
+	case plexus.RelaySampling:
+		var p mcp.CreateMessageWithToolsParams
+		if err := unmarshalParams(params, &p); err != nil {
+			return nil, err
+		}
+		return &p, undeclared(&p)
+	case plexus.RelayElicitation:
+		var p mcp.ElicitParams
+		if err := unmarshalParams(params, &p); err != nil {
+			return nil, err
+		}
+		if err := undeclared(&p); err != nil {
+			return nil, err
+		}
+		p.Message = elicitFrom(h.server, p.Message)
+		return &p, nil
+	case plexus.RelayRoots:
+		var p mcp.ListRootsParams
+		return &p, unmarshalParams(params, &p)
+	}
+	return nil, refuse("Plexus does not relay %s", method)
 }
 
 // Notify sends a log message to the host, at the level it asked for.
@@ -175,7 +198,7 @@ func (h *hostRelay) Notify(_ context.Context, method string, params json.RawMess
 
 // can says why the host cannot be asked method, or nil.
 func (h *hostRelay) can(method string) error {
-	if h.sessionless {
+	if h.sessionless && h.inputs == nil {
 		return refuse("%s cannot be asked %s: a sessionless (%s) host takes no requests from the server", h.host, method, newProtocol)
 	}
 	caps := h.caps

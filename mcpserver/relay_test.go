@@ -302,8 +302,8 @@ func TestRelays(t *testing.T) {
 }
 
 // TestRelayRefusedWhereTheHostCannotAnswer: a host that does not offer
-// sampling, and a sessionless host, are not asked; the server's request
-// gets an error at once, which its tool reports.
+// sampling, with a session or sessionless, is not asked; the server's
+// request gets an error at once, which its tool reports.
 func TestRelayRefusedWhereTheHostCannotAnswer(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
 	f.ingest("asker", newAsker(t, nil, nil).url)
@@ -312,7 +312,7 @@ func TestRelayRefusedWhereTheHostCannotAnswer(t *testing.T) {
 		name, version, want string
 	}{
 		{"no sampling", "2025-11-25", "does not offer sampling/createMessage"},
-		{"sessionless", "2026-07-28", "a sessionless (2026-07-28) host takes no requests"},
+		{"sessionless without sampling", "2026-07-28", "cursor does not offer sampling/createMessage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := f.connectVersion(pat, "cursor", tc.version, nil)
