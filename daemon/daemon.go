@@ -21,6 +21,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/console"
 	"github.com/plexus-gw/plexus/gateway"
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/inbox"
@@ -108,6 +109,8 @@ type Daemon struct {
 	front     *mcpserver.Server
 	views     *mcpserver.ViewFile
 	viewWatch *watcher.Watcher
+	// console is the owner's web console at /console/.
+	console *console.Console
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -185,8 +188,9 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.newFront(o); err != nil {
 		return err
 	}
+	d.newConsole(o)
 	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: d.front})
+		Providers: d.providers, MCP: d.front, Console: d.console.Handler()})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -374,7 +378,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews}
+		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews, d.console.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()
@@ -401,6 +405,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) forwardHints(context.Context) error {
 	for h := range d.watch.Hints() {
 		d.inbox.Hint(h.Full, h.Dirs)
+		d.console.Changed()
 	}
 	return nil
 }

@@ -1,0 +1,224 @@
+package e2e
+
+// Attacks on the owner's web console: each is refused and changes nothing.
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/console"
+)
+
+func TestConsoleSignIn(t *testing.T) {
+	e := newConsoleEnv(t)
+	base := e.td.BaseURL()
+
+	t.Run("OK", func(t *testing.T) {
+		c := browser(t)
+		link := e.link(t)
+		resp, _ := do(t, c, "GET", link, nil, "")
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+			t.Fatalf("sign in: status %d, Location %q, want 303 to /console/ (without the code)", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		var ck *http.Cookie
+		for _, k := range resp.Cookies() {
+			if k.Name == "plexus_console" {
+				ck = k
+			}
+		}
+		if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" || ck.Value == "" {
+			t.Fatalf("session cookie = %+v, want HttpOnly, SameSite=Strict, Path=/console/", ck)
+		}
+		if strings.Contains(ck.Value, strings.TrimPrefix(link, base+"/console/signin?code=")) {
+			t.Error("the session cookie carries the link's code")
+		}
+		resp, body := do(t, c, "GET", base+"/console/", nil, "")
+		csp := resp.Header.Get("Content-Security-Policy")
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "plexus-csrf") {
+			t.Fatalf("console page: status %d", resp.StatusCode)
+		}
+		for _, want := range []string{"script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "default-src 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-inline") || strings.Contains(body, "<script>") || strings.Contains(body, "style=") {
+			t.Errorf("inline script or style allowed or used: CSP %q", csp)
+		}
+	})
+	t.Run("ErrReusedLink", func(t *testing.T) {
+		link := e.link(t)
+		if resp, _ := do(t, browser(t), "GET", link, nil, ""); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("first use: status %d", resp.StatusCode)
+		}
+		c := browser(t)
+		resp, body := do(t, c, "GET", link, nil, "")
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "used already or has expired") {
+			t.Errorf("second use: status %d: %s", resp.StatusCode, body)
+		}
+		if resp, _ := do(t, c, "GET", base+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("after a refused link: status %d, want 401", resp.StatusCode)
+		}
+	})
+	t.Run("ErrExpiredLink", func(t *testing.T) {
+		link := e.link(t)
+		e.clock.Advance(console.DefaultLinkTTL + time.Second)
+		if resp, _ := do(t, browser(t), "GET", link, nil, ""); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("expired link: status %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("ErrMadeUpLink", func(t *testing.T) {
+		if resp, _ := do(t, browser(t), "GET", base+"/console/signin?code=AAAA", nil, ""); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("made-up code: status %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("PastedKey", func(t *testing.T) {
+		if c := pasteKey(t, e, e.td.key); c == nil {
+			t.Fatal("the connection-key pasted into the sign-in form did not sign in")
+		}
+	})
+	t.Run("ErrAgentToken", func(t *testing.T) {
+		if c := pasteKey(t, e, e.pat); c != nil {
+			t.Error("an agent's PAT pasted as the key signed in")
+		}
+		st, body := e.td.raw(t, "POST", "/console/link", bearer(e.pat), nil)
+		if st != http.StatusUnauthorized || errorCode(t, string(body)) != plexus.CodeUnauthorized {
+			t.Errorf("link with an agent's PAT: status %d: %s", st, body)
+		}
+		for _, hdr := range []map[string]string{bearer(e.pat), session(e.sid)} {
+			resp, _ := do(t, browser(t), "GET", base+"/console/api/pending", hdr, "")
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("pending with agent credentials %v: status %d, want 401", hdr, resp.StatusCode)
+			}
+		}
+	})
+	t.Run("ErrSessionExpired", func(t *testing.T) {
+		c, _ := e.signedIn(t)
+		e.clock.Advance(console.DefaultSessionTTL)
+		if resp, _ := do(t, c, "GET", base+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("after the session's lifetime: status %d, want 401", resp.StatusCode)
+		}
+		if resp, _ := do(t, c, "GET", base+"/console/", nil, ""); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("page after the session's lifetime: status %d, want 303 to sign in", resp.StatusCode)
+		}
+	})
+	t.Run("SignOut", func(t *testing.T) {
+		c, csrf := e.signedIn(t)
+		form := url.Values{"csrf": {csrf}}.Encode()
+		resp, _ := do(t, c, "POST", base+"/console/signout", map[string]string{"Origin": e.origin(),
+			"Content-Type": "application/x-www-form-urlencoded"}, form)
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign out: status %d", resp.StatusCode)
+		}
+		if resp, _ := do(t, c, "GET", base+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("after sign-out: status %d, want 401", resp.StatusCode)
+		}
+	})
+	t.Run("KeyRotationSignsOut", func(t *testing.T) {
+		c, _ := e.signedIn(t)
+		var rot plexus.KeyRotateResponse
+		if st := e.td.call(t, "POST", "/admin/api/key/rotate", e.td.admin(), nil, &rot); st != http.StatusOK {
+			t.Fatalf("rotate: status %d", st)
+		}
+		e.td.key = rot.ConnectionKey
+		if resp, _ := do(t, c, "GET", base+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("after the key was rotated: status %d, want 401", resp.StatusCode)
+		}
+	})
+}
+
+// pasteKey signs a new browser in through the sign-in form with key, and
+// returns it, or nil when the form refused.
+func pasteKey(t *testing.T, e *consoleEnv, key string) *http.Client {
+	t.Helper()
+	c := browser(t)
+	resp, body := do(t, c, "GET", e.td.BaseURL()+"/console/signin", nil, "")
+	m := regexpCSRFInput.FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("sign-in page: status %d: %s", resp.StatusCode, body)
+	}
+	form := url.Values{"csrf": {m[1]}, "key": {key}}.Encode()
+	resp, _ = do(t, c, "POST", e.td.BaseURL()+"/console/signin", map[string]string{"Origin": e.origin(),
+		"Content-Type": "application/x-www-form-urlencoded"}, form)
+	if resp.StatusCode != http.StatusSeeOther {
+		return nil
+	}
+	if resp, _ := do(t, c, "GET", e.td.BaseURL()+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed in by the form, but pending answers %d", resp.StatusCode)
+	}
+	return c
+}
+
+// TestConsoleAttacks: a decision the console would make, sent without
+// what makes it the owner's, is refused and leaves the decision pending.
+func TestConsoleAttacks(t *testing.T) {
+	e := newConsoleEnv(t)
+	pid := e.ask(t, "portal.notes.write")
+	c, csrf := e.signedIn(t)
+	deny := e.td.BaseURL() + "/console/api/pending/" + pid + "/deny"
+	body := `{"reason":"no"}`
+	json := "application/json"
+	otherPort := "http://127.0.0.1:" + strconv.Itoa(e.td.port()+1)
+
+	for _, tt := range []struct {
+		name   string
+		client *http.Client
+		hdr    map[string]string
+		want   int
+	}{
+		{"ErrCrossOriginForm", c, map[string]string{"Origin": "http://evil.example", "X-Plexus-CSRF": csrf, "Content-Type": json}, http.StatusForbidden},
+		{"ErrOtherLocalPort", c, map[string]string{"Origin": otherPort, "X-Plexus-CSRF": csrf, "Content-Type": json}, http.StatusForbidden},
+		// The second layer alone: the Origin is right, but the browser says
+		// the request came from another site (CrossOriginProtection).
+		{"ErrCrossSiteFetch", c, map[string]string{"Origin": e.origin(), "Sec-Fetch-Site": "cross-site", "X-Plexus-CSRF": csrf, "Content-Type": json}, http.StatusForbidden},
+		{"ErrNoOrigin", c, map[string]string{"X-Plexus-CSRF": csrf, "Content-Type": json}, http.StatusForbidden},
+		{"ErrNoCookie", browser(t), map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": json}, http.StatusUnauthorized},
+		{"ErrAgentToken", browser(t), map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": json,
+			"Authorization": "Bearer " + e.pat}, http.StatusUnauthorized},
+		{"ErrCSRFMissing", c, map[string]string{"Origin": e.origin(), "Content-Type": json}, http.StatusForbidden},
+		{"ErrCSRFWrong", c, map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf + "x", "Content-Type": json}, http.StatusForbidden},
+		{"ErrForeignHost", c, map[string]string{"Host": "evil.example:" + strconv.Itoa(e.td.port()), "Origin": "http://evil.example:" + strconv.Itoa(e.td.port()),
+			"X-Plexus-CSRF": csrf, "Content-Type": json}, http.StatusForbidden},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, b := do(t, tt.client, "POST", deny, tt.hdr, body)
+			if resp.StatusCode != tt.want {
+				t.Errorf("status %d, want %d: %s", resp.StatusCode, tt.want, b)
+			}
+			e.stillPending(t, pid)
+		})
+	}
+	t.Run("ErrCrossOriginSignIn", func(t *testing.T) {
+		resp, _ := do(t, browser(t), "POST", e.td.BaseURL()+"/console/signin", map[string]string{"Origin": "http://evil.example",
+			"Content-Type": "application/x-www-form-urlencoded"}, url.Values{"key": {e.td.key}}.Encode())
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) > 0 && resp.Cookies()[0].Name == "plexus_console" {
+			t.Errorf("cross-origin sign-in: status %d, cookies %v", resp.StatusCode, resp.Cookies())
+		}
+	})
+	t.Run("ErrForeignHostPage", func(t *testing.T) {
+		resp, _ := do(t, c, "GET", e.td.BaseURL()+"/console/", map[string]string{"Host": "127.0.0.1.nip.io:" + strconv.Itoa(e.td.port())}, "")
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("foreign Host: status %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("OwnerDenies", func(t *testing.T) {
+		// The same request, with all it takes, goes through: the refusals
+		// above are for what they lacked.
+		resp, b := do(t, c, "POST", deny, map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": json}, body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		f := decisionFile(t, e.td.Home().Dir, plexus.FolderRejected, pid)
+		if f.State != plexus.StateDenied || f.Via != plexus.ViaConsole || f.Reason != "no" {
+			t.Errorf("rejected/ file: state %q via %q reason %q", f.State, f.Via, f.Reason)
+		}
+	})
+}
+
+var regexpCSRFInput = regexp.MustCompile(`<input type="hidden" name="csrf" value="([^"]+)">`)
