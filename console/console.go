@@ -150,7 +150,9 @@ func securityHeaders(next nethttp.Handler) nethttp.Handler {
 			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// Not no-referrer: under it a browser sends "Origin: null" on a form
+		// post, which the Origin checks refuse.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})

@@ -1,0 +1,263 @@
+package e2e
+
+// The owner's web console in a real headless Chromium, driven with
+// chromedp: what the owner sees and does, and what the agent gets.
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// browserWait bounds one wait for the page (a liveness bound, not a
+// timing assertion: the page shows a change within a second).
+const browserWait = 20 * time.Second
+
+// findBrowser is the Chromium the tests drive: Debian's chromium (which
+// `make test` installs when none is there), chromium-browser or
+// google-chrome, the first on PATH.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium, chromium-browser or google-chrome on PATH, and CI=true: `make test` installs Debian's chromium (make chromium)")
+	}
+	t.Skip("no chromium, chromium-browser or google-chrome on PATH: `make chromium` (apt-get install chromium) to run the console's browser tests")
+	return ""
+}
+
+// page is a headless Chromium tab for t, closed when t ends, and the
+// folder its screenshots go to ($TEST_OUTPUT/<test>, else the test's
+// artifact folder: kept with go test -artifacts).
+type page struct {
+	ctx context.Context
+	out string
+	t   *testing.T
+}
+
+func newPage(t *testing.T) *page {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(findBrowser(t)), chromedp.NoSandbox,
+		chromedp.WindowSize(1100, 900), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start %s: %v", findBrowser(t), err)
+	}
+	out := t.ArtifactDir()
+	if dir := os.Getenv("TEST_OUTPUT"); dir != "" {
+		out = filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshots in %s", out)
+	return &page{ctx: ctx, out: out, t: t}
+}
+
+// do runs steps, each wait bounded by browserWait.
+func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		p.shot("failed")
+		p.t.Fatalf("browser: %v", err)
+	}
+}
+
+func run[T any](p *page, a chromedp.Action[T]) T {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		p.t.Fatalf("browser: %v", err)
+	}
+	return v
+}
+
+// shot saves a screenshot of the whole page as name.png.
+func (p *page) shot(name string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(p.out, name+".png"), b, 0o644); err != nil {
+		p.t.Error(err)
+	}
+}
+
+// card is the CSS selector of decision pid's card.
+func card(pid string) string { return "article#" + pid }
+
+// signIn opens a one-time link in the page and waits for the console.
+func (e *consoleEnv) signIn(t *testing.T, p *page) string {
+	t.Helper()
+	link := e.link(t)
+	p.do(chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#pending-h")))
+	if loc := run(p, chromedp.Location()); loc != e.td.BaseURL()+"/console/" {
+		t.Errorf("signed in at %q, want %s/console/ (without the code)", loc, e.td.BaseURL())
+	}
+	return link
+}
+
+func TestConsoleBrowserSignIn(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := newPage(t)
+	link := e.signIn(t, p)
+	p.do(chromedp.WaitVisible(chromedp.CSS("#empty")))
+	p.shot("pending-empty")
+
+	p.do(chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(".problem")))
+	if msg := run(p, chromedp.Text(chromedp.CSS(".problem"))); !strings.Contains(msg, "used already or has expired") {
+		t.Errorf("second use of the link shows %q", msg)
+	}
+	p.shot("signin-link-used")
+
+	// Signing out ends the session: the console sends the page to sign in.
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/"), chromedp.WaitVisible(chromedp.CSS("#pending-h")),
+		chromedp.Click(chromedp.CSS(`form[action="/console/signout"] button`)), chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.Navigate(e.td.BaseURL()+"/console/"), chromedp.WaitVisible(chromedp.CSS("#key")))
+	p.shot("signin")
+}
+
+// TestConsoleBrowserApprove: the agent asks while the page is open; the
+// request appears without a reload; the owner approves it; the agent's
+// waiting stream gets its token, and its call goes through.
+func TestConsoleBrowserApprove(t *testing.T) {
+	e := newConsoleEnv(t)
+	events := e.td.openEvents(t, e.sid, "")
+	p := newPage(t)
+	e.signIn(t, p)
+
+	pid := e.ask(t, "portal.notes.write")
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid))))
+	if title := run(p, chromedp.Title()); title != "(1) Plexus console" {
+		t.Errorf("tab title %q, want it to count the one pending decision", title)
+	}
+	agentWords := run(p, chromedp.Text(chromedp.CSS(card(pid)+" .agent-words")))
+	if !strings.Contains(agentWords, "keep the minutes") || !strings.Contains(agentWords, "not checked by Plexus") {
+		t.Errorf("the agent's words are not set apart: %q", agentWords)
+	}
+	text := run(p, chromedp.Text(chromedp.CSS(card(pid))))
+	for _, want := range []string{"What Plexus says", "Approving lets claude WRITE portal.notes.write", "What approving means",
+		"inbox/" + pid + ".md", "window 1d"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the card lacks %q:\n%s", want, text)
+		}
+	}
+	p.shot("pending-request")
+
+	p.do(chromedp.Click(chromedp.CSS(card(pid)+" button.approve")), chromedp.WaitNotPresent(chromedp.CSS(card(pid))))
+	p.shot("pending-approved")
+
+	ev := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == pid })
+	if ev.Decision != plexus.StateApproved || ev.Token == nil {
+		t.Fatalf("grant_resolved = %+v", ev)
+	}
+	var res plexus.InvokeResponse
+	e.td.call(t, "POST", "/invoke", bearer(ev.Token.Token), plexus.InvokeRequest{ID: "portal.notes.write",
+		Input: map[string]any{"path": "minutes.md", "content": "# Minutes\n"}}, &res)
+	if !res.OK {
+		t.Errorf("the agent's call with the approved token: %+v", res.Error)
+	}
+	e.decidedVia(t, pid, plexus.FolderActive, "grant.approved")
+}
+
+// decidedVia checks that decision pid's file is in folder, stamped via
+// console by the daemon's owner, and that the journal's row of typ says so.
+func (e *consoleEnv) decidedVia(t *testing.T, pid, folder, typ string) {
+	t.Helper()
+	syncInbox(t, e.td)
+	f := decisionFile(t, e.td.Home().Dir, folder, pid)
+	if f.Via != plexus.ViaConsole || f.DecidedBy != testDecider {
+		t.Errorf("%s/ file: via %q, decided_by %q; want console, %s", folder, f.Via, f.DecidedBy, testDecider)
+	}
+	rows := decisionRows(t, e.td, typ, pid)
+	if len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaConsole || rows[0].Payload["decidedBy"] != testDecider {
+		t.Errorf("%s rows of %s = %+v, want one via console by %s", typ, pid, rows, testDecider)
+	}
+}
+
+func TestConsoleBrowserDeny(t *testing.T) {
+	e := newConsoleEnv(t)
+	events := e.td.openEvents(t, e.sid, "")
+	p := newPage(t)
+	e.signIn(t, p)
+	pid := e.ask(t, "portal.notes.write")
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid))))
+
+	// Without a reason the page asks for one and nothing is sent.
+	p.do(chromedp.Click(chromedp.CSS(card(pid) + " button.deny")))
+	if msg := run(p, chromedp.Text(chromedp.CSS(card(pid)+" .outcome"))); !strings.Contains(msg, "Say why") {
+		t.Errorf("deny without a reason says %q", msg)
+	}
+	e.stillPending(t, pid)
+
+	p.do(chromedp.SendKeys(chromedp.CSS(card(pid)+" textarea"), "not on a Sunday"))
+	p.shot("pending-deny")
+	p.do(chromedp.Click(chromedp.CSS(card(pid)+" button.deny")), chromedp.WaitNotPresent(chromedp.CSS(card(pid))))
+
+	ev := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == pid })
+	if ev.Decision != plexus.StateDenied || ev.Token != nil {
+		t.Errorf("grant_resolved = %+v, want denied", ev)
+	}
+	e.decidedVia(t, pid, plexus.FolderRejected, "grant.denied")
+	if f := decisionFile(t, e.td.Home().Dir, plexus.FolderRejected, pid); f.Reason != "not on a Sunday" {
+		t.Errorf("rejected/ file's reason %q, want the owner's", f.Reason)
+	}
+}
+
+// TestConsoleBrowserNarrow: the owner unticks one of two capabilities and
+// picks a shorter window; the grant is exactly that.
+func TestConsoleBrowserNarrow(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := newPage(t)
+	e.signIn(t, p)
+	pid := e.ask(t, "portal.notes.write", "portal.docs.write")
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid))),
+		chromedp.Click(chromedp.CSS(card(pid)+` input[data-cap="portal.docs.write"]:not([data-verb])`)),
+		chromedp.SetValue(chromedp.CSS(card(pid)+" select.window"), "1h"))
+	p.shot("pending-narrow")
+	p.do(chromedp.Click(chromedp.CSS(card(pid)+" button.approve")), chromedp.WaitNotPresent(chromedp.CSS(card(pid))))
+
+	e.decidedVia(t, pid, plexus.FolderActive, "grant.approved")
+	f := decisionFile(t, e.td.Home().Dir, plexus.FolderActive, pid)
+	if len(f.Capabilities) != 1 || f.Capabilities[0].ID != "portal.notes.write" || f.Capabilities[0].Window.Kind != plexus.Window1h {
+		t.Errorf("active/ file capabilities = %+v, want portal.notes.write for 1h alone", f.Capabilities)
+	}
+	var grants plexus.GrantsListResponse
+	if st := e.td.call(t, "GET", "/admin/api/grants", e.td.admin(), nil, &grants); st != http.StatusOK {
+		t.Fatalf("grants: status %d", st)
+	}
+	var got []string
+	for _, g := range grants.Grants {
+		got = append(got, g.CapabilityID+" "+string(g.TrustWindow.Kind))
+	}
+	if !slices.Contains(got, "portal.notes.write 1h") || slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "portal.docs.write") }) {
+		t.Errorf("standing grants = %v, want portal.notes.write 1h and no portal.docs.write", got)
+	}
+}
