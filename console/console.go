@@ -57,12 +57,14 @@ type Tokens interface {
 	MintedOnApproval(ctx context.Context, traceID, pendingID string) (string, error)
 }
 
-// Options configure a [Console]. Home, Owner, Key and Decider are required.
+// Options configure a [Console]. Home, Owner, Grants, Key and Decider are
+// required.
 type Options struct {
 	// Home is PLEXUS_HOME: the decision folders are read and moved there.
 	Home string
-	// Owner is the gateway, Tokens the journal.
+	// Owner and Grants are the gateway, Tokens the journal.
 	Owner  Owner
+	Grants Grants
 	Tokens Tokens
 	// Key returns the connection-key in force. A session remembers a hash
 	// of the key it was opened under, so rotating the key signs every
@@ -90,8 +92,8 @@ type Console struct {
 
 // New returns the console; mount [Console.Handler] at [Prefix].
 func New(o Options) *Console {
-	if o.Owner == nil || o.Key == nil || o.Decider == nil || o.Home == "" {
-		panic("console.New: Home, Owner, Key and Decider are required")
+	if o.Owner == nil || o.Grants == nil || o.Key == nil || o.Decider == nil || o.Home == "" {
+		panic("console.New: Home, Owner, Grants, Key and Decider are required")
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -135,6 +137,8 @@ func (c *Console) routes() {
 	m.Handle("GET "+Prefix+"api/pending", c.signedIn(c.handlePending))
 	m.Handle("GET "+Prefix+"api/events", c.signedIn(c.handleEvents))
 	m.Handle("POST "+Prefix+"api/pending/{id}/{action}", c.mutating(c.signedIn(c.handleDecide)))
+	m.Handle("GET "+Prefix+"api/grants", c.signedIn(c.handleGrants))
+	m.Handle("POST "+Prefix+"api/grants/revoke", c.mutating(c.signedIn(c.handleRevoke)))
 	m.HandleFunc(Prefix, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, nethttp.StatusNotFound, "no such page in the console")
 	})

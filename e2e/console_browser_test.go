@@ -261,3 +261,43 @@ func TestConsoleBrowserNarrow(t *testing.T) {
 		t.Errorf("standing grants = %v, want portal.notes.write 1h and no portal.docs.write", got)
 	}
 }
+
+// TestConsoleBrowserRevoke: the owner revokes a standing grant on the
+// Grants page; the agent's next call with its token is refused.
+func TestConsoleBrowserRevoke(t *testing.T) {
+	e := newConsoleEnv(t)
+	events := e.td.openEvents(t, e.sid, "")
+	pid := e.ask(t, "portal.notes.write")
+	if st := e.td.call(t, "POST", "/admin/api/pending/"+pid+"/approve", e.td.admin(), nil, nil); st != http.StatusOK {
+		t.Fatalf("approve: status %d", st)
+	}
+	ev := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == pid })
+	if ev.Token == nil {
+		t.Fatalf("grant_resolved = %+v", ev)
+	}
+	write := func() plexus.InvokeResponse {
+		var res plexus.InvokeResponse
+		e.td.call(t, "POST", "/invoke", bearer(ev.Token.Token), plexus.InvokeRequest{ID: "portal.notes.write",
+			Input: map[string]any{"path": "minutes.md", "content": "# Minutes\n"}}, &res)
+		return res
+	}
+	if res := write(); !res.OK {
+		t.Fatalf("the call before the revocation: %+v", res.Error)
+	}
+
+	p := newPage(t)
+	e.signIn(t, p)
+	row := `tr[data-grant="claude portal.notes.write"]`
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#grants"), chromedp.WaitVisible(chromedp.CSS(row)))
+	p.shot("grants")
+	p.do(chromedp.Click(chromedp.CSS(row+" button")), chromedp.WaitNotPresent(chromedp.CSS(row)))
+	p.shot("grants-revoked")
+
+	if res := write(); res.OK || res.Error == nil || res.Error.Code != plexus.CodeTokenRevoked {
+		t.Errorf("the call after the revocation: ok %v, %+v; want token_revoked", res.OK, res.Error)
+	}
+	rows := decisionRows(t, e.td, "grant.revoked", "portal.notes.write")
+	if len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaConsole {
+		t.Errorf("grant.revoked rows = %+v, want one via console", rows)
+	}
+}

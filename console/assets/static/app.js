@@ -1,6 +1,8 @@
 // The console page: the pending decisions, fetched again whenever the
 // daemon's event stream says something changed.
 import { block, inline } from "./text.js";
+import { renderGrants } from "./grants.js";
+import { el, when } from "./dom.js";
 
 const csrf = document.querySelector('meta[name="plexus-csrf"]').content;
 const list = document.getElementById("pending-list");
@@ -10,22 +12,6 @@ const count = document.getElementById("pending-count");
 const notifyButton = document.getElementById("notify");
 const windows = ["once", "1h", "1d", "7d"];
 let seen = null; // ids shown so far; null before the first load
-
-function el(tag, props = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === "class") e.className = v;
-    else if (k in e) e[k] = v;
-    else e.setAttribute(k, v);
-  }
-  e.append(...children);
-  return e;
-}
-
-function when(t) {
-  const d = new Date(t);
-  return el("time", { dateTime: d.toISOString(), title: d.toISOString() }, d.toLocaleString());
-}
 
 async function api(path, body) {
   const opts = { credentials: "same-origin", headers: {} };
@@ -166,15 +152,53 @@ async function load() {
   }
   seen = ids;
   const n = data.pending.length;
-  count.textContent = n ? `(${n})` : "";
+  count.textContent = n ? ` (${n})` : "";
   document.title = n ? `(${n}) Plexus console` : "Plexus console";
   empty.hidden = n > 0;
   announce(fresh);
 }
 
+async function loadGrants() {
+  const status = document.getElementById("grants-status");
+  let data;
+  try {
+    data = await api("grants");
+  } catch (e) {
+    status.textContent = e.message;
+    return;
+  }
+  document.getElementById("grants-empty").hidden = data.grants.length > 0;
+  renderGrants(document.getElementById("grants-list"), data.grants, async (g, button) => {
+    try {
+      await api("grants/revoke", { agentId: g.agentId, capabilityId: g.capabilityId });
+      status.textContent = `Revoked ${g.agentId}'s grant on ${g.capabilityId}.`;
+      await loadGrants();
+    } catch (e) {
+      status.textContent = e.message;
+      button.disabled = false;
+    }
+  });
+}
+
+// show makes the view the address names the one shown.
+function show() {
+  const view = location.hash === "#grants" ? "grants" : "pending";
+  for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== view;
+  for (const a of document.querySelectorAll("nav a[data-view]")) {
+    if (a.dataset.view === view) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  if (view === "grants") loadGrants();
+}
+
+function changed() {
+  load();
+  if (location.hash === "#grants") loadGrants();
+}
+
 function live() {
   const es = new EventSource("/console/api/events");
-  es.addEventListener("changed", load);
+  es.addEventListener("changed", changed);
   es.addEventListener("error", () => { statusLine.textContent = "Reconnecting to Plexus…"; });
   es.addEventListener("open", () => { if (statusLine.textContent.startsWith("Reconnecting")) statusLine.textContent = ""; });
 }
@@ -186,4 +210,6 @@ if ("Notification" in window && Notification.permission === "default") {
     notifyButton.hidden = true;
   });
 }
+window.addEventListener("hashchange", show);
+show();
 live();
