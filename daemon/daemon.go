@@ -298,7 +298,11 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error {
 	home := d.home
 	owner := o.Owner
-	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log)
+	var hook *inbox.Webhook
+	if w := home.Auth.NotifyWebhook; w != nil {
+		hook = &inbox.Webhook{URL: w.URL, Topic: w.Topic}
+	}
+	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log, hook)
 	var err error
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: d.log,
 		Notify: d.notify.Send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,

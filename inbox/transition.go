@@ -682,5 +682,6 @@ func (r *Reconciler) notify(p plexus.Pending) {
 	if len(lines) == 0 {
 		lines = []string{oneLine(title(p))}
 	}
-	r.cfg.Notify(capRunes(strings.Join(lines, " · ")+" ("+p.ID+")", 500))
+	r.cfg.Notify(Notification{Line: capRunes(strings.Join(lines, " · ")+" ("+p.ID+")", 500), ID: p.ID,
+		File: filepath.Join(r.cfg.Home, plexus.FolderInbox, FileName(p.ID))})
 }
