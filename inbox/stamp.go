@@ -155,6 +155,9 @@ func narrowWindows(caps []FileCapability, window plexus.TrustWindow) (map[string
 // keeps all), with the verbs verbs names for each: a *[NarrowError] when
 // keep or verbs name a capability or verb caps lack, or leave none.
 func narrowCapabilities(caps []FileCapability, keep []string, verbs map[string][]plexus.Verb) ([]FileCapability, error) {
+	if keep == nil && len(verbs) == 0 {
+		return caps, nil // as the file has them: [] stays [] (a definition's, an extension's)
+	}
 	has := func(id string) bool {
 		return slices.ContainsFunc(caps, func(c FileCapability) bool { return c.ID == id })
 	}

@@ -272,3 +272,21 @@ func TestStampNarrow(t *testing.T) {
 		})
 	}
 }
+
+// TestStampDefinition: a decision with no capabilities (a changed
+// definition) stamps as it is: nothing to narrow, and it reads back.
+func TestStampDefinition(t *testing.T) {
+	b, err := os.ReadFile("testdata/definition.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, via := range []string{"", plexus.ViaConsole} {
+		out, err := Stamp(b, StampOptions{DecidedBy: "owner@example.com", Via: via})
+		if err != nil {
+			t.Fatalf("via %q: %v", via, err)
+		}
+		if f, err := Parse(out); err != nil || f.Via != (StampOptions{Via: via}).via() {
+			t.Errorf("via %q: %+v, %v", via, f, err)
+		}
+	}
+}

@@ -73,8 +73,8 @@ function narrowing(card, d) {
     const vs = [...card.querySelectorAll(`input[data-verb][data-cap="${CSS.escape(c.id)}"]`)].filter((i) => i.checked).map((i) => i.dataset.verb);
     if (vs.length !== c.verbs.length) (body.verbs ||= {})[c.id] = vs;
   }
-  const w = card.querySelector("select.window").value;
-  if (w) body.window = w;
+  const w = card.querySelector("select.window");
+  if (w && w.value) body.window = w.value;
   const reason = card.querySelector("textarea").value.trim();
   if (reason) body.reason = reason;
   return body;
@@ -108,18 +108,20 @@ function card(d) {
   inline(h, d.title || d.id);
   const reasonId = `${d.id}-reason`;
   const windowId = `${d.id}-window`;
+  // A changed definition or an extension is decided as a whole.
+  const narrowable = d.capabilities.length > 0;
   const select = el("select", { id: windowId, class: "window" }, el("option", { value: "" }, "as asked"),
     ...windows.map((w) => el("option", { value: w }, w)));
   const c = el("article", { class: "decision", id: d.id, "aria-labelledby": `${d.id}-title` },
     h,
-    el("p", { class: "meta" }, el("strong", {}, d.agent), " asks · ", when(d.created), " · expires ", when(d.expires),
+    el("p", { class: "meta" }, ...(d.agent ? [el("strong", {}, d.agent), " asks · "] : ["put up "]), when(d.created), " · expires ", when(d.expires),
       " · ", el("code", {}, d.file)),
     d.problem ? el("p", { class: "problem", role: "alert" }, d.problem) : "",
     d.sameUser ? el("p", { class: "warn" }, "This agent runs as your own user: it could move this file itself.") : "",
     ...sections(d),
-    capabilities(d),
+    narrowable ? capabilities(d) : "",
     el("div", { class: "decide" },
-      el("label", { htmlFor: windowId }, "Window "), select,
+      ...(narrowable ? [el("label", { htmlFor: windowId }, "Window "), select] : []),
       el("label", { htmlFor: reasonId }, "Reason (required to deny)"),
       el("textarea", { id: reasonId, rows: 2 }),
       el("div", { class: "buttons" },

@@ -51,14 +51,38 @@ export function inline(el, line) {
 }
 
 // block renders lines into el: "- " items (indented ones nested), "> "
-// quotes, and paragraphs split by blank lines.
+// quotes, "### " headings, fenced code (a changed definition's JSON) and
+// paragraphs split by blank lines.
 export function block(el, lines) {
   let list = null;
   let sub = null;
   let quote = null;
   let para = null;
+  let fence = null; // the open fence: its backticks, its code element, lines in it
   const end = () => { list = sub = quote = para = null; };
   for (const line of lines) {
+    if (fence) {
+      if (line.trim() === fence.marks) fence = null;
+      else fence.code.append((fence.lines++ ? "\n" : "") + line);
+      continue;
+    }
+    const open = line.match(/^(`{3,})[\w-]*\s*$/);
+    if (open) {
+      end();
+      const code = document.createElement("code");
+      const pre = document.createElement("pre");
+      pre.append(code);
+      el.append(pre);
+      fence = { marks: open[1], code, lines: 0 };
+      continue;
+    }
+    if (line.startsWith("### ")) {
+      end();
+      const h = document.createElement("h5");
+      inline(h, line.slice(4));
+      el.append(h);
+      continue;
+    }
     if (line.trim() === "") {
       if (!quote) end();
       para = null;
