@@ -66,6 +66,8 @@ type Options struct {
 	Owner  Owner
 	Grants Grants
 	Tokens Tokens
+	// Activity reads the journal for the Journal page; nil serves none.
+	Activity Activity
 	// Key returns the connection-key in force. A session remembers a hash
 	// of the key it was opened under, so rotating the key signs every
 	// console out.
@@ -139,6 +141,7 @@ func (c *Console) routes() {
 	m.Handle("POST "+Prefix+"api/pending/{id}/{action}", c.mutating(c.signedIn(c.handleDecide)))
 	m.Handle("GET "+Prefix+"api/grants", c.signedIn(c.handleGrants))
 	m.Handle("POST "+Prefix+"api/grants/revoke", c.mutating(c.signedIn(c.handleRevoke)))
+	m.Handle("GET "+Prefix+"api/journal", c.signedIn(c.handleJournal))
 	m.HandleFunc(Prefix, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, nethttp.StatusNotFound, "no such page in the console")
 	})

@@ -1,7 +1,11 @@
 package daemon
 
 import (
+	"context"
+
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/console"
+	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
 )
 
@@ -12,5 +16,11 @@ import (
 func (d *Daemon) newConsole(o Options) {
 	dir := d.home.Dir
 	d.console = console.New(console.Options{Home: dir, Owner: d.gw, Grants: d.gw, Tokens: d.db, Decider: o.Owner, Clock: o.Clock, Logger: d.log,
-		Key: func() (string, error) { return scaffold.ReadConnectionKey(dir) }})
+		Key:      func() (string, error) { return scaffold.ReadConnectionKey(dir) },
+		Activity: d.activity})
+}
+
+// activity reads the journal for the console's Journal page.
+func (d *Daemon) activity(ctx context.Context, q console.ActivityQuery) ([]plexus.Activity, error) {
+	return d.db.Newest(ctx, journal.Filter{TraceID: q.TraceID, AgentID: q.AgentID, Type: q.Type, Since: q.Since}, q.Limit)
 }

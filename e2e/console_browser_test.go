@@ -348,3 +348,43 @@ func TestConsoleBrowserDefinition(t *testing.T) {
 	}))
 	e.decidedVia(t, pid, plexus.FolderActive, "definition.approved")
 }
+
+// TestConsoleBrowserJournal: the timeline, filtered by type, and one
+// trace told as a story in order: the request, the owner's decision, the
+// token, the call and its outcome.
+func TestConsoleBrowserJournal(t *testing.T) {
+	e := newConsoleEnv(t)
+	events := e.td.openEvents(t, e.sid, "")
+	pid := e.ask(t, "portal.notes.write")
+	var pend plexus.Pending
+	if st := e.td.call(t, "POST", "/admin/api/pending/"+pid+"/approve", e.td.admin(), nil, &pend); st != http.StatusOK {
+		t.Fatalf("approve: status %d", st)
+	}
+	ev := eventWhere(t, events, plexus.EventGrantResolved, func(r plexus.GrantResolvedEvent) bool { return r.PendingID == pid })
+	var res plexus.InvokeResponse
+	e.td.call(t, "POST", "/invoke", bearer(ev.Token.Token), plexus.InvokeRequest{ID: "portal.notes.write",
+		Input: map[string]any{"path": "minutes.md", "content": "# Minutes\n"}}, &res)
+	if !res.OK {
+		t.Fatalf("invoke: %+v", res.Error)
+	}
+
+	p := newPage(t)
+	e.signIn(t, p)
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#journal"), chromedp.WaitVisible(chromedp.CSS(`table.journal tr[data-type="invoke.ok"]`)))
+	p.shot("journal")
+	p.do(chromedp.SendKeys(chromedp.CSS("#f-type"), "invoke."), chromedp.Click(chromedp.CSS(`#journal-filter button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`table.journal tr[data-type="grant.requested"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.journal tr[data-type="invoke.ok"]`)))
+
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#trace/"+pend.TraceID), chromedp.WaitVisible(chromedp.CSS(`#story li[data-type="invoke.ok"]`)))
+	story := run(p, chromedp.Text(chromedp.CSS("#story")))
+	p.shot("trace")
+	last := -1
+	for _, step := range []string{"claude asked for portal.notes.write", "approved by", "token minted", "call to portal.notes.write succeeded"} {
+		i := strings.Index(story, step)
+		if i <= last {
+			t.Errorf("the story lacks %q after the step before it:\n%s", step, story)
+		}
+		last = max(i, last)
+	}
+}

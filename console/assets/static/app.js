@@ -3,6 +3,7 @@
 import { block, inline } from "./text.js";
 import { renderGrants } from "./grants.js";
 import { el, when } from "./dom.js";
+import { renderTimeline, renderStory } from "./journal.js";
 
 const csrf = document.querySelector('meta[name="plexus-csrf"]').content;
 const list = document.getElementById("pending-list");
@@ -182,20 +183,55 @@ async function loadGrants() {
   });
 }
 
+async function loadJournal() {
+  const status = document.getElementById("journal-status");
+  const form = new FormData(document.getElementById("journal-filter"));
+  const q = new URLSearchParams();
+  for (const [k, v] of form) if (v) q.set(k, v);
+  try {
+    const data = await api("journal?" + q);
+    status.textContent = data.rows.length ? "" : "Nothing in the journal matches.";
+    renderTimeline(document.getElementById("journal-list"), data.rows);
+  } catch (e) {
+    status.textContent = e.message;
+  }
+}
+
+async function loadTrace(id) {
+  document.getElementById("trace-id").textContent = id;
+  const data = await api("journal?trace=" + encodeURIComponent(id));
+  renderStory(document.getElementById("story"), data.rows);
+}
+
+// view is the view the address names: pending, grants, journal, trace.
+function view() {
+  const h = location.hash.slice(1);
+  if (h.startsWith("trace/")) return "trace";
+  return ["grants", "journal"].includes(h) ? h : "pending";
+}
+
 // show makes the view the address names the one shown.
 function show() {
-  const view = location.hash === "#grants" ? "grants" : "pending";
-  for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== view;
+  const v = view();
+  for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== v;
   for (const a of document.querySelectorAll("nav a[data-view]")) {
-    if (a.dataset.view === view) a.setAttribute("aria-current", "page");
+    if (a.dataset.view === v || (v === "trace" && a.dataset.view === "journal")) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
-  if (view === "grants") loadGrants();
+  refresh();
+}
+
+// refresh fetches what the shown view needs again.
+function refresh() {
+  const v = view();
+  if (v === "grants") loadGrants();
+  if (v === "journal") loadJournal();
+  if (v === "trace") loadTrace(decodeURIComponent(location.hash.slice("#trace/".length))).catch((e) => { statusLine.textContent = e.message; });
 }
 
 function changed() {
   load();
-  if (location.hash === "#grants") loadGrants();
+  refresh();
 }
 
 function live() {
@@ -213,5 +249,9 @@ if ("Notification" in window && Notification.permission === "default") {
   });
 }
 window.addEventListener("hashchange", show);
+document.getElementById("journal-filter").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  loadJournal();
+});
 show();
 live();
