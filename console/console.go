@@ -57,14 +57,15 @@ type Tokens interface {
 	MintedOnApproval(ctx context.Context, traceID, pendingID string) (string, error)
 }
 
-// Options configure a [Console]. Home, Owner, Grants, Key and Decider are
-// required.
+// Options configure a [Console]. Home, Owner, Grants, Agents, Key and
+// Decider are required.
 type Options struct {
 	// Home is PLEXUS_HOME: the decision folders are read and moved there.
 	Home string
-	// Owner and Grants are the gateway, Tokens the journal.
+	// Owner, Grants and Agents are the gateway, Tokens the journal.
 	Owner  Owner
 	Grants Grants
+	Agents Agents
 	Tokens Tokens
 	// Activity reads the journal for the Journal page; nil serves none.
 	Activity Activity
@@ -94,8 +95,8 @@ type Console struct {
 
 // New returns the console; mount [Console.Handler] at [Prefix].
 func New(o Options) *Console {
-	if o.Owner == nil || o.Grants == nil || o.Key == nil || o.Decider == nil || o.Home == "" {
-		panic("console.New: Home, Owner, Grants, Key and Decider are required")
+	if o.Owner == nil || o.Grants == nil || o.Agents == nil || o.Key == nil || o.Decider == nil || o.Home == "" {
+		panic("console.New: Home, Owner, Grants, Agents, Key and Decider are required")
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -142,6 +143,8 @@ func (c *Console) routes() {
 	m.Handle("GET "+Prefix+"api/grants", c.signedIn(c.handleGrants))
 	m.Handle("POST "+Prefix+"api/grants/revoke", c.mutating(c.signedIn(c.handleRevoke)))
 	m.Handle("GET "+Prefix+"api/journal", c.signedIn(c.handleJournal))
+	m.Handle("GET "+Prefix+"api/agents", c.signedIn(c.handleAgents))
+	m.Handle("POST "+Prefix+"api/agents/revoke", c.mutating(c.signedIn(c.handleRevokeAgent)))
 	m.HandleFunc(Prefix, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, nethttp.StatusNotFound, "no such page in the console")
 	})

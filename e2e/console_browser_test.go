@@ -388,3 +388,36 @@ func TestConsoleBrowserJournal(t *testing.T) {
 		last = max(i, last)
 	}
 }
+
+// TestConsoleBrowserAgents: the agent with its client and its calls of
+// the last day; revoking it in the console ends its session: its next
+// call is refused.
+func TestConsoleBrowserAgents(t *testing.T) {
+	e := newConsoleEnv(t)
+	tok := grantAllowed(t, e.td, e.sid, map[string]any{"portal.notes.read": "allow"})
+	for range 2 {
+		if st, res, _ := e.td.invoke(t, tok, plexus.InvokeRequest{ID: "portal.notes.read", Input: map[string]any{"path": "hello.md"}}); !res.OK {
+			t.Fatalf("read: %d %+v", st, res.Error)
+		}
+	}
+	p := newPage(t)
+	e.signIn(t, p)
+	row := `tr[data-agent="claude"]`
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#agents"), chromedp.WaitVisible(chromedp.CSS(row)))
+	client := run(p, chromedp.Text(chromedp.CSS(row+" td:nth-child(2)")))
+	seen := run(p, chromedp.Text(chromedp.CSS(row+" td:nth-child(4)")))
+	calls := run(p, chromedp.Text(chromedp.CSS(row+" td:nth-child(5)")))
+	if client != "test" || seen == "never" || calls != "2" {
+		t.Errorf("the agent's row: client %q, last seen %q, calls %q; want test, a time, 2", client, seen, calls)
+	}
+	p.shot("agents")
+	p.do(chromedp.Click(chromedp.CSS(row+" button")), chromedp.WaitVisible(chromedp.CSS(row+".revoked")))
+	p.shot("agents-revoked")
+	if st, res, _ := e.td.invoke(t, tok, plexus.InvokeRequest{ID: "portal.notes.read", Input: map[string]any{"path": "hello.md"}}); res.OK {
+		t.Errorf("a revoked agent's call went through: %d", st)
+	}
+	rows := decisionRows(t, e.td, "agent.revoked", "claude")
+	if len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaConsole {
+		t.Errorf("agent.revoked rows = %+v, want one via console", rows)
+	}
+}

@@ -4,6 +4,7 @@ import { block, inline } from "./text.js";
 import { renderGrants } from "./grants.js";
 import { el, when } from "./dom.js";
 import { renderTimeline, renderStory } from "./journal.js";
+import { renderAgents } from "./agents.js";
 
 const csrf = document.querySelector('meta[name="plexus-csrf"]').content;
 const list = document.getElementById("pending-list");
@@ -183,6 +184,28 @@ async function loadGrants() {
   });
 }
 
+async function loadAgents() {
+  const status = document.getElementById("agents-status");
+  let data;
+  try {
+    data = await api("agents");
+  } catch (e) {
+    status.textContent = e.message;
+    return;
+  }
+  status.textContent = data.agents.length ? status.textContent : "No agent is connected yet (plexus agents connect).";
+  renderAgents(document.getElementById("agents-list"), data.agents, async (a, button) => {
+    try {
+      await api("agents/revoke", { agentId: a.agentId });
+      status.textContent = `Revoked ${a.agentId}.`;
+      await loadAgents();
+    } catch (e) {
+      status.textContent = e.message;
+      button.disabled = false;
+    }
+  });
+}
+
 async function loadJournal() {
   const status = document.getElementById("journal-status");
   const form = new FormData(document.getElementById("journal-filter"));
@@ -207,7 +230,7 @@ async function loadTrace(id) {
 function view() {
   const h = location.hash.slice(1);
   if (h.startsWith("trace/")) return "trace";
-  return ["grants", "journal"].includes(h) ? h : "pending";
+  return ["grants", "agents", "journal"].includes(h) ? h : "pending";
 }
 
 // show makes the view the address names the one shown.
@@ -225,6 +248,7 @@ function show() {
 function refresh() {
   const v = view();
   if (v === "grants") loadGrants();
+  if (v === "agents") loadAgents();
   if (v === "journal") loadJournal();
   if (v === "trace") loadTrace(decodeURIComponent(location.hash.slice("#trace/".length))).catch((e) => { statusLine.textContent = e.message; });
 }
