@@ -57,15 +57,17 @@ type Tokens interface {
 	MintedOnApproval(ctx context.Context, traceID, pendingID string) (string, error)
 }
 
-// Options configure a [Console]. Home, Owner, Grants, Agents, Key and
-// Decider are required.
+// Options configure a [Console]. Home, Owner, Grants, Agents, Status, Key
+// and Decider are required.
 type Options struct {
 	// Home is PLEXUS_HOME: the decision folders are read and moved there.
 	Home string
-	// Owner, Grants and Agents are the gateway, Tokens the journal.
+	// Owner, Grants, Agents and Status are the gateway, Tokens the
+	// journal.
 	Owner  Owner
 	Grants Grants
 	Agents Agents
+	Status Status
 	Tokens Tokens
 	// Activity reads the journal for the Journal page; nil serves none.
 	Activity Activity
@@ -95,8 +97,8 @@ type Console struct {
 
 // New returns the console; mount [Console.Handler] at [Prefix].
 func New(o Options) *Console {
-	if o.Owner == nil || o.Grants == nil || o.Agents == nil || o.Key == nil || o.Decider == nil || o.Home == "" {
-		panic("console.New: Home, Owner, Grants, Agents, Key and Decider are required")
+	if o.Owner == nil || o.Grants == nil || o.Agents == nil || o.Status == nil || o.Key == nil || o.Decider == nil || o.Home == "" {
+		panic("console.New: Home, Owner, Grants, Agents, Status, Key and Decider are required")
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -144,6 +146,7 @@ func (c *Console) routes() {
 	m.Handle("POST "+Prefix+"api/grants/revoke", c.mutating(c.signedIn(c.handleRevoke)))
 	m.Handle("GET "+Prefix+"api/journal", c.signedIn(c.handleJournal))
 	m.Handle("GET "+Prefix+"api/agents", c.signedIn(c.handleAgents))
+	m.Handle("GET "+Prefix+"api/sources", c.signedIn(c.handleSources))
 	m.Handle("POST "+Prefix+"api/agents/revoke", c.mutating(c.signedIn(c.handleRevokeAgent)))
 	m.HandleFunc(Prefix, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, nethttp.StatusNotFound, "no such page in the console")

@@ -340,6 +340,14 @@ func TestConsoleBrowserDefinition(t *testing.T) {
 		t.Errorf("the card does not show the change:\n%s", text)
 	}
 	p.shot("pending-definition")
+
+	// While held, the Sources page names the held entry.
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#sources"), chromedp.WaitVisible(chromedp.CSS(`tr[data-source="mcp:drift"]`)))
+	if held := run(p, chromedp.Text(chromedp.CSS(`tr[data-source="mcp:drift"] td:nth-child(5)`))); held != "mcp.drift.greet" {
+		t.Errorf("Sources shows held %q, want mcp.drift.greet", held)
+	}
+	p.shot("sources")
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#pending"), chromedp.WaitVisible(chromedp.CSS(card(pid))))
 	p.do(chromedp.Click(chromedp.CSS(card(pid)+" button.approve")), chromedp.WaitNotPresent(chromedp.CSS(card(pid))))
 
 	waitFor(t, 20*time.Second, "the new definition in the manifest", holds(func() bool {

@@ -5,6 +5,7 @@ import { renderGrants } from "./grants.js";
 import { el, when } from "./dom.js";
 import { renderTimeline, renderStory } from "./journal.js";
 import { renderAgents } from "./agents.js";
+import { renderSources } from "./sources.js";
 
 const csrf = document.querySelector('meta[name="plexus-csrf"]').content;
 const list = document.getElementById("pending-list");
@@ -206,6 +207,17 @@ async function loadAgents() {
   });
 }
 
+async function loadSources() {
+  const status = document.getElementById("sources-status");
+  try {
+    const data = await api("sources");
+    status.textContent = data.sources.length ? "" : "No source yet (plexus portal add, plexus mcp add).";
+    renderSources(document.getElementById("sources-list"), data.sources);
+  } catch (e) {
+    status.textContent = e.message;
+  }
+}
+
 async function loadJournal() {
   const status = document.getElementById("journal-status");
   const form = new FormData(document.getElementById("journal-filter"));
@@ -230,7 +242,7 @@ async function loadTrace(id) {
 function view() {
   const h = location.hash.slice(1);
   if (h.startsWith("trace/")) return "trace";
-  return ["grants", "agents", "journal"].includes(h) ? h : "pending";
+  return ["grants", "agents", "sources", "journal"].includes(h) ? h : "pending";
 }
 
 // show makes the view the address names the one shown.
@@ -249,6 +261,7 @@ function refresh() {
   const v = view();
   if (v === "grants") loadGrants();
   if (v === "agents") loadAgents();
+  if (v === "sources") loadSources();
   if (v === "journal") loadJournal();
   if (v === "trace") loadTrace(decodeURIComponent(location.hash.slice("#trace/".length))).catch((e) => { statusLine.textContent = e.message; });
 }
