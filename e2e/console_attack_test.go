@@ -194,6 +194,35 @@ func TestConsoleAttacks(t *testing.T) {
 			e.stillPending(t, pid)
 		})
 	}
+	t.Run("ErrEveryEndpoint", func(t *testing.T) {
+		// What each route answers without a session, and each change
+		// without its CSRF token: nothing is read or done.
+		base := e.td.BaseURL() + "/console/api/"
+		for _, path := range []string{"pending", "grants", "agents", "sources", "journal", "journal?trace=x", "events"} {
+			resp, _ := do(t, browser(t), "GET", base+path, bearer(e.pat), "")
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET %s without a session: status %d, want 401", path, resp.StatusCode)
+			}
+		}
+		for path, body := range map[string]string{
+			"grants/revoke":               `{"agentId":"claude","capabilityId":"portal.notes.write"}`,
+			"agents/revoke":               `{"agentId":"claude"}`,
+			"pending/" + pid + "/approve": `{}`,
+		} {
+			resp, _ := do(t, browser(t), "POST", base+path, map[string]string{"Origin": e.origin(), "Content-Type": json}, body)
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("POST %s without a session: status %d, want 401", path, resp.StatusCode)
+			}
+			resp, _ = do(t, c, "POST", base+path, map[string]string{"Origin": e.origin(), "Content-Type": json}, body)
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("POST %s without the CSRF token: status %d, want 403", path, resp.StatusCode)
+			}
+		}
+		e.stillPending(t, pid)
+		if _, sid := e.pat, e.sid; e.td.call(t, "GET", "/manifest", session(sid), nil, nil) != http.StatusOK {
+			t.Error("the agent was revoked by a refused request")
+		}
+	})
 	t.Run("ErrCrossOriginSignIn", func(t *testing.T) {
 		resp, _ := do(t, browser(t), "POST", e.td.BaseURL()+"/console/signin", map[string]string{"Origin": "http://evil.example",
 			"Content-Type": "application/x-www-form-urlencoded"}, url.Values{"key": {e.td.key}}.Encode())
