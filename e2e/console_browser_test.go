@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/daemon"
@@ -427,5 +429,39 @@ func TestConsoleBrowserAgents(t *testing.T) {
 	rows := decisionRows(t, e.td, "agent.revoked", "claude")
 	if len(rows) != 1 || rows[0].Payload["via"] != plexus.ViaConsole {
 		t.Errorf("agent.revoked rows = %+v, want one via console", rows)
+	}
+}
+
+// TestConsoleBrowserPhoneDark: in a phone-sized window with the dark
+// scheme, the page fits the width (nothing scrolls sideways), is dark, and
+// a decision is made with the keyboard alone.
+func TestConsoleBrowserPhoneDark(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := newPage(t)
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	e.signIn(t, p)
+	pid := e.ask(t, "portal.notes.write", "portal.docs.write")
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid))))
+	p.shot("phone-dark-pending")
+
+	if over := run(p, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); over {
+		t.Error("the page is wider than a phone's window: it scrolls sideways")
+	}
+	if bg := run(p, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`)); bg != "rgb(20, 20, 22)" {
+		t.Errorf("body background %q in the dark scheme, want the dark one", bg)
+	}
+	// Keyboard alone: focus the deny reason, type, then Tab to Approve
+	// and on to Deny, and press Enter.
+	p.do(chromedp.Focus(chromedp.CSS(card(pid)+" textarea")), chromedp.KeyEvent("typed, not clicked"),
+		chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitNotPresent(chromedp.CSS(card(pid))))
+	if f := decisionFile(t, e.td.Home().Dir, plexus.FolderRejected, pid); f.Reason != "typed, not clicked" || f.Via != plexus.ViaConsole {
+		t.Errorf("rejected/ file: reason %q, via %q", f.Reason, f.Via)
 	}
 }
