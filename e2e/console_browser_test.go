@@ -444,7 +444,7 @@ func TestConsoleBrowserPhoneDark(t *testing.T) {
 		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
 		t.Fatal(err)
 	}
-	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	e.signIn(t, p)
 	pid := e.ask(t, "portal.notes.write", "portal.docs.write")
 	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid))))
