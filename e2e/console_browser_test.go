@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -463,5 +464,41 @@ func TestConsoleBrowserPhoneDark(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(card(pid))))
 	if f := decisionFile(t, e.td.Home().Dir, plexus.FolderRejected, pid); f.Reason != "typed, not clicked" || f.Via != plexus.ViaConsole {
 		t.Errorf("rejected/ file: reason %q, via %q", f.Reason, f.Via)
+	}
+}
+
+// TestConsoleBrowserNotification: with notifications allowed, a new
+// request is announced through the browser's Notification API (observed by
+// wrapping the browser's own constructor), once, and one already shown at
+// load is not.
+func TestConsoleBrowserNotification(t *testing.T) {
+	e := newConsoleEnv(t)
+	first := e.ask(t, "portal.docs.write")
+	p := newPage(t)
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait)
+	defer cancel()
+	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted,
+		Origin: e.td.BaseURL()}); err != nil {
+		t.Fatal(err)
+	}
+	e.signIn(t, p)
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(first))))
+	run(p, chromedp.Evaluate[bool](`(() => {
+		window.__notes = [];
+		const Real = window.Notification;
+		window.Notification = class extends Real {
+			constructor(title, opts) { super(title, opts); window.__notes.push(title + " | " + opts.body); }
+		};
+		return Real.permission === "granted";
+	})()`))
+	pid := e.ask(t, "portal.notes.write")
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid))))
+	notes := run(p, chromedp.Evaluate[[]string](`window.__notes`))
+	if len(notes) != 1 || !strings.Contains(notes[0], "claude asks") || !strings.Contains(notes[0], "portal.notes.write") {
+		t.Errorf("notifications = %q, want one for the new request", notes)
+	}
+	if hidden := run(p, chromedp.Evaluate[bool](`document.getElementById("notify").hidden`)); !hidden {
+		t.Error("the page offers to ask for notifications already allowed")
 	}
 }
