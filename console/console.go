@@ -71,6 +71,10 @@ type Options struct {
 	Tokens Tokens
 	// Activity reads the journal for the Journal page; nil serves none.
 	Activity Activity
+	// Changes streams the gateway's broadcast events (a source's status,
+	// the catalog changing), each of which wakes the open pages, as a
+	// decision folder's change does ([Console.Changed]); nil: only those.
+	Changes func(ctx context.Context) <-chan plexus.Event
 	// Key returns the connection-key in force. A session remembers a hash
 	// of the key it was opened under, so rotating the key signs every
 	// console out.

@@ -67,11 +67,23 @@ func (b *broadcaster) stop() {
 	}
 }
 
-// Run ends every open page's stream when ctx ends, so that the server's
-// graceful shutdown does not wait on them.
+// Run wakes the open pages on each of the gateway's broadcast events
+// (Options.Changes) until ctx ends, then ends every page's stream, so that
+// the server's graceful shutdown does not wait on them.
 func (c *Console) Run(ctx context.Context) error {
-	<-ctx.Done()
-	c.live.stop()
+	defer c.live.stop()
+	if c.opts.Changes == nil {
+		<-ctx.Done()
+		return nil
+	}
+	for ctx.Err() == nil {
+		// The gateway drops a reader that falls behind; a page that missed
+		// events only needs waking, so subscribe again and wake it.
+		for range c.opts.Changes(ctx) {
+			c.live.notify()
+		}
+		c.live.notify()
+	}
 	return nil
 }
 

@@ -502,3 +502,14 @@ func TestConsoleBrowserNotification(t *testing.T) {
 		t.Error("the page offers to ask for notifications already allowed")
 	}
 }
+
+// TestConsoleBrowserLiveSources: a source added while the Sources page is
+// open appears without a reload (the gateway's broadcast wakes the page).
+func TestConsoleBrowserLiveSources(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := newPage(t)
+	e.signIn(t, p)
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#sources"), chromedp.WaitVisible(chromedp.CSS(`tr[data-source="portal:notes"]`)))
+	addPortal(t, e.td, "music")
+	p.do(chromedp.WaitVisible(chromedp.CSS(`tr[data-source="portal:music"]`)))
+}
