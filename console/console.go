@@ -71,6 +71,8 @@ type Options struct {
 	Tokens Tokens
 	// Activity reads the journal for the Journal page; nil serves none.
 	Activity Activity
+	// Providers are the ipc tool providers; nil shows none.
+	Providers Providers
 	// Changes streams the gateway's broadcast events (a source's status,
 	// the catalog changing), each of which wakes the open pages, as a
 	// decision folder's change does ([Console.Changed]); nil: only those.

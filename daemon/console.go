@@ -17,7 +17,7 @@ func (d *Daemon) newConsole(o Options) {
 	dir := d.home.Dir
 	d.console = console.New(console.Options{Home: dir, Owner: d.gw, Grants: d.gw, Agents: d.gw, Status: d.gw, Tokens: d.db, Decider: o.Owner, Clock: o.Clock, Logger: d.log,
 		Key:      func() (string, error) { return scaffold.ReadConnectionKey(dir) },
-		Activity: d.activity, Changes: d.gw.Changes})
+		Activity: d.activity, Changes: d.gw.Changes, Providers: d.providers})
 }
 
 // activity reads the journal for the console's Journal page.

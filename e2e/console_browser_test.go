@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -512,4 +513,31 @@ func TestConsoleBrowserLiveSources(t *testing.T) {
 	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#sources"), chromedp.WaitVisible(chromedp.CSS(`tr[data-source="portal:notes"]`)))
 	addPortal(t, e.td, "music")
 	p.do(chromedp.WaitVisible(chromedp.CSS(`tr[data-source="portal:music"]`)))
+}
+
+// TestConsoleBrowserProviders: a tool provider on the Sources page with
+// its state and restarts; killed, it is restarted, and the page shows the
+// restart without a reload.
+func TestConsoleBrowserProviders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the example provider")
+	}
+	bin := buildGoProvider(t)
+	td, cli, _ := startIPCDaemon(t)
+	cli.ok("providers", "add", "demo", "--", bin)
+	e := &consoleEnv{td: td}
+	p := newPage(t)
+	e.signIn(t, p)
+	p.do(chromedp.Navigate(td.BaseURL()+"/console/#sources"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-provider="demo"][data-state="`+string(plexus.ProviderConnected)+`"][data-restarts="0"]`)))
+	p.shot("sources-provider")
+
+	if err := syscall.Kill(providerStatus(t, cli, "demo").PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.do(chromedp.WaitVisible(chromedp.CSS(`tr[data-provider="demo"][data-state="` + string(plexus.ProviderConnected) + `"][data-restarts="1"]`)))
+	if last := run(p, chromedp.Text(chromedp.CSS(`tr[data-provider="demo"] td:nth-child(4)`))); !strings.Contains(last, "killed") {
+		t.Errorf("last exit shown %q, want the kill", last)
+	}
+	p.shot("sources-provider-restarted")
 }

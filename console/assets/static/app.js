@@ -5,7 +5,7 @@ import { renderGrants } from "./grants.js";
 import { el, when } from "./dom.js";
 import { renderTimeline, renderStory } from "./journal.js";
 import { renderAgents } from "./agents.js";
-import { renderSources } from "./sources.js";
+import { renderSources, renderProviders } from "./sources.js";
 
 const csrf = document.querySelector('meta[name="plexus-csrf"]').content;
 const list = document.getElementById("pending-list");
@@ -213,6 +213,8 @@ async function loadSources() {
     const data = await api("sources");
     status.textContent = data.sources.length ? "" : "No source yet (plexus portal add, plexus mcp add).";
     renderSources(document.getElementById("sources-list"), data.sources);
+    document.getElementById("providers-empty").hidden = data.providers.length > 0;
+    renderProviders(document.getElementById("providers-list"), data.providers);
   } catch (e) {
     status.textContent = e.message;
   }

@@ -20,3 +20,22 @@ export function renderSources(list, sources) {
   });
   list.replaceChildren(el("table", { class: "grants sources" }, el("thead", {}, head), el("tbody", {}, ...rows)));
 }
+
+// renderProviders shows each ipc tool provider's process: its state, its
+// restarts and how the last one ended.
+export function renderProviders(list, providers) {
+  const head = el("tr", {}, ...["Provider", "State", "Restarts", "Last exit", "Tools", "Health"]
+    .map((h) => el("th", { scope: "col" }, h)));
+  const rows = providers.map((p) => {
+    const h = p.health || {};
+    return el("tr", { "data-provider": p.id, "data-state": p.state, "data-restarts": String(p.restarts) },
+      el("th", { scope: "row" }, el("code", {}, p.id), el("div", { class: "meta" }, p.command)),
+      el("td", {}, p.state, p.since ? el("div", { class: "meta" }, "since ", when(p.since)) : ""),
+      el("td", {}, String(p.restarts)),
+      el("td", {}, p.lastExit || "—"),
+      el("td", {}, String((p.tools || []).length)),
+      el("td", {}, el("span", { class: `health ${h.status || ""}` }, h.status || "unknown")));
+  });
+  list.replaceChildren(el("table", { class: "grants providers", "aria-labelledby": "providers-h" },
+    el("thead", {}, head), el("tbody", {}, ...rows)));
+}
