@@ -123,7 +123,7 @@ type AgentRevokeRequest struct {
 // tokens end (the journal row says via console).
 func (c *Console) handleRevokeAgent(w nethttp.ResponseWriter, r *nethttp.Request, o *owner) {
 	var req AgentRevokeRequest
-	dec := json.NewDecoder(nethttp.MaxBytesReader(w, r.Body, 16<<10))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || strings.TrimSpace(req.AgentID) == "" {
 		writeError(w, nethttp.StatusBadRequest, "say which agent to revoke")

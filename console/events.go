@@ -129,5 +129,14 @@ func (c *Console) handleEvents(w nethttp.ResponseWriter, r *nethttp.Request, o *
 		case <-ping.C:
 			frame = ": ping\n\n"
 		}
+		// A page signed out elsewhere, or whose key was rotated, is told
+		// nothing more.
+		key, err := c.opts.Key()
+		if err != nil {
+			return
+		}
+		if _, ok := c.auth.lookup(o.id, sum(key)); !ok {
+			return
+		}
 	}
 }

@@ -41,7 +41,7 @@ func (c *Console) handleGrants(w nethttp.ResponseWriter, r *nethttp.Request, o *
 // token that carries it: the agent's next call with it is refused.
 func (c *Console) handleRevoke(w nethttp.ResponseWriter, r *nethttp.Request, o *owner) {
 	var req RevokeRequest
-	dec := json.NewDecoder(nethttp.MaxBytesReader(w, r.Body, 16<<10))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || strings.TrimSpace(req.AgentID) == "" || strings.TrimSpace(req.CapabilityID) == "" {
 		writeError(w, nethttp.StatusBadRequest, "say which agent's grant on which capability to revoke")

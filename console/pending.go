@@ -169,7 +169,7 @@ func (c *Console) handleDecide(w nethttp.ResponseWriter, r *nethttp.Request, o *
 		return
 	}
 	var req DecideRequest
-	dec := json.NewDecoder(nethttp.MaxBytesReader(w, r.Body, 64<<10))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		writeError(w, nethttp.StatusBadRequest, "the decision could not be read: "+err.Error())

@@ -19,6 +19,8 @@ const (
 	sessionCookie = "plexus_console"
 	signinCookie  = "plexus_console_signin"
 	csrfHeader    = "X-Plexus-CSRF"
+	// maxBody caps the body of every change.
+	maxBody = 64 << 10
 )
 
 // LinkResponse is the body of POST /console/link.
@@ -80,7 +82,6 @@ func (c *Console) handleSignInPage(w nethttp.ResponseWriter, r *nethttp.Request)
 
 // handleSignIn takes the connection-key pasted into the form.
 func (c *Console) handleSignIn(w nethttp.ResponseWriter, r *nethttp.Request) {
-	r.Body = nethttp.MaxBytesReader(w, r.Body, 4<<10)
 	if err := r.ParseForm(); err != nil {
 		c.signInForm(w, nethttp.StatusBadRequest, "The form could not be read.")
 		return
@@ -203,6 +204,8 @@ func (c *Console) mutating(next nethttp.Handler) nethttp.Handler {
 			writeError(w, nethttp.StatusForbidden, "a change must come from the console's own page")
 			return
 		}
+		// Every body the console takes is small: a form or a decision.
+		r.Body = nethttp.MaxBytesReader(w, r.Body, maxBody)
 		next.ServeHTTP(w, r)
 	}))
 }

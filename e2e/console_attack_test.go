@@ -3,6 +3,7 @@ package e2e
 // Attacks on the owner's web console: each is refused and changes nothing.
 
 import (
+	"bufio"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -223,6 +224,14 @@ func TestConsoleAttacks(t *testing.T) {
 			t.Error("the agent was revoked by a refused request")
 		}
 	})
+	t.Run("ErrHugeBody", func(t *testing.T) {
+		huge := `{"reason":"` + strings.Repeat("x", 100<<10) + `"}`
+		resp, _ := do(t, c, "POST", deny, map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": json}, huge)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a 100 KiB decision: status %d, want 400", resp.StatusCode)
+		}
+		e.stillPending(t, pid)
+	})
 	t.Run("ErrCrossOriginSignIn", func(t *testing.T) {
 		resp, _ := do(t, browser(t), "POST", e.td.BaseURL()+"/console/signin", map[string]string{"Origin": "http://evil.example",
 			"Content-Type": "application/x-www-form-urlencoded"}, url.Values{"key": {e.td.key}}.Encode())
@@ -251,3 +260,56 @@ func TestConsoleAttacks(t *testing.T) {
 }
 
 var regexpCSRFInput = regexp.MustCompile(`<input type="hidden" name="csrf" value="([^"]+)">`)
+
+// TestConsoleEventsEndOnSignOut: a page's event stream carries nothing
+// more once its session is signed out: it ends at the next change.
+func TestConsoleEventsEndOnSignOut(t *testing.T) {
+	e := newConsoleEnv(t)
+	c, csrf := e.signedIn(t)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", e.td.BaseURL()+"/console/api/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	next := func() (string, bool) {
+		select {
+		case l, ok := <-lines:
+			return l, ok
+		case <-time.After(20 * time.Second):
+			t.Fatal("the stream neither sent nor ended")
+			return "", false
+		}
+	}
+	for l, ok := next(); l != "event: changed"; l, ok = next() {
+		if !ok {
+			t.Fatal("the stream ended before its first event")
+		}
+	}
+	form := url.Values{"csrf": {csrf}}.Encode()
+	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/signout", map[string]string{"Origin": e.origin(),
+		"Content-Type": "application/x-www-form-urlencoded"}, form); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out: status %d", resp.StatusCode)
+	}
+	e.ask(t, "portal.notes.write") // a change: the stream wakes, and ends
+	for {
+		l, ok := next()
+		if !ok {
+			return
+		}
+		if l == "event: changed" {
+			t.Fatal("a signed-out page's stream was told of a change")
+		}
+	}
+}
