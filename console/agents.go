@@ -101,10 +101,8 @@ func countCall(v *AgentView, a plexus.Activity) {
 		v.Calls++
 	case plexus.ActionInvokeDenied:
 		n := 1
-		if f, ok := a.Payload["count"].(float64); ok && a.Payload["coalesced"] == true {
-			n = int(f)
-		} else if i, ok := a.Payload["count"].(int); ok && a.Payload["coalesced"] == true {
-			n = i
+		if a.Payload["coalesced"] == true {
+			n = count(a.Payload["count"])
 		}
 		v.Refused += n
 		if a.Payload["errorCode"] == string(plexus.CodeRateLimited) {
@@ -144,4 +142,24 @@ func (c *Console) handleRevokeAgent(w nethttp.ResponseWriter, r *nethttp.Request
 	}
 	c.Changed()
 	writeJSON(w, nethttp.StatusOK, resp)
+}
+
+// count reads a summary row's count as the journal gives it back (a JSON
+// number) or as it was written (an int); anything else counts none.
+func count(v any) int {
+	switch n := v.(type) {
+	case float64:
+		return int(n)
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case json.Number:
+		i, err := n.Int64()
+		if err != nil {
+			return 0
+		}
+		return int(i)
+	}
+	return 0
 }

@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"log/slog"
 	nethttp "net/http"
+	"strings"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -124,7 +125,7 @@ func New(o Options) *Console {
 	}
 	c := &Console{opts: o, log: o.Logger, mux: nethttp.NewServeMux(),
 		pages:  template.Must(template.ParseFS(assets, "assets/*.html")),
-		static: nethttp.StripPrefix(Prefix+"static/", nethttp.FileServerFS(static)),
+		static: noListing(nethttp.StripPrefix(Prefix+"static/", nethttp.FileServerFS(static))),
 		auth:   newAuthStore(o.Clock, o.LinkTTL, o.SessionTTL), live: newBroadcaster()}
 	c.routes()
 	return c
@@ -173,6 +174,18 @@ func securityHeaders(next nethttp.Handler) nethttp.Handler {
 		// post, which the Origin checks refuse.
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// noListing serves files only: a folder's listing says nothing the page
+// needs.
+func noListing(next nethttp.Handler) nethttp.Handler {
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			writeError(w, nethttp.StatusNotFound, "no such file in the console")
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
