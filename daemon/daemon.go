@@ -77,6 +77,9 @@ type Options struct {
 	// its zero value is the default. The socket, logger and callbacks are
 	// the daemon's.
 	IPC ipc.HubOptions
+	// PruneEvery is the period of the journal's pruning (journal.Pruner);
+	// 0 means journal.DefaultPruneEvery.
+	PruneEvery time.Duration
 	// Tracing receives the daemon's spans (Run shuts it down); nil means
 	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set in Env, else none.
 	Tracing *telemetry.Tracing
@@ -114,6 +117,8 @@ type Daemon struct {
 	viewWatch *watcher.Watcher
 	// obs holds the metrics and the tracer (telemetry.go).
 	obs *observability
+	// pruner keeps journal.db bounded (prune.go).
+	pruner *journal.Pruner
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -141,6 +146,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{home: home, db: db, log: log}
+	d.pruner = d.newPruner(o)
 	if err := d.start(ctx, o, addr); err != nil {
 		d.closeStarted()
 		return nil, err
@@ -385,7 +391,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews}
+		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews, d.pruner.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()
