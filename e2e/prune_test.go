@@ -13,6 +13,7 @@ import (
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
 	"github.com/plexus-gw/plexus/daemon"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
 )
@@ -112,18 +113,23 @@ func sessionExists(t *testing.T, td *testDaemon, id string) bool {
 // TestJournalPruneCommand: `plexus journal prune --before` deletes the rows
 // written before the cut-off while the daemon runs, keeps the rest, and
 // `plexus journal verify` passes after it and after the daemon wrote on;
-// a malformed or future date is a usage error that prunes nothing.
+// a malformed date, or one less than a day ago, is a usage error that
+// prunes nothing. The daemon's clock runs days behind the command's, so
+// that its rows are old enough to prune.
 func TestJournalPruneCommand(t *testing.T) {
-	e, td := newCLIEnv(t)
+	clk := plexustest.NewClock(time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second))
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: filepath.Join(t.TempDir(), "agent")}
 	e.enroll("claude")
-	cut := time.Now().UTC()
+	clk.Advance(48 * time.Hour)
+	cut := clk.Now().Add(-time.Hour)
 	e.ok("agents", "connect", "codex", "--json")
 	kept := len(td.activity(t, journal.Filter{Since: cut}))
 	all := len(td.activity(t, journal.Filter{}))
 	if kept == 0 || kept == all {
 		t.Fatalf("%d rows, %d after the cut-off: want some on each side", all, kept)
 	}
-	for _, bad := range []string{"yesterday", "2999-01-01"} {
+	for _, bad := range []string{"yesterday", "2999-01-01", time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)} {
 		if r := e.run("journal", "prune", "--before", bad); r.code != exitUsage || r.stderr == "" {
 			t.Errorf("prune --before %s: %s", bad, r)
 		}

@@ -38,9 +38,14 @@ const (
 	metaPrunedHead    = "chain.pruned_head"
 )
 
-// ErrPruneFuture refuses a prune whose cut-off is after now: the rows it
-// would delete are still being written.
-var ErrPruneFuture = errors.New("the cut-off is in the future")
+// MinActivityAge is the youngest an activity row may be pruned: the
+// gateway looks calls up in the journal for a day (an idempotencyKey's
+// window, a once grant's retry), and a call pruned sooner could run twice.
+const MinActivityAge = 24 * time.Hour
+
+// ErrPruneTooRecent refuses a prune whose cut-off is less than
+// MinActivityAge before now (or after it).
+var ErrPruneTooRecent = errors.New("the cut-off is less than a day ago: the gateway still looks those calls up (idempotency keys, once grants)")
 
 // StatePruned counts what one [DB.PruneState] pass deleted.
 type StatePruned struct {
@@ -123,7 +128,8 @@ type ActivityPruned struct {
 	Checkpoint int64 `json:"checkpoint"`
 }
 
-// PruneActivity deletes the activity rows written before the cut-off, as a
+// PruneActivity deletes the activity rows written before the cut-off (at
+// least [MinActivityAge] before now), as a
 // prefix of the chain: from the first row up to the last one before the
 // first row at or after before (a row out of time order stops it, so no row
 // at or after the cut-off is ever deleted). In the same durable transaction
@@ -135,8 +141,8 @@ type ActivityPruned struct {
 // to prune writes nothing.
 func (db *DB) PruneActivity(ctx context.Context, before, now time.Time, by string) (ActivityPruned, error) {
 	var out ActivityPruned
-	if before.After(now) {
-		return out, fmt.Errorf("prune activity before %s: %w", before.UTC().Format(time.RFC3339), ErrPruneFuture)
+	if before.After(now.Add(-MinActivityAge)) {
+		return out, fmt.Errorf("prune activity before %s: %w", before.UTC().Format(time.RFC3339), ErrPruneTooRecent)
 	}
 	err := db.Update(ctx, true, func(st plexus.StateTx) error {
 		out = ActivityPruned{}

@@ -32,8 +32,8 @@ func prunedDB(t *testing.T) *testDB {
 	t.Helper()
 	td := mustOpen(t)
 	recordDays(t, td, 3, 4)
-	now := td.clock.Now()
-	got, err := td.PruneActivity(context.Background(), t0.Add(48*time.Hour), now, plexus.ActorHuman)
+	td.clock.Set(t0.Add(72 * time.Hour))
+	got, err := td.PruneActivity(context.Background(), t0.Add(48*time.Hour), td.clock.Now(), plexus.ActorHuman)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func TestPruneActivityVerifies(t *testing.T) {
 	if err != nil || again != (ActivityPruned{}) {
 		t.Fatalf("second prune = %+v, %v; want nothing done", again, err)
 	}
-	td.clock.Set(t0.Add(4 * 24 * time.Hour))
-	more, err := td.PruneActivity(context.Background(), td.clock.Now(), td.clock.Now(), plexus.ActorSystem)
+	td.clock.Set(t0.Add(5 * 24 * time.Hour))
+	more, err := td.PruneActivity(context.Background(), t0.Add(4*24*time.Hour), td.clock.Now(), plexus.ActorSystem)
 	if err != nil || more.Rows != 5 || more.Through != 13 {
 		t.Fatalf("prune of the rest = %+v, %v", more, err)
 	}
@@ -75,14 +75,17 @@ func TestPruneActivityVerifies(t *testing.T) {
 	}
 }
 
-// TestPruneActivityRefusesFuture: a cut-off after now is refused and
-// changes nothing.
-func TestPruneActivityRefusesFuture(t *testing.T) {
+// TestPruneActivityRefusesRecent: a cut-off in the future, or less than a
+// day ago (calls the gateway still looks up), is refused and changes
+// nothing.
+func TestPruneActivityRefusesRecent(t *testing.T) {
 	td := mustOpen(t)
 	recordDays(t, td, 1, 3)
 	now := td.clock.Now()
-	if _, err := td.PruneActivity(context.Background(), now.Add(time.Hour), now, plexus.ActorHuman); !errors.Is(err, ErrPruneFuture) {
-		t.Fatalf("err = %v, want ErrPruneFuture", err)
+	for _, before := range []time.Time{now.Add(time.Hour), now, now.Add(-MinActivityAge + time.Second)} {
+		if _, err := td.PruneActivity(context.Background(), before, now, plexus.ActorHuman); !errors.Is(err, ErrPruneTooRecent) {
+			t.Fatalf("prune before %s (now %s): err = %v, want ErrPruneTooRecent", before, now, err)
+		}
 	}
 	if rep := mustVerify(t, td.DB, td.vopts()); !rep.OK || rep.Rows != 3 {
 		t.Fatalf("verify = %+v, want the 3 rows untouched", rep)
@@ -100,7 +103,7 @@ func TestPruneActivityOutOfOrder(t *testing.T) {
 			return tx.Record(&plexus.Activity{Actor: "a", ActionType: "invoke.ok"})
 		})
 	}
-	got, err := td.PruneActivity(context.Background(), t0.Add(150*time.Minute), t0.Add(4*time.Hour), plexus.ActorHuman)
+	got, err := td.PruneActivity(context.Background(), t0.Add(150*time.Minute), t0.Add(48*time.Hour), plexus.ActorHuman)
 	if err != nil || got.Through != 2 {
 		t.Fatalf("prune = %+v, %v; want rows 1..2", got, err)
 	}

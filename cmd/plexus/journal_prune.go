@@ -56,8 +56,8 @@ func runJournalPrune(ctx context.Context, cmd *cli.Command) error {
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, journal.ErrPruneFuture) {
-		return usageError(cmd, "--before %s is in the future: only rows already written can be pruned", before.Format(time.RFC3339))
+	if errors.Is(err, journal.ErrPruneTooRecent) {
+		return usageError(cmd, "--before %s is less than a day ago: the gateway still looks up a day of calls (idempotency keys, once grants); choose an earlier date", before.Format(time.RFC3339))
 	}
 	if err != nil {
 		return err
