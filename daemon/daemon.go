@@ -287,7 +287,7 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	if d.obs, err = d.newObservability(o, deps); err != nil {
 		return err
 	}
-	deps.Store = telemetry.Observe(d.db, d.obs.metrics, d.obs.tracer)
+	deps.Store = telemetry.Observe(d.db, d.obs.metrics, d.obs.storeTracer())
 	deps.Sources = d.sourceFactory
 	deps.ConnectionKey = home.ConnectionKey
 	deps.SaveConnectionKey = func(key string) error {
@@ -345,6 +345,11 @@ func (d *Daemon) closeStarted() {
 	}
 	if d.rest != nil {
 		d.rest.Close()
+	}
+	if d.obs != nil {
+		if err := d.obs.tracing.Shutdown(context.Background()); err != nil {
+			d.log.Warn("stop tracing", "err", err)
+		}
 	}
 	d.db.Close()
 }

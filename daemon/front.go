@@ -4,8 +4,6 @@ import (
 	"context"
 	"path/filepath"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/mcpserver"
 	"github.com/plexus-gw/plexus/telemetry"
@@ -30,7 +28,7 @@ func (d *Daemon) newFront(o Options) error {
 	}
 	d.front = mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.observeInvoke(d.gw, telemetry.ViaMCP), Agents: d.gw, Changes: d.gw, Upstream: d.gw},
 		mcpserver.Options{Inbox: d.home.Inbox, Active: d.home.Active, PeerUID: plexushttp.PeerUID, Logger: d.log, Clock: o.Clock,
-			Views: d.views, Middleware: []mcp.Middleware{telemetry.MCPServerSpans(d.obs.tracer, telemetry.MCPOverHTTP)}})
+			Views: d.views, Middleware: d.obs.mcpMiddleware()})
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plexus-gw/plexus"
@@ -58,6 +59,24 @@ func (d *Daemon) newObservability(o Options, deps gateway.Deps) (*observability,
 		AnchorErrors: d.db.AnchorErrors,
 	})
 	return ob, nil
+}
+
+// storeTracer is the tracer the journal's store decorator gets: none when
+// tracing is off, so an update costs no span work at all.
+func (ob *observability) storeTracer() trace.Tracer {
+	if !ob.tracing.Enabled() {
+		return nil
+	}
+	return ob.tracer
+}
+
+// mcpMiddleware is the front door's tracing middleware, none when tracing
+// is off.
+func (ob *observability) mcpMiddleware() []mcp.Middleware {
+	if !ob.tracing.Enabled() {
+		return nil
+	}
+	return []mcp.Middleware{telemetry.MCPServerSpans(ob.tracer, telemetry.MCPOverHTTP)}
 }
 
 // pendingCount counts the decisions waiting for the owner.
@@ -143,7 +162,10 @@ func (o *observedInvoke) begin(ctx context.Context, id string) observedCall {
 	if !o.known(capability) {
 		capability = "unknown"
 	}
-	ctx, span := telemetry.StartCall(ctx, o.ob.tracer, capability, o.via)
+	var span trace.Span
+	if o.ob.tracing.Enabled() {
+		ctx, span = telemetry.StartCall(ctx, o.ob.tracer, capability, o.via)
+	}
 	return observedCall{o: o, ctx: ctx, span: span, capability: capability, start: time.Now()}
 }
 
@@ -153,7 +175,9 @@ func (c observedCall) end(resp plexus.InvokeResponse) plexus.InvokeResponse {
 		outcome = string(resp.Error.Code)
 	}
 	c.o.ob.metrics.Call(c.capability, outcome, c.o.via, time.Since(c.start))
-	telemetry.EndCall(c.span, outcome, resp.AuditID)
+	if c.span != nil {
+		telemetry.EndCall(c.span, outcome, resp.AuditID)
+	}
 	return resp
 }
 

@@ -81,12 +81,24 @@ type Metrics struct {
 
 	mu      sync.Mutex // guards started
 	started map[string]bool
+
+	// series caches each call's children of calls and callSeconds, so a
+	// call looks them up without the label-vector allocations.
+	seriesMu sync.RWMutex
+	series   map[callKey]callSeries
+}
+
+type callKey struct{ capability, outcome, via string }
+
+type callSeries struct {
+	count   prometheus.Counter
+	seconds prometheus.Observer
 }
 
 // NewMetrics builds the registry with the daemon's metrics, the probes'
 // and the Go runtime's and process's collectors.
 func NewMetrics(p Probes) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), started: map[string]bool{}}
+	m := &Metrics{reg: prometheus.NewRegistry(), started: map[string]bool{}, series: map[callKey]callSeries{}}
 	f := factory{m.reg}
 	m.calls = f.counterVec("plexus_calls_total", "Capability calls answered, by capability, outcome (ok or the error code) and channel.",
 		"capability", "outcome", "via")
@@ -159,8 +171,18 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // unknown id is counted as "unknown" so that a caller cannot mint series),
 // outcome OutcomeOK or the answer's error code.
 func (m *Metrics) Call(capability, outcome, via string, d time.Duration) {
-	m.calls.WithLabelValues(capability, outcome, via).Inc()
-	m.callSeconds.WithLabelValues(capability, via).Observe(d.Seconds())
+	k := callKey{capability, outcome, via}
+	m.seriesMu.RLock()
+	s, ok := m.series[k]
+	m.seriesMu.RUnlock()
+	if !ok {
+		s = callSeries{count: m.calls.WithLabelValues(capability, outcome, via), seconds: m.callSeconds.WithLabelValues(capability, via)}
+		m.seriesMu.Lock()
+		m.series[k] = s
+		m.seriesMu.Unlock()
+	}
+	s.count.Inc()
+	s.seconds.Observe(d.Seconds())
 }
 
 // StreamOpened counts an /events stream as open until the returned func is

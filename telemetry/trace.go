@@ -28,6 +28,7 @@ const ScopeName = "github.com/plexus-gw/plexus"
 type Tracing struct {
 	tp       trace.TracerProvider
 	shutdown func(context.Context) error
+	enabled  bool
 }
 
 // TracingEnabled reports whether env (KEY=value pairs) asks for traces:
@@ -66,13 +67,17 @@ func NewOTLPTracing(ctx context.Context) (*Tracing, error) {
 func NewTracing(exp sdktrace.SpanExporter) *Tracing {
 	res := resource.NewSchemaless(attribute.String("service.name", "plexus"), attribute.String("service.version", plexus.Version))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Tracing{tp: tp, shutdown: tp.Shutdown}
+	return &Tracing{tp: tp, shutdown: tp.Shutdown, enabled: true}
 }
 
 // NoTracing is the provider of a daemon that exports nothing.
 func NoTracing() *Tracing {
 	return &Tracing{tp: noop.NewTracerProvider(), shutdown: func(context.Context) error { return nil }}
 }
+
+// Enabled reports whether spans go anywhere: callers skip building a span
+// (its context and attributes) when they do not.
+func (t *Tracing) Enabled() bool { return t.enabled }
 
 // Tracer is Plexus's tracer.
 func (t *Tracing) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
