@@ -89,12 +89,12 @@ func TestTraces(t *testing.T) {
 			var texts []string
 			texts = append(texts, s.Name)
 			for _, a := range s.Attributes {
-				texts = append(texts, a.Value.Emit())
+				texts = append(texts, a.Value.String())
 			}
 			for _, e := range s.Events {
 				texts = append(texts, e.Name)
 				for _, a := range e.Attributes {
-					texts = append(texts, a.Value.Emit())
+					texts = append(texts, a.Value.String())
 				}
 			}
 			all := strings.Join(texts, "\n")
@@ -153,7 +153,7 @@ func findSpan(t *testing.T, spans tracetest.SpanStubs, name string, match func(t
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if a.Key == attribute.Key(key) {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
