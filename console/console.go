@@ -72,6 +72,13 @@ type Options struct {
 	Tokens Tokens
 	// Activity reads the journal for the Journal page; nil serves none.
 	Activity Activity
+	// PeerUID finds the OS user of a request's connection (ok false when
+	// it cannot tell); a request from another user than OwnerUID is
+	// refused, whatever cookie it carries: cookies are not kept apart by
+	// port, so another local server the owner's browser visits could be
+	// handed the session cookie. Nil checks nothing.
+	PeerUID  func(r *nethttp.Request) (uid int, ok bool)
+	OwnerUID int
 	// Providers are the ipc tool providers; nil shows none.
 	Providers Providers
 	// Changes streams the gateway's broadcast events (a source's status,
@@ -132,7 +139,22 @@ func New(o Options) *Console {
 }
 
 // Handler is the console's handler, for the daemon's mux at [Prefix].
-func (c *Console) Handler() nethttp.Handler { return securityHeaders(c.mux) }
+func (c *Console) Handler() nethttp.Handler { return securityHeaders(c.ownerOnly(c.mux)) }
+
+// ownerOnly refuses a request whose connection belongs to another OS user
+// than the owner's (Options.PeerUID).
+func (c *Console) ownerOnly(next nethttp.Handler) nethttp.Handler {
+	if c.opts.PeerUID == nil {
+		return next
+	}
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if uid, ok := c.opts.PeerUID(r); ok && uid != c.opts.OwnerUID {
+			writeError(w, nethttp.StatusForbidden, "the console answers only the owner's own OS user")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // Changed tells every open console page that what it shows may have
 // changed (a decision folder changed, a grant ended). It never blocks.

@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"net/http"
+	"os"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/console"
+	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/scaffold"
 )
@@ -17,7 +20,8 @@ func (d *Daemon) newConsole(o Options) {
 	dir := d.home.Dir
 	d.console = console.New(console.Options{Home: dir, Owner: d.gw, Grants: d.gw, Agents: d.gw, Status: d.gw, Tokens: d.db, Decider: o.Owner, Clock: o.Clock, Logger: d.log,
 		Key:      func() (string, error) { return scaffold.ReadConnectionKey(dir) },
-		Activity: d.activity, Changes: d.gw.Changes, Providers: d.providers})
+		Activity: d.activity, Changes: d.gw.Changes, Providers: d.providers,
+		PeerUID: func(r *http.Request) (int, bool) { return plexushttp.PeerUID(r)() }, OwnerUID: os.Getuid()})
 }
 
 // activity reads the journal for the console's Journal page.

@@ -6,9 +6,13 @@ import (
 	"bufio"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -311,5 +315,49 @@ func TestConsoleEventsEndOnSignOut(t *testing.T) {
 		if l == "event: changed" {
 			t.Fatal("a signed-out page's stream was told of a change")
 		}
+	}
+}
+
+// TestConsoleOtherUser: the owner's session cookie, handed to a process of
+// another OS user (a local server the owner's browser visited on another
+// port of 127.0.0.1 receives it: cookies are not kept apart by port), opens
+// nothing: the console answers only the owner's own OS user.
+func TestConsoleOtherUser(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Getuid() != 0 {
+		t.Skip("runs curl as another user (nobody): needs Linux and root, as CI has")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("no curl on PATH to act as another user's client")
+	}
+	e := newConsoleEnv(t)
+	c, _ := e.signedIn(t)
+	u, err := url.Parse(e.td.BaseURL() + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cookie string
+	for _, k := range c.Jar.Cookies(u) {
+		if k.Name == "plexus_console" {
+			cookie = k.Name + "=" + k.Value
+		}
+	}
+	if cookie == "" {
+		t.Fatal("no session cookie")
+	}
+	status := func(uid uint32) string {
+		cmd := exec.Command(curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Cookie: "+cookie, e.td.BaseURL()+"/console/api/pending")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curl as uid %d: %v", uid, err)
+		}
+		return string(out)
+	}
+	if got := status(65534); got != "403" {
+		t.Errorf("another user with the owner's cookie: status %s, want 403", got)
+	}
+	if got := status(0); got != "200" {
+		t.Errorf("the owner's own user with the cookie: status %s, want 200", got)
 	}
 }
