@@ -541,3 +541,32 @@ func TestConsoleBrowserProviders(t *testing.T) {
 	}
 	p.shot("sources-provider-restarted")
 }
+
+// TestConsoleBrowserProblem: the owner moves a decision file by hand with
+// an edit that widens it; Plexus puts it back in inbox/ with the problem
+// written at its top, and the open page shows the problem on the card
+// without a reload.
+func TestConsoleBrowserProblem(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := newPage(t)
+	e.signIn(t, p)
+	pid := e.ask(t, "portal.notes.write")
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid))))
+
+	home := e.td.Home().Dir
+	in := filepath.Join(home, plexus.FolderInbox, pid+".md")
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownerWrite(t, filepath.Join(home, plexus.FolderActive, pid+".md"), edit(t, b, "verbs: [write]", "verbs: [read, write]"))
+	if err := os.Remove(in); err != nil {
+		t.Fatal(err)
+	}
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid) + " .problem")))
+	if msg := run(p, chromedp.Text(chromedp.CSS(card(pid)+" .problem"))); !strings.Contains(msg, "read") {
+		t.Errorf("the card's problem = %q, want the widening named", msg)
+	}
+	p.shot("pending-problem")
+	e.stillPending(t, pid)
+}

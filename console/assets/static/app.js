@@ -151,8 +151,21 @@ async function load() {
   for (const a of [...list.children]) if (!ids.has(a.id)) a.remove();
   const fresh = [];
   for (const d of data.pending) {
-    if (document.getElementById(d.id)) continue;
-    list.append(card(d));
+    const sum = JSON.stringify(d);
+    const old = document.getElementById(d.id);
+    if (old) {
+      // The file changed (a problem written into it, say): show it anew,
+      // unless the owner is in the middle of deciding it.
+      if (old.dataset.sum !== sum && !old.contains(document.activeElement)) {
+        const again = card(d);
+        again.dataset.sum = sum;
+        old.replaceWith(again);
+      }
+      continue;
+    }
+    const c = card(d);
+    c.dataset.sum = sum;
+    list.append(c);
     if (seen && !seen.has(d.id)) fresh.push(d);
   }
   seen = ids;
