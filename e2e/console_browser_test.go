@@ -569,4 +569,19 @@ func TestConsoleBrowserProblem(t *testing.T) {
 	}
 	p.shot("pending-problem")
 	e.stillPending(t, pid)
+
+	// The owner shortens the window in the file, in place: the card shows
+	// the file as it now tells it.
+	b, err = os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownerWrite(t, in, edit(t, b, "window: 1d", "window: 1h"))
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pid) + ` .cap .meta`)))
+	waitFor(t, browserWait, "the card to show the edited window", func() string {
+		if m := run(p, chromedp.Text(chromedp.CSS(card(pid)+" .cap .meta"))); !strings.HasPrefix(m, "window 1h") {
+			return "the card still says " + m
+		}
+		return ""
+	})
 }
