@@ -39,14 +39,17 @@ const (
 // decision is put up for the owner, such as ["notify-send", "Plexus"].
 // MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
 // at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
-// a problem.
+// a problem. RateLimit and FailedCredentials are the owner's limits
+// ([AuthConfig.Limits]); the daemon applies their edits while it runs.
 type AuthConfig struct {
-	TokenLifetimeMs      int64    `json:"tokenLifetimeMs"`
-	MaxTrustWindowMs     int64    `json:"maxTrustWindowMs"`
-	StrictSameUser       bool     `json:"strictSameUser,omitempty"`
-	Notify               []string `json:"notify,omitempty"`
-	MaxStreamsPerSession int      `json:"maxStreamsPerSession,omitempty"`
-	MaxStreamsPerAgent   int      `json:"maxStreamsPerAgent,omitempty"`
+	TokenLifetimeMs      int64            `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs     int64            `json:"maxTrustWindowMs"`
+	StrictSameUser       bool             `json:"strictSameUser,omitempty"`
+	Notify               []string         `json:"notify,omitempty"`
+	MaxStreamsPerSession int              `json:"maxStreamsPerSession,omitempty"`
+	MaxStreamsPerAgent   int              `json:"maxStreamsPerAgent,omitempty"`
+	RateLimit            *RateLimitConfig `json:"rateLimit,omitempty"`
+	FailedCredentials    *ThrottleConfig  `json:"failedCredentials,omitempty"`
 }
 
 // DefaultAuthConfig is what Init writes.
@@ -332,6 +335,7 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 		v.add(path, fmt.Sprintf("%s: maxStreamsPerSession is %d and maxStreamsPerAgent %d", FileAuthConfig, a.MaxStreamsPerSession, a.MaxStreamsPerAgent),
 			"set each to a positive number of /events streams, or remove it for the default (8 per session, 32 per agent)")
 	}
+	v.limits(path, a)
 	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
 		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",
 			`write it as a list such as ["notify-send", "Plexus"], or remove it`)
