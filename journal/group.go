@@ -269,6 +269,7 @@ func (b *batch) run(conn *sql.Conn) {
 		b.fail(fmt.Errorf("journal update: commit: %w", err))
 		return
 	}
+	b.db.commits.Add(1)
 	b.settle()
 }
 
