@@ -619,7 +619,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
+		td := benchLimitsOff(b, "bench")
 		cfg := fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv)
 		if err := os.WriteFile(filepath.Join(td.Home().Dir, "mcp.json"), []byte(cfg), 0o600); err != nil {
 			b.Fatal(err)
