@@ -87,8 +87,6 @@ var benchOrder = []string{
 	"invoke throughput (32 connections, rate limit off), ratio to bare net/http",
 	"invoke latency p50, one sequential client",
 	"invoke latency p99, one sequential client",
-	figureInvokeAllocs,
-	figureInvokeBytes,
 	"MCP tool call via Plexus vs direct",
 	"decision latency p50 (file moved into active/ → grant_resolved)",
 	"decision latency p99 (file moved into active/ → grant_resolved)",
@@ -107,6 +105,8 @@ var benchOrder = []string{
 	"journal.Activity{TraceID} query over 1M rows (median)",
 	figureFrontHTTP, // the MCP front door's, in bench_mcp_front_test.go
 	figureFrontStdio,
+	figureInvokeAllocs, // issue 16's, by name: the indexes above stay as they were
+	figureInvokeBytes,
 }
 
 func setFigure(name string, f benchFigure) {
