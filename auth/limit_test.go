@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/internal/plexustest"
 )
 
@@ -64,7 +65,9 @@ func TestThrottle(t *testing.T) {
 func TestThrottleSettings(t *testing.T) {
 	clk := plexustest.NewClock(t0)
 	th := NewThrottle(clk.Now)
-	th.MaxFailures, th.BaseBackoff, th.MaxBackoff = 2, 10*time.Millisecond, 25*time.Millisecond
+	if err := th.Set(plexus.CredentialThrottle{MaxFailures: 2, BackoffMs: 10, MaxBackoffMs: 25}); err != nil {
+		t.Fatal(err)
+	}
 	th.Fail("k")
 	th.Fail("k")
 	if ok, retry := th.Allow("k"); ok || retry != 10*time.Millisecond {

@@ -32,9 +32,13 @@ func WriteStatus(w io.Writer, st plexus.StatusResponse) error {
 	if j := st.Journal; j != nil {
 		writeJournalHealth(t, *j)
 	}
+	if st.Limits != nil {
+		writeLimits(t, *st.Limits)
+	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
+	writeLimitsError(w, st.Limits)
 	if err := writeSources(w, st.Sources); err != nil {
 		return err
 	}

@@ -56,7 +56,9 @@ type Options struct {
 	Addr       string
 	Logger     *slog.Logger
 	Authorizer plexus.Authorizer // nil means the shipped UserConfirmAuthorizer
-	// RateLimit is calls per second per agent (burst 4×); 0 means 50.
+	// RateLimit, when set, replaces auth-config.json's default calls per
+	// second per agent (burst 4×), at start and at each edit; per-agent
+	// overrides still apply.
 	RateLimit float64
 	// Clock drives every expiry (tokens, windows, codes, pending); nil means
 	// time.Now. Tests move it to expire things without sleeping.
@@ -120,6 +122,10 @@ type Daemon struct {
 	obs *observability
 	// pruner keeps journal.db bounded (prune.go).
 	pruner *journal.Pruner
+	// limitWatch hints edits of auth-config.json, whose limits apply
+	// without a restart.
+	limitWatch *watcher.Watcher
+	rateLimit  float64 // Options.RateLimit, applied at each edit too
 	// console is the owner's web console at /console/.
 	console *console.Console
 }
@@ -191,6 +197,10 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.newGateway(o, deps); err != nil {
 		return err
 	}
+	d.rateLimit = o.RateLimit
+	if err := d.watchLimits(); err != nil {
+		return err
+	}
 	// Before any child starts: what a crashed run left goes first.
 	d.reapChildren(ctx)
 	if err := d.newServices(o, mcpTransport); err != nil {
@@ -212,8 +222,8 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 }
 
 // gatewayDeps builds the gateway's credentials and policies from the home's
-// keys and the options: the hasher, the signer, the rate limiter and the
-// authorizer (the owner confirms, unless a test says otherwise).
+// keys and the options: the hasher, the signer, the rate limiter (its
+// limits are set by watchLimits) and the authorizer (the owner confirms, unless a test says otherwise).
 func gatewayDeps(home *scaffold.Home, o Options) (gateway.Deps, error) {
 	hasher, err := auth.NewHasher(home.HashKey)
 	if err != nil {
@@ -223,11 +233,7 @@ func gatewayDeps(home *scaffold.Home, o Options) (gateway.Deps, error) {
 	if err != nil {
 		return gateway.Deps{}, fmt.Errorf("signing-key: %w", err)
 	}
-	rate := o.RateLimit
-	if rate == 0 {
-		rate = 50
-	}
-	limiter, err := auth.NewRateLimiter(rate, int(rate*4), o.Clock)
+	limiter, err := auth.NewRateLimiter(auth.DefaultCallsPerSecond, auth.DefaultCallsPerSecond*auth.DefaultBurstFactor, o.Clock)
 	if err != nil {
 		return gateway.Deps{}, err
 	}
@@ -404,7 +410,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews, d.pruner.Run, d.console.Run}
+		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews, d.pruner.Run,
+		d.limitWatch.Run, d.followLimits, d.console.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()

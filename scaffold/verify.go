@@ -45,16 +45,20 @@ const (
 // credential), lets a Prometheus scraper read /metrics and nothing else.
 // ActivityRetentionDays, when positive, has the daemon prune activity rows
 // older than that many days (absent or 0: activity is kept forever).
+// RateLimit and FailedCredentials are the owner's limits
+// ([AuthConfig.Limits]); the daemon applies their edits while it runs.
 type AuthConfig struct {
-	TokenLifetimeMs       int64          `json:"tokenLifetimeMs"`
-	MaxTrustWindowMs      int64          `json:"maxTrustWindowMs"`
-	StrictSameUser        bool           `json:"strictSameUser,omitempty"`
-	Notify                []string       `json:"notify,omitempty"`
-	NotifyWebhook         *NotifyWebhook `json:"notifyWebhook,omitempty"`
-	MaxStreamsPerSession  int            `json:"maxStreamsPerSession,omitempty"`
-	MaxStreamsPerAgent    int            `json:"maxStreamsPerAgent,omitempty"`
-	ScrapeToken           string         `json:"scrapeToken,omitempty"`
-	ActivityRetentionDays int            `json:"activityRetentionDays,omitempty"`
+	TokenLifetimeMs       int64            `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs      int64            `json:"maxTrustWindowMs"`
+	StrictSameUser        bool             `json:"strictSameUser,omitempty"`
+	Notify                []string         `json:"notify,omitempty"`
+	NotifyWebhook         *NotifyWebhook   `json:"notifyWebhook,omitempty"`
+	MaxStreamsPerSession  int              `json:"maxStreamsPerSession,omitempty"`
+	MaxStreamsPerAgent    int              `json:"maxStreamsPerAgent,omitempty"`
+	ScrapeToken           string           `json:"scrapeToken,omitempty"`
+	ActivityRetentionDays int              `json:"activityRetentionDays,omitempty"`
+	RateLimit             *RateLimitConfig `json:"rateLimit,omitempty"`
+	FailedCredentials     *ThrottleConfig  `json:"failedCredentials,omitempty"`
 }
 
 // NotifyWebhook is the owner's notify webhook: an http or https URL with no
@@ -352,6 +356,7 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 			"set each to a positive number of /events streams, or remove it for the default (8 per session, 32 per agent)")
 	}
 	v.observability(path, a)
+	v.limits(path, a)
 	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
 		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",
 			`write it as a list such as ["notify-send", "Plexus"], or remove it`)
