@@ -297,6 +297,9 @@ func TestCLIStory(t *testing.T) {
 	if before["portal.notes.write"].CallableNow {
 		t.Errorf("write callable before any approval: %+v", before["portal.notes.write"])
 	}
+	if rd := before["portal.notes.read"]; !rd.CallableNow || rd.Via != client.ViaAutoApprove {
+		t.Errorf("a read that auto-approves is not callable without approval: %+v", rd)
+	}
 	r := e.ok("agent", "list")
 	if !regexp.MustCompile(`(?m)^portal\.notes\.read\s.*AUTO-APPROVED ON FIRST CALL`).MatchString(r.stdout) {
 		t.Errorf("agent list before the first call:\n%s", r.stdout)

@@ -92,6 +92,12 @@ func agentErr(addr string, err error) error {
 	if errors.Is(err, client.ErrNotEnrolled) {
 		return &codedError{code: exitError, msg: "not enrolled: ask the owner for a code (plexus agents connect <id>), then run: plexus agent enroll <code>"}
 	}
+	var re *client.RevokedError
+	if errors.As(err, &re) {
+		return &codedError{code: exitError, msg: fmt.Sprintf("the owner revoked the grant for %s. "+
+			"Asking again puts a new request before the owner: say why with --purpose, as in\n"+
+			"  plexus agent call %s … --purpose \"what it is for\"", re.CapabilityID, re.CapabilityID)}
+	}
 	return notRunning(addr, err)
 }
 
