@@ -66,6 +66,7 @@ func commands() []func() *cli.Command {
 		providersCommand,
 		agentCommand,
 		clientsCommand,
+		serviceCommand,
 	}
 }
 
