@@ -223,7 +223,7 @@ func clientsConnectCommand() *cli.Command {
 		Name:      "connect",
 		Usage:     "enroll a host's agent and write the plexus entry into the host's config file",
 		ArgsUsage: "<host>",
-		Description: "Hosts: claude-code, claude-desktop, cursor, vscode, codex, gemini, windsurf; any other with\n" +
+		Description: "Hosts: claude-code, claude-desktop, cursor, vscode, vscode-insiders, codex, gemini, windsurf; any other with\n" +
 			"--config PATH --format mcpServers|vscode|codex-toml. The host becomes the agent <host> (or --agent),\n" +
 			"its credential stored under --home in clients/<agent>/ (0600). The entry launches this binary\n" +
 			"(plexus mcp serve --agent <agent>), so no secret enters the host's file; with --http it holds\n" +

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -102,7 +103,7 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 		return fail(perr)
 	}
 	if err != nil {
-		if ctx.Err() == nil && c.unreachable(s) {
+		if ctx.Err() == nil && !answered(err) && c.unreachable(s, err) {
 			return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s does not answer; reconnecting", c.name))
 		}
 		return fail(c.callError(ctx, err, method, entry.ID))
@@ -217,24 +218,64 @@ func (c *Client) callError(ctx context.Context, err error, method, id string) *p
 // pingTimeout bounds the liveness check after a failed call.
 const pingTimeout = 2 * time.Second
 
-// unreachable checks, after a call failed, whether an HTTP server still
-// answers. A Streamable HTTP session has no connection whose loss would
-// show: a server that went away fails each call (the SDK rejects it) while
-// the session looks alive until the next keep-alive ping. So a failed call
-// pings at once, and a server that does not answer has its session closed:
-// Run marks the source unavailable and reconnects with backoff. A stdio
-// session's loss shows by itself (the process exits).
-func (c *Client) unreachable(s *session) bool {
+// answered says whether a failed request got a JSON-RPC error reply: the
+// server is there and said no, so its session is alive and its error is
+// the call's answer. The SDK also dresses its own local failures as
+// JSON-RPC errors: those are no answer.
+func answered(err error) bool {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return false
+	}
+	return werr.Code != sdkRejected && werr.Code != sdkClientClosing
+}
+
+// unsent says whether a failed request never got an HTTP reply: the
+// SDK wraps the HTTP client's own error (a refused connection, a reset),
+// where a reply with a failing status carries no *url.Error.
+func unsent(err error) bool {
+	var uerr *url.Error
+	return errors.As(err, &uerr)
+}
+
+// The codes of the SDK's local errors (its internal jsonrpc2.ErrRejected,
+// for an HTTP 5xx or 429 without a JSON-RPC body, and ErrClientClosing),
+// which never came from a server. A failed HTTP request is ErrRejected too.
+const (
+	sdkClientClosing = -32003
+	sdkRejected      = -32005
+)
+
+// unreachable checks, after a call failed with err and no JSON-RPC answer,
+// whether an HTTP server is still there. A Streamable HTTP session has no
+// connection whose loss would show: a server that went away fails each
+// call (the SDK rejects it) while the session looks alive until the next
+// keep-alive ping. So a failed call pings at once, and a server that does
+// not answer at all has its session closed: Run marks the source
+// unavailable and reconnects with backoff. Any reply to the ping, an error
+// reply included, is an answer. From 2026-07-28 ping is a removed method
+// and there is no session to keep alive: the failed request was itself the
+// probe, and only one that got no HTTP reply at all means the server is
+// gone. A stdio session's loss shows by itself (the process exits).
+func (c *Client) unreachable(s *session, err error) bool {
 	if s.cmd != nil {
 		return false
 	}
-	pctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
-	defer cancel()
-	if err := s.cs.Ping(pctx, nil); err == nil {
-		return false
+	if s.pv >= sessionless {
+		if !unsent(err) {
+			return false
+		}
+	} else {
+		pctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+		defer cancel()
+		if perr := s.cs.Ping(pctx, nil); perr == nil || answered(perr) {
+			return false
+		}
 	}
-	_ = s.cs.Close() // Run sees the session lost
-	return true
+	if cerr := s.cs.Close(); cerr != nil {
+		c.log.Debug("mcp: closing a session that does not answer", "err", cerr)
+	}
+	return true // Run sees the session lost
 }
 
 // ctxError is the failure of a call whose context ended; sent says whether
