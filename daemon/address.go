@@ -21,6 +21,9 @@ import (
 // the daemon is not running there).
 const AddressFile = "daemon.addr"
 
+// maxAddressFile bounds what is read of [AddressFile]: a host:port.
+const maxAddressFile = 256
+
 // writeAddress records the bound address in the home.
 func (d *Daemon) writeAddress() error {
 	path := filepath.Join(d.home.Dir, AddressFile)
@@ -34,7 +37,7 @@ func (d *Daemon) writeAddress() error {
 // daemon has written its own address there since.
 func (d *Daemon) removeAddress() error {
 	path := filepath.Join(d.home.Dir, AddressFile)
-	b, err := os.ReadFile(path)
+	b, err := platform.ReadRegular(path, maxAddressFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -53,8 +56,12 @@ func (d *Daemon) removeAddress() error {
 // [AddressFile]; ok is false when there is none (no daemon has run, or the
 // last one stopped cleanly). A file that does not hold a host:port is an
 // error: the command line must not dial whatever a file says.
+//
+// It reads only a regular file, never following a link or waiting on a
+// FIFO planted under the name, so a command can neither hang on it nor be
+// sent to what another file says.
 func ReadAddress(home string) (addr string, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(home, AddressFile))
+	b, err := platform.ReadRegular(filepath.Join(home, AddressFile), maxAddressFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}

@@ -133,10 +133,15 @@ const (
 	Differs
 )
 
+// maxUnitFile bounds what Inspect reads of a unit file.
+const maxUnitFile = 1 << 20
+
 // Inspect reads what is at u.Path; for Differs, diff is a unified diff from
 // the file to u.
 func Inspect(u Unit) (st State, diff string, err error) {
-	have, err := os.ReadFile(u.Path)
+	// Only a regular file is read (a FIFO or a link planted under the name
+	// is an error, not a hang), up to a size no unit reaches.
+	have, err := platform.ReadRegular(u.Path, maxUnitFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return Absent, "", nil

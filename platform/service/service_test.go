@@ -7,7 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/plexus-gw/plexus/platform"
 )
 
 // spec is a unit's spec with the awkward characters a path may hold: a
@@ -169,4 +172,44 @@ func TestInstallUninstall(t *testing.T) {
 			t.Errorf("uninstall of nothing: %v, %v", removed, err)
 		}
 	})
+}
+
+// A link or a FIFO planted under the unit's name is neither followed,
+// replaced nor waited on: each operation fails saying what is there.
+func TestInstallRefusesPlanted(t *testing.T) {
+	s, user := spec(t)
+	u, err := Render(Systemd, user, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(u.Path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(target, []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func() error{
+		"Symlink": func() error { return os.Symlink(target, u.Path) },
+		"FIFO":    func() error { return syscall.Mkfifo(u.Path, 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := plant(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(u.Path) })
+			for op, f := range map[string]func(Unit, bool) (bool, error){"install": Install, "uninstall": Uninstall} {
+				var nr *platform.NotRegularError
+				if _, err := f(u, true); !errors.As(err, &nr) {
+					t.Errorf("%s --force over a %s: %v, want a NotRegularError", op, name, err)
+				}
+			}
+			if b, err := os.ReadFile(target); err != nil || string(b) != "theirs" {
+				t.Errorf("the link's target is now %q, %v", b, err)
+			}
+			if fi, err := os.Lstat(u.Path); err != nil || fi.Mode().IsRegular() {
+				t.Errorf("what was planted was replaced: %v, %v", fi, err)
+			}
+		})
+	}
 }
