@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/plexus-gw/plexus"
@@ -90,6 +91,19 @@ func TestConnectTypeScriptForm(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ErrNoKey", func(t *testing.T) {
+		// Without the connection-key the form changes nothing and tells
+		// nothing about what a valid body would be, ttlMs included.
+		for _, body := range []map[string]any{
+			{"agentId": "ts-bad", "capabilities": []string{"portal.notes.read"}},
+			{"agentId": "ts-bad", "capabilities": []string{"nope.x"}, "ttlMs": 1},
+		} {
+			st, raw := td.raw(t, http.MethodPost, "/admin/api/agents/connect", map[string]string{"Authorization": "Bearer plx_live_wrong"}, mustJSON(t, body))
+			if st != http.StatusUnauthorized || strings.Contains(string(raw), "ttlMs") || strings.Contains(string(raw), "nope.x") {
+				t.Errorf("%d %s, want 401 saying nothing of the body", st, raw)
+			}
+		}
+	})
 	t.Run("RefusalsChangedNothing", func(t *testing.T) {
 		var agents struct {
 			Agents []plexus.Agent `json:"agents"`
