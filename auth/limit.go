@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +42,8 @@ type Throttle struct {
 
 	mu   sync.Mutex // guards keys
 	keys map[string]*throttleState
+	// refused counts the attempts Allow refused, for /metrics.
+	refused atomic.Uint64
 }
 
 type throttleState struct {
@@ -68,8 +71,12 @@ func (t *Throttle) Allow(key string) (ok bool, retryAfter time.Duration) {
 	if st == nil || !now.Before(st.blockedUntil) {
 		return true, 0
 	}
+	t.refused.Add(1)
 	return false, st.blockedUntil.Sub(now)
 }
+
+// Refused counts the attempts Allow refused since the Throttle was made.
+func (t *Throttle) Refused() uint64 { return t.refused.Load() }
 
 // Fail records a failed attempt by key.
 func (t *Throttle) Fail(key string) {
@@ -177,6 +184,8 @@ type RateLimiter struct {
 
 	mu      sync.Mutex // guards buckets
 	buckets map[string]*bucket
+	// refused counts the calls Allow refused, for /metrics.
+	refused atomic.Uint64
 }
 
 type bucket struct {
@@ -212,11 +221,15 @@ func (r *RateLimiter) Allow(agentID string) bool {
 	}
 	r.refill(b, now)
 	if b.tokens < 1 {
+		r.refused.Add(1)
 		return false
 	}
 	b.tokens--
 	return true
 }
+
+// Refused counts the calls Allow refused since the limiter was made.
+func (r *RateLimiter) Refused() uint64 { return r.refused.Load() }
 
 func (r *RateLimiter) refill(b *bucket, now time.Time) {
 	if el := now.Sub(b.last); el > 0 {

@@ -221,3 +221,29 @@ func TestLimitsConcurrent(t *testing.T) {
 		t.Errorf("shared agent got %d calls with a frozen clock, want the burst of 10", total)
 	}
 }
+
+// TestRefusedCounts: the throttle and the rate limiter count what they
+// refused (for /metrics), and nothing they allowed.
+func TestRefusedCounts(t *testing.T) {
+	clk := plexustest.NewClock(t0)
+	th := NewThrottle(clk.Now)
+	for range DefaultMaxFailures {
+		th.Fail("k")
+	}
+	th.Allow("other")
+	th.Allow("k")
+	th.Allow("k")
+	if got := th.Refused(); got != 2 {
+		t.Errorf("throttle refused = %d, want 2", got)
+	}
+	rl, err := NewRateLimiter(1, 2, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		rl.Allow("a")
+	}
+	if got := rl.Refused(); got != 3 {
+		t.Errorf("rate limiter refused = %d, want 3", got)
+	}
+}

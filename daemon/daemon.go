@@ -32,6 +32,7 @@ import (
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/sources/portal"
+	"github.com/plexus-gw/plexus/telemetry"
 	"github.com/plexus-gw/plexus/transports/cliexec"
 	"github.com/plexus-gw/plexus/transports/ipc"
 	"github.com/plexus-gw/plexus/transports/localrest"
@@ -76,6 +77,12 @@ type Options struct {
 	// its zero value is the default. The socket, logger and callbacks are
 	// the daemon's.
 	IPC ipc.HubOptions
+	// PruneEvery is the period of the journal's pruning (journal.Pruner);
+	// 0 means journal.DefaultPruneEvery.
+	PruneEvery time.Duration
+	// Tracing receives the daemon's spans (Run shuts it down); nil means
+	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set in Env, else none.
+	Tracing *telemetry.Tracing
 }
 
 // Daemon is one wired gateway: the journal, the registry and its
@@ -108,6 +115,10 @@ type Daemon struct {
 	front     *mcpserver.Server
 	views     *mcpserver.ViewFile
 	viewWatch *watcher.Watcher
+	// obs holds the metrics and the tracer (telemetry.go).
+	obs *observability
+	// pruner keeps journal.db bounded (prune.go).
+	pruner *journal.Pruner
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -135,6 +146,7 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{home: home, db: db, log: log}
+	d.pruner = d.newPruner(o)
 	if err := d.start(ctx, o, addr); err != nil {
 		d.closeStarted()
 		return nil, err
@@ -189,8 +201,9 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.newFront(o); err != nil {
 		return err
 	}
-	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: d.front})
+	d.obs.gw = d.gw
+	d.srv = plexushttp.New(d.observeHTTP(httpBackend(d.gw)), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
+		Providers: d.providers, MCP: d.front, Metrics: d.obs})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -271,9 +284,14 @@ func (d *Daemon) addTransports(o Options) (*mcpclient.Transport, error) {
 // (from gatewayDeps), serving at the bound listener's address.
 func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	home := d.home
-	deps.Store, deps.Events, deps.Registry = d.db, d.db, d.reg
+	deps.Events, deps.Registry = d.db, d.reg
 	deps.Trust = auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()}
 	deps.Throttle = auth.NewThrottle(o.Clock)
+	var err error
+	if d.obs, err = d.newObservability(o, deps); err != nil {
+		return err
+	}
+	deps.Store = telemetry.Observe(d.db, d.obs.metrics, d.obs.storeTracer())
 	deps.Sources = d.sourceFactory
 	deps.ConnectionKey = home.ConnectionKey
 	deps.SaveConnectionKey = func(key string) error {
@@ -284,7 +302,6 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	deps.OnDecision = func(id string) { d.inbox.Touch(id) }
 	// The path a decision shows is the one the cli and stdio transports run.
 	deps.Binaries = d.plat.Resolve
-	var err error
 	d.gw, err = gateway.New(gateway.Config{BaseURL: "http://" + d.ln.Addr().String(), Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
 		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},
@@ -333,6 +350,11 @@ func (d *Daemon) closeStarted() {
 	if d.rest != nil {
 		d.rest.Close()
 	}
+	if d.obs != nil {
+		if err := d.obs.tracing.Shutdown(context.Background()); err != nil {
+			d.log.Warn("stop tracing", "err", err)
+		}
+	}
 	d.db.Close()
 }
 
@@ -378,7 +400,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews}
+		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews, d.pruner.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()
@@ -393,6 +415,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.rest.Close()
 	if err := d.stdio.Close(); err != nil {
 		d.log.Warn("stop stdio tools", "err", err)
+	}
+	if err := d.obs.tracing.Shutdown(ctx); err != nil {
+		d.log.Warn("stop tracing", "err", err)
 	}
 	if err := d.db.Close(); err != nil && first == nil {
 		first = err

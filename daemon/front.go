@@ -6,6 +6,7 @@ import (
 
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/mcpserver"
+	"github.com/plexus-gw/plexus/telemetry"
 	"github.com/plexus-gw/plexus/watcher"
 )
 
@@ -25,9 +26,9 @@ func (d *Daemon) newFront(o Options) error {
 	if err != nil {
 		return err
 	}
-	d.front = mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.gw, Agents: d.gw, Changes: d.gw, Upstream: d.gw},
+	d.front = mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.observeInvoke(d.gw, telemetry.ViaMCP), Agents: d.gw, Changes: d.gw, Upstream: d.gw},
 		mcpserver.Options{Inbox: d.home.Inbox, Active: d.home.Active, PeerUID: plexushttp.PeerUID, Logger: d.log, Clock: o.Clock,
-			Views: d.views})
+			Views: d.views, Middleware: d.obs.mcpMiddleware()})
 	return nil
 }
 

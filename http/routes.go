@@ -70,6 +70,9 @@ func (s *Server) routes() {
 	if s.opts.MCP != nil {
 		m.HandleFunc(mcpPath, s.handleMCP)
 	}
+	if s.opts.Metrics != nil {
+		m.HandleFunc("GET "+metricsPath, s.handleMetrics)
+	}
 
 	m.HandleFunc("/", s.fallback)
 }

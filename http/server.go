@@ -72,6 +72,8 @@ type Options struct {
 	// itself), after the guard; it checks the bearer itself. Nil answers
 	// not_found there.
 	MCP nethttp.Handler
+	// Metrics serves /metrics (metrics.go); nil answers not_found there.
+	Metrics MetricsAPI
 }
 
 // Server is the loopback HTTP server. Create it with [New]; bind with

@@ -39,15 +39,23 @@ const (
 // decision is put up for the owner, such as ["notify-send", "Plexus"].
 // MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
 // at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
-// a problem.
+// a problem. ScrapeToken, when set (32 characters or more, not a plx_
+// credential), lets a Prometheus scraper read /metrics and nothing else.
+// ActivityRetentionDays, when positive, has the daemon prune activity rows
+// older than that many days (absent or 0: activity is kept forever).
 type AuthConfig struct {
-	TokenLifetimeMs      int64    `json:"tokenLifetimeMs"`
-	MaxTrustWindowMs     int64    `json:"maxTrustWindowMs"`
-	StrictSameUser       bool     `json:"strictSameUser,omitempty"`
-	Notify               []string `json:"notify,omitempty"`
-	MaxStreamsPerSession int      `json:"maxStreamsPerSession,omitempty"`
-	MaxStreamsPerAgent   int      `json:"maxStreamsPerAgent,omitempty"`
+	TokenLifetimeMs       int64    `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs      int64    `json:"maxTrustWindowMs"`
+	StrictSameUser        bool     `json:"strictSameUser,omitempty"`
+	Notify                []string `json:"notify,omitempty"`
+	MaxStreamsPerSession  int      `json:"maxStreamsPerSession,omitempty"`
+	MaxStreamsPerAgent    int      `json:"maxStreamsPerAgent,omitempty"`
+	ScrapeToken           string   `json:"scrapeToken,omitempty"`
+	ActivityRetentionDays int      `json:"activityRetentionDays,omitempty"`
 }
+
+// MinScrapeTokenLen is the shortest scrape token auth-config.json takes.
+const MinScrapeTokenLen = 32
 
 // DefaultAuthConfig is what Init writes.
 func DefaultAuthConfig() AuthConfig {
@@ -332,11 +340,24 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 		v.add(path, fmt.Sprintf("%s: maxStreamsPerSession is %d and maxStreamsPerAgent %d", FileAuthConfig, a.MaxStreamsPerSession, a.MaxStreamsPerAgent),
 			"set each to a positive number of /events streams, or remove it for the default (8 per session, 32 per agent)")
 	}
+	v.observability(path, a)
 	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
 		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",
 			`write it as a list such as ["notify-send", "Plexus"], or remove it`)
 	}
 	return a
+}
+
+// observability checks the scrape token and the activity retention.
+func (v *verifier) observability(path string, a AuthConfig) {
+	if a.ScrapeToken != "" && (len(a.ScrapeToken) < MinScrapeTokenLen || strings.HasPrefix(a.ScrapeToken, "plx_")) {
+		v.add(path, fmt.Sprintf("%s: scrapeToken is too short or looks like a Plexus credential", FileAuthConfig),
+			fmt.Sprintf("set it to %d or more random characters (openssl rand -hex 32), or remove it", MinScrapeTokenLen))
+	}
+	if a.ActivityRetentionDays < 0 {
+		v.add(path, fmt.Sprintf("%s: activityRetentionDays is %d", FileAuthConfig, a.ActivityRetentionDays),
+			"set it to a positive number of days, or remove it to keep the activity journal forever")
+	}
 }
 
 func (v *verifier) network(path string, b []byte) Network {

@@ -30,7 +30,7 @@ func journalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new rows until interrupted"},
 		},
-		Commands: []*cli.Command{journalVerifyCommand()},
+		Commands: []*cli.Command{journalVerifyCommand(), journalPruneCommand()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			f := journal.Filter{TraceID: cmd.String("trace"), Type: cmd.String("type"), AgentID: cmd.String("agent")}
 			if s := cmd.String("since"); s != "" {
