@@ -170,6 +170,8 @@ func WriteEntries(w io.Writer, entries []ListEntry) error {
 // owner every time, anything else asks the owner once per trust window.
 func posture(e ListEntry) string {
 	switch {
+	case e.Via == ViaAutoApprove:
+		return "AUTO-APPROVED ON FIRST CALL"
 	case e.CallableNow:
 		return "CALLABLE NOW"
 	case slices.Contains(e.Verbs, plexus.VerbExecute):

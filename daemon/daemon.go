@@ -160,6 +160,10 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		d.closeStarted()
 		return nil, err
 	}
+	if err := d.writeAddress(); err != nil {
+		d.closeStarted()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -431,6 +435,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Warn("stop tracing", "err", err)
 	}
 	if err := d.db.Close(); err != nil && first == nil {
+		first = err
+	}
+	if err := d.removeAddress(); err != nil && first == nil {
 		first = err
 	}
 	return first
