@@ -122,6 +122,9 @@ type StatusResponse struct {
 	// Journal is set once a journal write has failed since the gateway
 	// started: rows that are missing, or calls refused for want of them.
 	Journal *JournalHealth `json:"journal,omitempty"`
+	// Limits are the call-rate limits and the failed-credential throttle
+	// in force (auth-config.json).
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 // JournalHealth counts the journal writes that failed since the gateway

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/internal/plexustest"
 )
 
@@ -64,7 +65,9 @@ func TestThrottle(t *testing.T) {
 func TestThrottleSettings(t *testing.T) {
 	clk := plexustest.NewClock(t0)
 	th := NewThrottle(clk.Now)
-	th.MaxFailures, th.BaseBackoff, th.MaxBackoff = 2, 10*time.Millisecond, 25*time.Millisecond
+	if err := th.Set(plexus.CredentialThrottle{MaxFailures: 2, BackoffMs: 10, MaxBackoffMs: 25}); err != nil {
+		t.Fatal(err)
+	}
 	th.Fail("k")
 	th.Fail("k")
 	if ok, retry := th.Allow("k"); ok || retry != 10*time.Millisecond {
@@ -219,5 +222,31 @@ func TestLimitsConcurrent(t *testing.T) {
 	allowed.Range(func(_, v any) bool { total += v.(int); return true })
 	if total != 10 {
 		t.Errorf("shared agent got %d calls with a frozen clock, want the burst of 10", total)
+	}
+}
+
+// TestRefusedCounts: the throttle and the rate limiter count what they
+// refused (for /metrics), and nothing they allowed.
+func TestRefusedCounts(t *testing.T) {
+	clk := plexustest.NewClock(t0)
+	th := NewThrottle(clk.Now)
+	for range DefaultMaxFailures {
+		th.Fail("k")
+	}
+	th.Allow("other")
+	th.Allow("k")
+	th.Allow("k")
+	if got := th.Refused(); got != 2 {
+		t.Errorf("throttle refused = %d, want 2", got)
+	}
+	rl, err := NewRateLimiter(1, 2, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		rl.Allow("a")
+	}
+	if got := rl.Refused(); got != 3 {
+		t.Errorf("rate limiter refused = %d, want 3", got)
 	}
 }

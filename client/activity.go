@@ -8,10 +8,23 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// WriteActivity prints journal rows for a person (plexus journal): one table
-// line each, the payload as JSON cut to 160 characters; or, asJSON, one
-// JSON object per line.
+// activityHeader labels the columns [WriteActivity] prints.
+const activityHeader = "ID\tTIME\tACTION\tACTOR\tTARGET\tTRACE ID\tPAYLOAD\n"
+
+// WriteActivity prints journal rows for a person (plexus journal): a header
+// line, then one table line each, the payload as JSON cut to 160
+// characters; or, asJSON, one JSON object per line.
 func WriteActivity(w io.Writer, rows []plexus.Activity, asJSON bool) error {
+	return writeActivity(w, rows, asJSON, true)
+}
+
+// WriteMoreActivity prints rows as [WriteActivity] does, without the
+// header: the rows that follow it (plexus journal --follow).
+func WriteMoreActivity(w io.Writer, rows []plexus.Activity, asJSON bool) error {
+	return writeActivity(w, rows, asJSON, false)
+}
+
+func writeActivity(w io.Writer, rows []plexus.Activity, asJSON, header bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, r := range rows {
@@ -22,6 +35,9 @@ func WriteActivity(w io.Writer, rows []plexus.Activity, asJSON bool) error {
 		return nil
 	}
 	tw := newTable(w)
+	if header {
+		fmt.Fprint(tw, activityHeader)
+	}
 	for _, r := range rows {
 		payload := ""
 		if len(r.Payload) > 0 {

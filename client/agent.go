@@ -203,6 +203,11 @@ func requiredVerbs(e plexus.Entry) []plexus.Verb {
 const (
 	ViaToken    = "token"
 	ViaStanding = "standing"
+	// ViaAutoApprove: no grant is held yet, but the first call's request
+	// is one the shipped confirm-risky policy approves by itself (a read
+	// of a first-party or managed capability), so the call runs without
+	// the owner. A grant the owner revoked is not asked for this way again.
+	ViaAutoApprove = "auto-approve"
 )
 
 // ListEntry is one manifest entry as the agent sees it: what it is, what it
@@ -217,11 +222,13 @@ type ListEntry struct {
 	Sensitivity            plexus.Sensitivity  `json:"sensitivity,omitempty"`
 	RecommendedTrustWindow *plexus.TrustWindow `json:"recommendedTrustWindow,omitempty"`
 	Health                 *plexus.Health      `json:"health,omitempty"`
-	// CallableNow is true when a held token covers the entry (live, or
-	// refreshable within its grant window) or a standing grant does; false
-	// means a call will have to ask for a grant, which may need the owner.
+	// CallableNow is true when a call runs without waiting for the owner:
+	// a held token covers the entry (live, or refreshable within its grant
+	// window), a standing grant does, or the first call's grant request is
+	// approved by policy. False means a call asks the owner.
 	CallableNow bool `json:"callableNow"`
-	// Via says why it is callable now: [ViaToken] or [ViaStanding].
+	// Via says why it is callable now: [ViaToken], [ViaStanding] or
+	// [ViaAutoApprove].
 	Via string `json:"via,omitempty"`
 }
 
@@ -267,10 +274,23 @@ func (a *Agent) list(ctx context.Context) ([]ListEntry, error) {
 			le.CallableNow, le.Via = true, ViaToken
 		case e.Standing != nil && *e.Standing, hasStanding(ledger, e.ID, need, now):
 			le.CallableNow, le.Via = true, ViaStanding
+		case autoApproves(le) && !slices.Contains(cache.Revoked, e.ID):
+			le.CallableNow, le.Via = true, ViaAutoApprove
 		}
 		out = append(out, le)
 	}
 	return out, nil
+}
+
+// autoApproves reports whether the shipped confirm-risky policy approves a
+// request for e by itself: read-only, on a first-party or managed
+// capability that is not known to be unavailable (auth.UserConfirmAuthorizer).
+func autoApproves(e ListEntry) bool {
+	if e.Health != nil && e.Health.Status == plexus.HealthUnavailable {
+		return false
+	}
+	trusted := e.Provenance == plexus.ProvenanceFirstParty || e.Provenance == plexus.ProvenanceManaged
+	return trusted && !slices.ContainsFunc(e.Verbs, plexus.Verb.Mutating)
 }
 
 // standingGrants reads the caller's standing-grant ledger (GET /grants). A

@@ -194,18 +194,36 @@ func TestCall(t *testing.T) {
 			t.Errorf("refreshes = %d, want 1", got)
 		}
 	})
-	t.Run("TokenRevokedRegranted", func(t *testing.T) {
+	t.Run("TokenRevokedAsksForPurpose", func(t *testing.T) {
 		g := newFakeGateway(t, newClock())
 		a := mustEnrolled(t, g)
 		if _, err := a.Call(ctx, "notes.read", nil, CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		g.revokeAll()
-		if _, err := a.Call(ctx, "notes.read", nil, CallOptions{}); err != nil {
+		// Neither the call that learns of the revoke nor the next one asks
+		// the owner again without saying why.
+		for i := range 2 {
+			_, err := a.Call(ctx, "notes.read", nil, CallOptions{})
+			var re *RevokedError
+			if !errors.As(err, &re) || re.CapabilityID != "notes.read" {
+				t.Fatalf("call %d after the revoke: err = %v, want a RevokedError for notes.read", i+1, err)
+			}
+		}
+		if got := g.count("PUT /grants"); got != 1 {
+			t.Fatalf("grant requests = %d, want 1 (none without a purpose)", got)
+		}
+		if _, err := a.Call(ctx, "notes.read", nil, CallOptions{Purpose: "read the notes again"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := g.count("PUT /grants"); got != 2 {
 			t.Errorf("grant requests = %d, want 2", got)
+		}
+		if got := g.grantBodies[1].Grants["notes.read"].Purpose; got != "read the notes again" {
+			t.Errorf("the request after the revoke has purpose %q", got)
+		}
+		if _, err := a.Call(ctx, "notes.read", nil, CallOptions{}); err != nil {
+			t.Errorf("a call after asking again: %v", err)
 		}
 	})
 	t.Run("SessionExpiredRehandshake", func(t *testing.T) {
@@ -311,7 +329,16 @@ func TestCall(t *testing.T) {
 func TestList(t *testing.T) {
 	g := newFakeGateway(t, newClock())
 	standing := true
-	g.entries = append(g.entries, plexus.Entry{ID: "ext.thing", Kind: plexus.KindCapability, Grants: []plexus.Verb{plexus.VerbRead}, Standing: &standing})
+	read := []plexus.Verb{plexus.VerbRead}
+	g.entries = append(g.entries,
+		plexus.Entry{ID: "ext.thing", Kind: plexus.KindCapability, Grants: read, Standing: &standing},
+		plexus.Entry{ID: "notes.search", Kind: plexus.KindCapability, Grants: read, Provenance: plexus.ProvenanceFirstParty},
+		plexus.Entry{ID: "mcp.up.get", Kind: plexus.KindCapability, Grants: read, Provenance: plexus.ProvenanceManaged},
+		plexus.Entry{ID: "mcp.down.get", Kind: plexus.KindCapability, Grants: read, Provenance: plexus.ProvenanceManaged,
+			Health: &plexus.Health{Status: plexus.HealthUnavailable}},
+		plexus.Entry{ID: "ext.other", Kind: plexus.KindCapability, Grants: read, Provenance: plexus.ProvenanceExtension},
+		plexus.Entry{ID: "mcp.up.run", Kind: plexus.KindCapability, Grants: []plexus.Verb{plexus.VerbExecute}, Provenance: plexus.ProvenanceManaged},
+	)
 	a := mustEnrolled(t, g)
 	if _, err := a.Call(context.Background(), "notes.read", nil, CallOptions{}); err != nil {
 		t.Fatal(err)
@@ -334,6 +361,11 @@ func TestList(t *testing.T) {
 		{"notes.read", true, ViaToken, plexus.ProvenanceFirstParty},
 		{"notes.write", false, "", plexus.ProvenanceFirstParty},
 		{"ext.thing", true, ViaStanding, plexus.ProvenanceExtension},
+		{"notes.search", true, ViaAutoApprove, plexus.ProvenanceFirstParty},
+		{"mcp.up.get", true, ViaAutoApprove, plexus.ProvenanceManaged},
+		{"mcp.down.get", false, "", plexus.ProvenanceManaged},
+		{"ext.other", false, "", plexus.ProvenanceExtension},
+		{"mcp.up.run", false, "", plexus.ProvenanceManaged},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("list (-want +got):\n%s", diff)

@@ -103,6 +103,11 @@ func (a *Agent) Call(ctx context.Context, id string, input map[string]any, opts 
 				a.forgetToken(tok.JTI)
 			}
 			continue
+		case code == plexus.CodeTokenRevoked && opts.Purpose == "":
+			if err := a.forgetRevoked(tok.JTI, id); err != nil {
+				return nil, err
+			}
+			return nil, &RevokedError{CapabilityID: id}
 		case code == plexus.CodeTokenRevoked && !regranted,
 			code == plexus.CodeGrantRequired && !fresh && !regranted:
 			// A cached token may predate a revoke or a narrowed grant.
@@ -147,7 +152,21 @@ func (a *Agent) tokenFor(ctx context.Context, id string, opts CallOptions) (Held
 			return HeldToken{}, false, err
 		}
 		// The grant behind it is gone or its session died: ask again.
-		a.forgetToken(tok.JTI)
+		if CodeOf(err) != plexus.CodeTokenRevoked {
+			a.forgetToken(tok.JTI)
+		} else if err := a.forgetRevoked(tok.JTI, id); err != nil {
+			return HeldToken{}, false, err
+		} else {
+			cache.Revoked = append(cache.Revoked, id)
+		}
+	}
+	if slices.Contains(cache.Revoked, id) {
+		if opts.Purpose == "" {
+			return HeldToken{}, false, &RevokedError{CapabilityID: id}
+		}
+		if err := a.askedAgain(id); err != nil {
+			return HeldToken{}, false, err
+		}
 	}
 	verbs := plexus.NormalizeVerbs(append(slices.Clone(opts.Verbs), need...))
 	if p, ok := cache.findPending(entry.ID); ok {
@@ -480,6 +499,25 @@ func (a *Agent) forgetPending(id, pendingID string) {
 		c.Pending = slices.DeleteFunc(c.Pending, func(q pendingRequest) bool {
 			return q.CapabilityID == id && q.PendingID == pendingID
 		})
+	})
+}
+
+// forgetRevoked drops the token jti the gateway reported revoked and
+// remembers that capability id's grant was revoked (see [RevokedError]).
+func (a *Agent) forgetRevoked(jti, id string) error {
+	return a.store.updateCache(func(c *tokenCache) {
+		c.Tokens = slices.DeleteFunc(c.Tokens, func(t HeldToken) bool { return t.JTI == jti })
+		if !slices.Contains(c.Revoked, id) {
+			c.Revoked = append(c.Revoked, id)
+		}
+	})
+}
+
+// askedAgain forgets that capability id's grant was revoked: the agent has
+// asked for it again, with a purpose.
+func (a *Agent) askedAgain(id string) error {
+	return a.store.updateCache(func(c *tokenCache) {
+		c.Revoked = slices.DeleteFunc(c.Revoked, func(r string) bool { return r == id })
 	})
 }
 

@@ -53,6 +53,18 @@ func IsPending(err error) bool {
 	return errors.As(err, &pe) || (errors.As(err, &ce) && ce.Body.Code == plexus.CodeGrantPendingUser)
 }
 
+// RevokedError says the owner revoked the grant behind the agent's token
+// for CapabilityID. Asking again puts a new request before the same owner,
+// so a call does it only when it says why ([CallOptions.Purpose]); without
+// one, Call returns this error instead of filing a request with no purpose.
+type RevokedError struct {
+	CapabilityID string
+}
+
+func (e *RevokedError) Error() string {
+	return fmt.Sprintf("the owner revoked the grant for %s; asking for it again goes to the owner and needs a purpose", e.CapabilityID)
+}
+
 // ErrUnreachable is wrapped by errors of requests that could not connect to
 // the gateway at all (nothing listens at the address).
 var ErrUnreachable = errors.New("gateway unreachable")

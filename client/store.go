@@ -131,6 +131,9 @@ type tokenCache struct {
 	Session *cachedSession   `json:"session,omitempty"`
 	Tokens  []HeldToken      `json:"tokens"`
 	Pending []pendingRequest `json:"pending,omitempty"`
+	// Revoked names the capabilities whose token the gateway reported
+	// revoked, until the agent asks for them again with a purpose.
+	Revoked []string `json:"revoked,omitempty"`
 }
 
 // findPending returns the remembered pending request for capability id.

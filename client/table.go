@@ -32,9 +32,13 @@ func WriteStatus(w io.Writer, st plexus.StatusResponse) error {
 	if j := st.Journal; j != nil {
 		writeJournalHealth(t, *j)
 	}
+	if st.Limits != nil {
+		writeLimits(t, *st.Limits)
+	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
+	writeLimitsError(w, st.Limits)
 	if err := writeSources(w, st.Sources); err != nil {
 		return err
 	}
@@ -166,6 +170,8 @@ func WriteEntries(w io.Writer, entries []ListEntry) error {
 // owner every time, anything else asks the owner once per trust window.
 func posture(e ListEntry) string {
 	switch {
+	case e.Via == ViaAutoApprove:
+		return "AUTO-APPROVED ON FIRST CALL"
 	case e.CallableNow:
 		return "CALLABLE NOW"
 	case slices.Contains(e.Verbs, plexus.VerbExecute):

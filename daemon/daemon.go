@@ -21,6 +21,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/console"
 	"github.com/plexus-gw/plexus/gateway"
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/inbox"
@@ -32,6 +33,7 @@ import (
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/sources/portal"
+	"github.com/plexus-gw/plexus/telemetry"
 	"github.com/plexus-gw/plexus/transports/cliexec"
 	"github.com/plexus-gw/plexus/transports/ipc"
 	"github.com/plexus-gw/plexus/transports/localrest"
@@ -54,7 +56,9 @@ type Options struct {
 	Addr       string
 	Logger     *slog.Logger
 	Authorizer plexus.Authorizer // nil means the shipped UserConfirmAuthorizer
-	// RateLimit is calls per second per agent (burst 4×); 0 means 50.
+	// RateLimit, when set, replaces auth-config.json's default calls per
+	// second per agent (burst 4×), at start and at each edit; per-agent
+	// overrides still apply.
 	RateLimit float64
 	// Clock drives every expiry (tokens, windows, codes, pending); nil means
 	// time.Now. Tests move it to expire things without sleeping.
@@ -76,6 +80,12 @@ type Options struct {
 	// its zero value is the default. The socket, logger and callbacks are
 	// the daemon's.
 	IPC ipc.HubOptions
+	// PruneEvery is the period of the journal's pruning (journal.Pruner);
+	// 0 means journal.DefaultPruneEvery.
+	PruneEvery time.Duration
+	// Tracing receives the daemon's spans (Run shuts it down); nil means
+	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set in Env, else none.
+	Tracing *telemetry.Tracing
 }
 
 // Daemon is one wired gateway: the journal, the registry and its
@@ -108,6 +118,16 @@ type Daemon struct {
 	front     *mcpserver.Server
 	views     *mcpserver.ViewFile
 	viewWatch *watcher.Watcher
+	// obs holds the metrics and the tracer (telemetry.go).
+	obs *observability
+	// pruner keeps journal.db bounded (prune.go).
+	pruner *journal.Pruner
+	// limitWatch hints edits of auth-config.json, whose limits apply
+	// without a restart.
+	limitWatch *watcher.Watcher
+	rateLimit  float64 // Options.RateLimit, applied at each edit too
+	// console is the owner's web console at /console/.
+	console *console.Console
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -135,7 +155,12 @@ func Start(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{home: home, db: db, log: log}
+	d.pruner = d.newPruner(o)
 	if err := d.start(ctx, o, addr); err != nil {
+		d.closeStarted()
+		return nil, err
+	}
+	if err := d.writeAddress(); err != nil {
 		d.closeStarted()
 		return nil, err
 	}
@@ -176,6 +201,10 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.newGateway(o, deps); err != nil {
 		return err
 	}
+	d.rateLimit = o.RateLimit
+	if err := d.watchLimits(); err != nil {
+		return err
+	}
 	// Before any child starts: what a crashed run left goes first.
 	d.reapChildren(ctx)
 	if err := d.newServices(o, mcpTransport); err != nil {
@@ -185,8 +214,10 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.newFront(o); err != nil {
 		return err
 	}
-	d.srv = plexushttp.New(httpBackend(d.gw), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: d.front})
+	d.obs.gw = d.gw
+	d.newConsole(o)
+	d.srv = plexushttp.New(d.observeHTTP(httpBackend(d.gw)), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
+		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler()})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -195,8 +226,8 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 }
 
 // gatewayDeps builds the gateway's credentials and policies from the home's
-// keys and the options: the hasher, the signer, the rate limiter and the
-// authorizer (the owner confirms, unless a test says otherwise).
+// keys and the options: the hasher, the signer, the rate limiter (its
+// limits are set by watchLimits) and the authorizer (the owner confirms, unless a test says otherwise).
 func gatewayDeps(home *scaffold.Home, o Options) (gateway.Deps, error) {
 	hasher, err := auth.NewHasher(home.HashKey)
 	if err != nil {
@@ -206,11 +237,7 @@ func gatewayDeps(home *scaffold.Home, o Options) (gateway.Deps, error) {
 	if err != nil {
 		return gateway.Deps{}, fmt.Errorf("signing-key: %w", err)
 	}
-	rate := o.RateLimit
-	if rate == 0 {
-		rate = 50
-	}
-	limiter, err := auth.NewRateLimiter(rate, int(rate*4), o.Clock)
+	limiter, err := auth.NewRateLimiter(auth.DefaultCallsPerSecond, auth.DefaultCallsPerSecond*auth.DefaultBurstFactor, o.Clock)
 	if err != nil {
 		return gateway.Deps{}, err
 	}
@@ -267,9 +294,14 @@ func (d *Daemon) addTransports(o Options) (*mcpclient.Transport, error) {
 // (from gatewayDeps), serving at the bound listener's address.
 func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	home := d.home
-	deps.Store, deps.Events, deps.Registry = d.db, d.db, d.reg
+	deps.Events, deps.Registry = d.db, d.reg
 	deps.Trust = auth.Policy{TokenLifetime: home.Auth.TokenLifetime(), MaxTrustWindow: home.Auth.MaxTrustWindow()}
 	deps.Throttle = auth.NewThrottle(o.Clock)
+	var err error
+	if d.obs, err = d.newObservability(o, deps); err != nil {
+		return err
+	}
+	deps.Store = telemetry.Observe(d.db, d.obs.metrics, d.obs.storeTracer())
 	deps.Sources = d.sourceFactory
 	deps.ConnectionKey = home.ConnectionKey
 	deps.SaveConnectionKey = func(key string) error {
@@ -280,7 +312,6 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	deps.OnDecision = func(id string) { d.inbox.Touch(id) }
 	// The path a decision shows is the one the cli and stdio transports run.
 	deps.Binaries = d.plat.Resolve
-	var err error
 	d.gw, err = gateway.New(gateway.Config{BaseURL: "http://" + d.ln.Addr().String(), Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
 		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},
@@ -294,7 +325,11 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error {
 	home := d.home
 	owner := o.Owner
-	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log)
+	var hook *inbox.Webhook
+	if w := home.Auth.NotifyWebhook; w != nil {
+		hook = &inbox.Webhook{URL: w.URL, Topic: w.Topic}
+	}
+	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log, hook)
 	var err error
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: d.log,
 		Notify: d.notify.Send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
@@ -328,6 +363,11 @@ func (d *Daemon) closeStarted() {
 	}
 	if d.rest != nil {
 		d.rest.Close()
+	}
+	if d.obs != nil {
+		if err := d.obs.tracing.Shutdown(context.Background()); err != nil {
+			d.log.Warn("stop tracing", "err", err)
+		}
 	}
 	d.db.Close()
 }
@@ -374,7 +414,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
-		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews}
+		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews, d.pruner.Run,
+		d.limitWatch.Run, d.followLimits, d.console.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()
@@ -390,7 +431,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.stdio.Close(); err != nil {
 		d.log.Warn("stop stdio tools", "err", err)
 	}
+	if err := d.obs.tracing.Shutdown(ctx); err != nil {
+		d.log.Warn("stop tracing", "err", err)
+	}
 	if err := d.db.Close(); err != nil && first == nil {
+		first = err
+	}
+	if err := d.removeAddress(); err != nil && first == nil {
 		first = err
 	}
 	return first
@@ -401,6 +448,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) forwardHints(context.Context) error {
 	for h := range d.watch.Hints() {
 		d.inbox.Hint(h.Full, h.Dirs)
+		d.console.Changed()
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/mcpserver"
+	"github.com/plexus-gw/plexus/telemetry"
 	"github.com/plexus-gw/plexus/watcher"
 )
 
@@ -25,22 +26,45 @@ func (d *Daemon) newFront(o Options) error {
 	if err != nil {
 		return err
 	}
-	d.front = mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.gw, Agents: d.gw, Changes: d.gw, Upstream: d.gw},
+	d.front = mcpserver.New(mcpserver.Backend{Sessions: d.gw, Grants: d.gw, Invoke: d.observeInvoke(d.gw, telemetry.ViaMCP), Agents: d.gw, Changes: d.gw, Upstream: d.gw},
 		mcpserver.Options{Inbox: d.home.Inbox, Active: d.home.Active, PeerUID: plexushttp.PeerUID, Logger: d.log, Clock: o.Clock,
-			Views: d.views})
+			Views: d.views, Middleware: d.obs.mcpMiddleware()})
 	return nil
 }
 
 // followViews applies each edit of mcp-views.json (plexus agents view, or
 // the owner's editor) and tells the connected hosts, until the watch ends.
 // An edit that does not read is logged, and the views read before stay.
-func (d *Daemon) followViews(context.Context) error {
+// Each agent whose view changed gets a view.changed row.
+func (d *Daemon) followViews(ctx context.Context) error {
 	for range d.viewWatch.Hints() {
-		if err := d.views.Reload(); err != nil {
+		changed, err := d.views.Reload()
+		if err != nil {
 			d.log.Error("MCP views not applied; the views read before stay", "err", err)
 			continue
+		}
+		for _, agent := range changed {
+			d.gw.OnViewChanged(ctx, agent, viewFields(d.views.View(agent)))
 		}
 		d.front.ViewsChanged()
 	}
 	return nil
+}
+
+// viewFields is v as the views file holds it, for a journal row.
+func viewFields(v mcpserver.View) map[string]any {
+	out := map[string]any{}
+	if len(v.Only) > 0 {
+		out["only"] = v.Only
+	}
+	if v.Names != "" {
+		out["names"] = v.Names
+	}
+	if v.Mode != "" {
+		out["mode"] = v.Mode
+	}
+	if v.SearchAbove != 0 {
+		out["searchAbove"] = v.SearchAbove
+	}
+	return out
 }

@@ -46,6 +46,8 @@ import (
 // cores; BenchmarkInboxReconcile10k, which writes 10,000 synced files, is half of it).
 const (
 	benchClients      = 8                      // concurrent keep-alive callers
+	benchConns        = 32                     // /invoke throughput's keep-alive connections (issue 16)
+	benchAllocCalls   = 2000                   // sequential calls whose allocations are counted
 	benchRound        = 2 * time.Second        // one measured round per target
 	benchRounds       = 2                      // rounds per target, interleaved
 	benchWarmup       = 500 * time.Millisecond // per target, before measuring
@@ -82,7 +84,7 @@ var (
 
 // benchOrder is the summary's order: the DESIGN.md table's.
 var benchOrder = []string{
-	"invoke throughput (8 callers), ratio to bare net/http",
+	"invoke throughput (32 connections, rate limit off), ratio to bare net/http",
 	"invoke latency p50, one sequential client",
 	"invoke latency p99, one sequential client",
 	"MCP tool call via Plexus vs direct",
@@ -103,6 +105,8 @@ var benchOrder = []string{
 	"journal.Activity{TraceID} query over 1M rows (median)",
 	figureFrontHTTP, // the MCP front door's, in bench_mcp_front_test.go
 	figureFrontStdio,
+	figureInvokeAllocs, // issue 16's, by name: the indexes above stay as they were
+	figureInvokeBytes,
 }
 
 func setFigure(name string, f benchFigure) {
@@ -207,13 +211,43 @@ func benchAgent(b *testing.B, td *testDaemon, id string) (pat, sessionID string)
 	return enr.PAT, hs.SessionID
 }
 
+// benchLimitsOff starts a daemon on a home whose auth-config.json turns
+// the named agents' rate limits off, as an owner would, and checks that
+// the daemon shows them off.
+func benchLimitsOff(b *testing.B, agents ...string) *testDaemon {
+	b.Helper()
+	home := filepath.Join(b.TempDir(), "home")
+	if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+		b.Fatal(err)
+	}
+	off := map[string]any{}
+	for _, a := range agents {
+		off[a] = map[string]any{"callsPerSecond": 0}
+	}
+	cfg := benchJSON(b, map[string]any{"rateLimit": map[string]any{"agents": off}})
+	if err := os.WriteFile(filepath.Join(home, scaffold.FileAuthConfig), cfg, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	td := startTestDaemon(b, daemon.Options{Home: home})
+	var st plexus.StatusResponse
+	if code := td.call(b, "GET", "/admin/api/status", td.admin(), nil, &st); code != http.StatusOK || st.Limits == nil {
+		b.Fatalf("status: %d", code)
+	}
+	for _, a := range agents {
+		if l, ok := st.Limits.Agents[a]; !ok || !l.Off() {
+			b.Fatalf("agent %s's rate limit is %+v, want off", a, st.Limits)
+		}
+	}
+	return td
+}
+
 // benchEchoDaemon is a real daemon (journal with its audit mirror, registry,
 // loopback server) with the in-process echo capability and an agent holding
-// a read token for test.echo.read. The rate limit is lifted so the limiter
-// does not throttle the load.
+// a read token for test.echo.read. The agent's rate limit is configured off
+// in auth-config.json so the limiter does not throttle the load.
 func benchEchoDaemon(b *testing.B) (td *testDaemon, token string) {
 	b.Helper()
-	td = startTestDaemon(b, daemon.Options{RateLimit: 1e9})
+	td = benchLimitsOff(b, "bench")
 	addEcho(b, td, "test", "")
 	_, sid := benchAgent(b, td, "bench")
 	var tok plexus.ScopedToken
@@ -454,19 +488,20 @@ func benchAddSource(b *testing.B, td *testDaemon, src plexus.Source) {
 // --- 1. /invoke throughput --------------------------------------------------
 
 // BenchmarkInvokeThroughput: /invoke on the in-process echo capability, audit
-// on (real journal and audit mirror), 8 concurrent keep-alive callers over
-// loopback HTTP, against a bare net/http JSON echo under the same load in the
+// on (real journal and audit mirror), benchConns (32) concurrent keep-alive
+// connections over loopback HTTP, the bench agent's rate limit off in
+// auth-config.json,, against a bare net/http JSON echo under the same load in the
 // same run; rounds are interleaved so drift hits both. Bar: ratio ≥ 0.5.
 func BenchmarkInvokeThroughput(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
 		td, token := benchEchoDaemon(b)
 		bare := benchBareEcho(b)
-		pc, bc := benchHTTPClient(benchClients), benchHTTPClient(benchClients)
+		pc, bc := benchHTTPClient(benchConns), benchHTTPClient(benchConns)
 		plexusCall := invokeCaller(pc, td.BaseURL()+"/invoke", bearer(token))
 		bareCall := invokeCaller(bc, bare+"/invoke", nil)
 
 		for _, do := range []func() error{bareCall, plexusCall} {
-			if _, _, err := benchLoad(benchClients, benchWarmup, do); err != nil {
+			if _, _, err := benchLoad(benchConns, benchWarmup, do); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -476,13 +511,13 @@ func BenchmarkInvokeThroughput(b *testing.B) {
 		var pt, bt, pcpu, bcpu time.Duration
 		for range benchRounds {
 			c0 := processCPU()
-			n, d, err := benchLoad(benchClients, benchRound, bareCall)
+			n, d, err := benchLoad(benchConns, benchRound, bareCall)
 			if err != nil {
 				b.Fatal(err)
 			}
 			c1 := processCPU()
 			bn, bt, bcpu = bn+n, bt+d, bcpu+c1-c0
-			n, d, err = benchLoad(benchClients, benchRound, plexusCall)
+			n, d, err = benchLoad(benchConns, benchRound, plexusCall)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -494,9 +529,9 @@ func BenchmarkInvokeThroughput(b *testing.B) {
 		m["plexus-cpu-µs/call"], m["bare-cpu-µs/call"] = us(pcpu)/float64(pn), us(bcpu)/float64(bn)
 		m["plexus-cores-busy"], m["bare-cores-busy"] = pcpu.Seconds()/pt.Seconds(), bcpu.Seconds()/bt.Seconds()
 		setFigure(benchOrder[0], benchFigure{value: ratio, unit: "×", bar: "≥ 0.50 ×", ok: ratio >= 0.5,
-			note: fmt.Sprintf("plexus %.0f/s vs bare %.0f/s", prps, brps)})
+			note: fmt.Sprintf("plexus %.0f/s vs bare %.0f/s; CPU %.0f vs %.0f µs/call", prps, brps, us(pcpu)/float64(pn), us(bcpu)/float64(bn))})
 		b.Logf("invoke throughput, %d callers: plexus %.0f calls/s, bare net/http %.0f calls/s, ratio %.2f (bar ≥ 0.5)",
-			benchClients, prps, brps, ratio)
+			benchConns, prps, brps, ratio)
 	})
 }
 
@@ -523,6 +558,52 @@ func BenchmarkInvokeLatency(b *testing.B) {
 	})
 }
 
+// --- 2b. allocations per /invoke call ------------------------------------------
+
+// Figures of BenchmarkInvokeAllocs.
+const (
+	figureInvokeAllocs = "invoke allocations per call, ratio to bare net/http"
+	figureInvokeBytes  = "invoke bytes allocated per call, ratio to bare net/http"
+)
+
+// BenchmarkInvokeAllocs counts the heap allocations and bytes of one
+// sequential /invoke (client and server: both live in this process) over
+// benchAllocCalls calls, against the bare net/http echo's under the same
+// client, from the runtime's counters (what -benchmem reports, for a call
+// that crosses a loopback socket). The figures are the ratios; the counts
+// per call are in the notes and the metrics.
+func BenchmarkInvokeAllocs(b *testing.B) {
+	oneShot(b, func(b *testing.B, m map[string]float64) {
+		td, token := benchEchoDaemon(b)
+		bare := benchBareEcho(b)
+		count := func(call func() error) (allocs, bytes float64) {
+			for range 200 { // connections, caches, pools
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			for range benchAllocCalls {
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&m1)
+			return float64(m1.Mallocs-m0.Mallocs) / benchAllocCalls, float64(m1.TotalAlloc-m0.TotalAlloc) / benchAllocCalls
+		}
+		pa, pb := count(invokeCaller(benchHTTPClient(1), td.BaseURL()+"/invoke", bearer(token)))
+		ba, bb := count(invokeCaller(benchHTTPClient(1), bare+"/invoke", nil))
+		m["plexus-allocs/call"], m["plexus-B/call"], m["bare-allocs/call"], m["bare-B/call"] = pa, pb, ba, bb
+		setFigure(figureInvokeAllocs, benchFigure{value: pa / ba, unit: "×",
+			note: fmt.Sprintf("plexus %.0f vs bare %.0f allocs/call (client included)", pa, ba)})
+		setFigure(figureInvokeBytes, benchFigure{value: pb / bb, unit: "×",
+			note: fmt.Sprintf("plexus %.0f vs bare %.0f B/call (client included)", pb, bb)})
+		b.Logf("allocations per /invoke call over %d sequential calls: plexus %.0f allocs, %.0f B; bare net/http %.0f allocs, %.0f B",
+			benchAllocCalls, pa, pb, ba, bb)
+	})
+}
+
 // --- 3. MCP tool call -------------------------------------------------------
 
 // BenchmarkMCPToolCall: the drift test server's greet tool (a real stdio
@@ -538,7 +619,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
+		td := benchLimitsOff(b, "bench")
 		cfg := fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv)
 		if err := os.WriteFile(filepath.Join(td.Home().Dir, "mcp.json"), []byte(cfg), 0o600); err != nil {
 			b.Fatal(err)

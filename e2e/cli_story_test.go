@@ -297,6 +297,9 @@ func TestCLIStory(t *testing.T) {
 	if before["portal.notes.write"].CallableNow {
 		t.Errorf("write callable before any approval: %+v", before["portal.notes.write"])
 	}
+	if rd := before["portal.notes.read"]; !rd.CallableNow || rd.Via != client.ViaAutoApprove {
+		t.Errorf("a read that auto-approves is not callable without approval: %+v", rd)
+	}
 	r := e.ok("agent", "list")
 	if !regexp.MustCompile(`(?m)^portal\.notes\.read\s.*AUTO-APPROVED ON FIRST CALL`).MatchString(r.stdout) {
 		t.Errorf("agent list before the first call:\n%s", r.stdout)
@@ -404,9 +407,18 @@ func TestCLIStory(t *testing.T) {
 	if slices.ContainsFunc(grants, func(g plexus.StandingGrant) bool { return g.CapabilityID == "portal.notes.write" }) {
 		t.Errorf("write grant still listed after revoke: %+v", grants)
 	}
+	// The agent is told of the revoke, and asks again only saying why.
 	r = e.run("agent", "call", "portal.notes.write", "path=a.md", "content=again")
+	if r.code != exitError || !strings.Contains(r.stderr, "the owner revoked the grant for portal.notes.write") ||
+		!strings.Contains(r.stderr, "--purpose") || len(e.pendings()) != 0 {
+		t.Fatalf("write after revoke, without a purpose: %s", r)
+	}
+	r = e.run("agent", "call", "portal.notes.write", "path=a.md", "content=again", "--purpose", "save it again")
 	if r.code != exitPending || !pendingIDRe.MatchString(r.stderr) {
-		t.Fatalf("write after revoke: %s", r)
+		t.Fatalf("write after revoke, with a purpose: %s", r)
+	}
+	if ps := e.pendings(); len(ps) != 1 || ps[0].Purpose != "save it again" {
+		t.Errorf("the request after the revoke: %+v", ps)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "a.md")); string(b) != "hi" {
 		t.Errorf("a.md = %q after a refused write", b)
@@ -415,7 +427,11 @@ func TestCLIStory(t *testing.T) {
 	// The write grant's story, by trace id.
 	r = e.ok("journal", "--trace", trace)
 	var story []string
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if !regexp.MustCompile(`^ID\s+TIME\s+ACTION\s+ACTOR\s+TARGET\s+TRACE ID\s+PAYLOAD$`).MatchString(lines[0]) {
+		t.Errorf("journal prints no column header: %q", lines[0])
+	}
+	for _, line := range lines[1:] {
 		f := strings.Fields(line)
 		if len(f) < 6 || !strings.Contains(line, trace) {
 			t.Fatalf("journal --trace line %q", line)
@@ -624,7 +640,8 @@ func TestCLICallWait(t *testing.T) {
 		e := e.with(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		pid, result := e.waitingCall(ctx, "portal.notes.write", "path=x.md", "content=no", "--wait")
+		// The first call since Approved's revoke: asking again takes a purpose.
+		pid, result := e.waitingCall(ctx, "portal.notes.write", "path=x.md", "content=no", "--wait", "--purpose", "try again")
 		e.ok("reject", pid, "--reason", "not now")
 		call := result()
 		if call.code != exitError || !strings.Contains(call.stderr, "the owner denied the request for portal.notes.write: not now") {

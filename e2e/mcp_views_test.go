@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus/daemon"
+	"github.com/plexus-gw/plexus/mcpserver"
 )
 
 // TestMCPAgentsViewLive: plexus agents view, run while a host is
@@ -49,6 +52,14 @@ func TestMCPAgentsViewLive(t *testing.T) {
 		if code := runPlexus(context.Background(), t, nil, nil, argv, &out, &errOut); code != 0 {
 			t.Fatalf("plexus agents view %v: %d %s", args, code, errOut.String())
 		}
+	}
+	var out, errOut bytes.Buffer // a misspelt agent: refused, nothing written
+	if code := runPlexus(context.Background(), t, nil, nil, []string{"plexus", "--home", td.Home().Dir, "agents", "view", "cluade", "--only", "x"}, &out, &errOut); code == 0 ||
+		!strings.Contains(errOut.String(), `no agent "cluade" is enrolled`) {
+		t.Errorf("agents view of an unknown agent: exit %d, stderr %q; want refused", code, errOut.String())
+	}
+	if v, err := mcpserver.ReadView(filepath.Join(td.Home().Dir, mcpserver.ViewFileName), "cluade"); err != nil || len(v.Only) != 0 {
+		t.Errorf("the unknown agent's view = %+v, %v; want none written", v, err)
 	}
 	view("--only", "portal.notes.read")
 	waitSignal(t, changed)

@@ -272,3 +272,72 @@ func (g *Gateway) Integration(ctx context.Context, c Credentials, agentID string
 		Instructions: "Run the install command once in the agent's environment. It redeems the one-time code at POST /agents/enroll " +
 			"and stores the agent's PAT (0600) under PLEXUS_AGENT_HOME. Then the agent calls capabilities with: plexus agent call <capability> key=value…"}, nil
 }
+
+// Selection is the TypeScript implementation's form of a connect request's
+// starting grants: capability ids, the side-effecting ones among them the
+// owner lets stand, and one trust window for all (docs/protocol.md).
+type Selection struct {
+	Capabilities []string
+	Standing     []string
+	TrustWindow  *plexus.TrustWindow
+}
+
+// ConnectSelected connects an agent as [Gateway.ConnectAgent] does, with
+// sel's capabilities added to req's grants the way that implementation
+// reads them: one needing only read becomes a standing read grant; one that
+// writes does too when sel.Standing names it, and is otherwise skipped (not
+// granted: the agent's first call asks the owner, as any write does here).
+// An unknown id, a Standing id not among the capabilities, and a Standing
+// capability that executes (never standing here) refuse the whole request.
+// skipped lists what was selected but not granted, with the reason.
+func (g *Gateway) ConnectSelected(ctx context.Context, c Credentials, req plexus.ConnectRequest, sel Selection) (plexus.ConnectResponse, []plexus.Declined, error) {
+	if err := g.AdminCheck(ctx, c); err != nil {
+		return plexus.ConnectResponse{}, nil, err
+	}
+	grants, skipped, err := g.selectionGrants(sel)
+	if err != nil {
+		return plexus.ConnectResponse{}, nil, err
+	}
+	req.Grants = append(req.Grants, grants...)
+	resp, err := g.ConnectAgent(ctx, c, req)
+	return resp, skipped, err
+}
+
+// selectionGrants turns sel into starting grants and the capabilities it
+// skips (see [Gateway.ConnectSelected]).
+func (g *Gateway) selectionGrants(sel Selection) ([]plexus.ConnectGrant, []plexus.Declined, error) {
+	var unknown []string
+	for _, id := range sel.Capabilities {
+		if _, ok := g.d.Registry.Entry(id); !ok {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, nil, plexus.Errorf(plexus.CodeUnknownCapability, "unknown capability id(s): %s", strings.Join(unknown, ", "))
+	}
+	var grants []plexus.ConnectGrant
+	var skipped []plexus.Declined
+	for _, id := range sel.Standing {
+		if !slices.Contains(sel.Capabilities, id) {
+			return nil, nil, plexus.Errorf(plexus.CodeInvalidRequest, "standing names %s, which is not among the capabilities", id)
+		}
+	}
+	for _, id := range sel.Capabilities {
+		e, _ := g.d.Registry.Entry(id)
+		need := requiredOf(e)
+		switch {
+		case e.Kind == plexus.KindSkill:
+			skipped = append(skipped, plexus.Declined{ID: id, Reason: "a skill is read as context from the manifest; it is not granted"})
+		case slices.Contains(need, plexus.VerbExecute) && slices.Contains(sel.Standing, id):
+			return nil, nil, plexus.Errorf(plexus.CodeInvalidRequest,
+				"standing names %s, which executes: execute is never standing here, the owner approves each use", id)
+		case slices.Contains(need, plexus.VerbExecute):
+			skipped = append(skipped, plexus.Declined{ID: id, Reason: "execute is never standing: the owner approves each use when the agent asks"})
+		case slices.ContainsFunc(need, plexus.Verb.Mutating) && !slices.Contains(sel.Standing, id):
+			skipped = append(skipped, plexus.Declined{ID: id, Reason: "it writes: the agent's first call asks the owner (name it in standing to grant it now)"})
+		default:
+			grants = append(grants, plexus.ConnectGrant{CapabilityID: id, Verbs: need, TrustWindow: sel.TrustWindow})
+		}
+	}
+	return grants, skipped, nil
+}

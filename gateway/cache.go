@@ -26,8 +26,17 @@ type authCache struct {
 	gen atomic.Uint64
 
 	mu      sync.RWMutex // guards records and claims
-	records map[string]cacheEntry
+	records map[cacheKey]cacheEntry
 	claims  map[string]*auth.Claims // token string → verified claims (immutable)
+}
+
+// cacheKey names a record: its kind ('t'oken, 's'ession, 'a'gent,
+// 'g'rant) and its id (an agent and a capability for a grant). A struct
+// rather than a joined string, so a lookup allocates nothing.
+type cacheKey struct {
+	kind byte
+	id   string
+	cap  string
 }
 
 type cacheEntry struct {
@@ -36,7 +45,7 @@ type cacheEntry struct {
 }
 
 func newAuthCache() *authCache {
-	return &authCache{records: make(map[string]cacheEntry), claims: make(map[string]*auth.Claims)}
+	return &authCache{records: make(map[cacheKey]cacheEntry), claims: make(map[string]*auth.Claims)}
 }
 
 // invalidate makes every cached record stale.
@@ -70,27 +79,32 @@ type cachedReader struct {
 var _ authReader = cachedReader{}
 
 func (r cachedReader) Token(jti string) (*plexus.TokenRecord, error) {
-	return cachedLoad(r, "t\x00"+jti, func(tx plexus.StateTx) (*plexus.TokenRecord, error) { return tx.Token(jti) })
+	return cachedLoad(r, cacheKey{kind: 't', id: jti}, loadToken)
 }
 
 func (r cachedReader) Session(id string) (*plexus.Session, error) {
-	return cachedLoad(r, "s\x00"+id, func(tx plexus.StateTx) (*plexus.Session, error) { return tx.Session(id) })
+	return cachedLoad(r, cacheKey{kind: 's', id: id}, loadSession)
 }
 
 func (r cachedReader) Agent(id string) (*plexus.Agent, error) {
-	return cachedLoad(r, "a\x00"+id, func(tx plexus.StateTx) (*plexus.Agent, error) { return tx.Agent(id) })
+	return cachedLoad(r, cacheKey{kind: 'a', id: id}, loadAgent)
 }
 
 func (r cachedReader) Grant(agentID, capabilityID string) (*plexus.Grant, error) {
-	return cachedLoad(r, "g\x00"+agentID+"\x00"+capabilityID, func(tx plexus.StateTx) (*plexus.Grant, error) {
-		return tx.Grant(agentID, capabilityID)
-	})
+	return cachedLoad(r, cacheKey{kind: 'g', id: agentID, cap: capabilityID}, loadGrant)
 }
+
+// The loaders of a cache miss, by key. They capture nothing, so a hit
+// allocates nothing.
+func loadToken(tx plexus.StateTx, k cacheKey) (*plexus.TokenRecord, error) { return tx.Token(k.id) }
+func loadSession(tx plexus.StateTx, k cacheKey) (*plexus.Session, error)   { return tx.Session(k.id) }
+func loadAgent(tx plexus.StateTx, k cacheKey) (*plexus.Agent, error)       { return tx.Agent(k.id) }
+func loadGrant(tx plexus.StateTx, k cacheKey) (*plexus.Grant, error)       { return tx.Grant(k.id, k.cap) }
 
 // cachedLoad returns the cached value of key if it was loaded under the
 // current generation, else loads it. Lookups that fail (not found included)
-// are not cached.
-func cachedLoad[T any](r cachedReader, key string, load func(tx plexus.StateTx) (*T, error)) (*T, error) {
+// are not cached. No lock is held while a miss reads the journal.
+func cachedLoad[T any](r cachedReader, key cacheKey, load func(plexus.StateTx, cacheKey) (*T, error)) (*T, error) {
 	c := r.g.cache
 	gen := c.gen.Load()
 	c.mu.RLock()
@@ -99,10 +113,17 @@ func cachedLoad[T any](r cachedReader, key string, load func(tx plexus.StateTx) 
 	if ok && e.gen == gen {
 		return e.v.(*T), nil
 	}
+	return loadMiss(r, key, gen, load)
+}
+
+// loadMiss reads key in a read transaction of its own and caches it,
+// stamped with gen, the generation read before the load.
+func loadMiss[T any](r cachedReader, key cacheKey, gen uint64, load func(plexus.StateTx, cacheKey) (*T, error)) (*T, error) {
+	c := r.g.cache
 	var v *T
 	if err := r.g.d.Store.View(r.ctx, func(tx plexus.StateTx) error {
 		var err error
-		v, err = load(tx)
+		v, err = load(tx, key)
 		return err
 	}); err != nil {
 		return nil, err

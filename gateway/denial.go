@@ -19,11 +19,15 @@ const DefaultDenialWindow = time.Minute
 type denialKey struct{ action, subject, code string }
 
 // denialRun is one open window of a key: the row that opened it, as
-// journaled, and how many denials it absorbed since.
+// journaled, and how many denials it absorbed since. ready is closed once
+// the opening row's write ended (err says how); until then first's audit id
+// is not known, and a denial it absorbed waits for it.
 type denialRun struct {
 	first       *plexus.Activity
 	since, last time.Time
 	count       int
+	ready       chan struct{}
+	err         error // set before ready is closed
 }
 
 // denials coalesces the journal rows of the denials a flood can repeat as
@@ -33,10 +37,12 @@ type denialRun struct {
 // key's next denial, on Run's tick, or at shutdown). Without it a flood wrote
 // about 1.4 MB of rows a second.
 //
-// mu guards runs and closed, and is held while a run's opening or summary
-// row is written, so concurrent denials of one key never open two runs nor
-// lose a count. Nothing inside the store calls back here: the lock order is
-// denials.mu, then the store's.
+// mu guards runs, closed and the counts of the runs in runs. It is never
+// held across a journal write: a run is put in runs before its opening row
+// is written, so concurrent denials of one key never open two runs nor lose
+// a count, and a run leaves runs before its summary is written, so nothing
+// counts into it after. Denials of other keys, other agents' above all,
+// never wait for a row that is not theirs.
 type denials struct {
 	window time.Duration
 	mu     sync.Mutex
@@ -56,26 +62,53 @@ func newDenials(window time.Duration) *denials {
 
 // journalDenial journals a (a denial of key k) unless an open window of k
 // absorbs it, and returns the audit id of the row that accounts for it: its
-// own, or the one that opened its window.
+// own, or the one that opened its window. No lock is held while a row is
+// written.
 func (g *Gateway) journalDenial(ctx context.Context, k denialKey, a *plexus.Activity) (string, error) {
 	now := g.now()
 	d := g.denials
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if run := d.runs[k]; run != nil {
-		if now.Before(run.since.Add(d.window)) {
-			run.count++
-			run.last = now
-			return run.first.AuditID(), nil
+	run := d.runs[k]
+	if run != nil && now.Before(run.since.Add(d.window)) {
+		run.count++
+		run.last = now
+		d.mu.Unlock()
+		<-run.ready // the opening row's write ends whatever ctx does
+		if run.err != nil {
+			return "", run.err
 		}
-		delete(d.runs, k)
-		g.summarize(ctx, run)
+		return run.first.AuditID(), nil
 	}
-	if err := g.record(ctx, false, a); err != nil {
-		return "", err
+	var ended, mine *denialRun
+	if run != nil {
+		delete(d.runs, k)
+		ended = run
 	}
 	if !d.closed {
-		d.runs[k] = &denialRun{first: a, since: now, last: now}
+		mine = &denialRun{first: a, since: now, last: now, ready: make(chan struct{})}
+		d.runs[k] = mine
+	}
+	d.mu.Unlock()
+
+	if ended != nil {
+		<-ended.ready
+		g.summarize(ctx, ended)
+	}
+	err := g.record(ctx, false, a)
+	if mine != nil {
+		if err != nil {
+			// The next denial of k opens a window of its own.
+			d.mu.Lock()
+			if d.runs[k] == mine {
+				delete(d.runs, k)
+			}
+			d.mu.Unlock()
+		}
+		mine.err = err
+		close(mine.ready)
+	}
+	if err != nil {
+		return "", err
 	}
 	return a.AuditID(), nil
 }
@@ -85,16 +118,21 @@ func (g *Gateway) journalDenial(ctx context.Context, k denialKey, a *plexus.Acti
 func (g *Gateway) flushDenials(ctx context.Context, final bool) {
 	now := g.now()
 	d := g.denials
+	var ended []*denialRun
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	for k, run := range d.runs {
 		if final || !now.Before(run.since.Add(d.window)) {
 			delete(d.runs, k)
-			g.summarize(ctx, run)
+			ended = append(ended, run)
 		}
 	}
 	if final {
 		d.closed = true
+	}
+	d.mu.Unlock()
+	for _, run := range ended {
+		<-run.ready
+		g.summarize(ctx, run)
 	}
 }
 
@@ -105,7 +143,7 @@ func (g *Gateway) flushDenials(ctx context.Context, final bool) {
 // ([Gateway.JournalFailed]) with the count it loses, since the denials it
 // sums were answered already.
 func (g *Gateway) summarize(ctx context.Context, run *denialRun) {
-	if run.count == 0 {
+	if run.count == 0 || run.err != nil { // a failed first row: its absorbed denials failed with it
 		return
 	}
 	f := run.first

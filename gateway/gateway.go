@@ -127,6 +127,7 @@ type Gateway struct {
 	// denials coalesces the rows of repeated denials; Run flushes it.
 	denials *denials
 	jfail   journalFailures
+	limits  limitsState
 
 	started time.Time
 

@@ -270,9 +270,14 @@ func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]a
 func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, idemHash string, member bool) map[string]any {
 	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants}
 	if len(req.Input) > 0 {
-		b, _ := json.Marshal(req.Input) // map keys marshal sorted: a stable form
-		sum := g.d.Hasher.Hash(string(b))
-		p["inputHash"] = hex.EncodeToString(sum[:16])
+		// Map keys marshal sorted: a stable form. An input decoded from
+		// JSON always encodes again; should one not, the row says so.
+		if b, err := json.Marshal(req.Input); err != nil {
+			p["inputHash"] = "unencodable: " + err.Error()
+		} else {
+			sum := g.d.Hasher.Hash(string(b))
+			p["inputHash"] = hex.EncodeToString(sum[:16])
+		}
 	}
 	if req.IdempotencyKey != "" {
 		p["idempotent"] = true

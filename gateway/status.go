@@ -21,6 +21,8 @@ func (g *Gateway) Status(ctx context.Context, c Credentials) (plexus.StatusRespo
 	}
 	out := plexus.StatusResponse{Gateway: g.gatewayInfo(), Home: g.cfg.Home, Revision: g.d.Registry.Revision(),
 		Entries: len(entries), Started: g.started, Sources: []plexus.SourceStatus{}, Journal: g.journalHealth()}
+	limits := g.Limits()
+	out.Limits = &limits
 	g.mu.RLock()
 	for id := range g.sameUserSeen {
 		out.SameUserAgents = append(out.SameUserAgents, id)

@@ -125,6 +125,11 @@ func Known() []Host {
 		{Name: "vscode", Label: "VS Code", Format: FormatVSCode, StdioType: "stdio", HTTPType: "http",
 			URLKey: "url", HeadersKey: "headers", Project: filepath.Join(".vscode", "mcp.json"),
 			user: func(e Env) string { return filepath.Join(e.appSupport(), "Code", "User", "mcp.json") }},
+		// Insiders reads the workspace's .vscode/mcp.json too: that file is
+		// VS Code's here, so that it is connected and listed once.
+		{Name: "vscode-insiders", Label: "VS Code Insiders", Format: FormatVSCode, StdioType: "stdio", HTTPType: "http",
+			URLKey: "url", HeadersKey: "headers",
+			user: func(e Env) string { return filepath.Join(e.appSupport(), "Code - Insiders", "User", "mcp.json") }},
 		{Name: "codex", Label: "Codex", Format: FormatCodexTOML, URLKey: "url", HeadersKey: "http_headers",
 			Project: filepath.Join(".codex", "config.toml"),
 			user: func(e Env) string {

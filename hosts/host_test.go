@@ -32,6 +32,8 @@ func TestPath(t *testing.T) {
 		{"vscode", xdg, ScopeUser, "/xdg/Code/User/mcp.json"},
 		{"vscode", mac, ScopeUser, "/Users/o/Library/Application Support/Code/User/mcp.json"},
 		{"vscode", linux, ScopeProject, "/src/app/.vscode/mcp.json"},
+		{"vscode-insiders", linux, ScopeUser, "/home/o/.config/Code - Insiders/User/mcp.json"},
+		{"vscode-insiders", mac, ScopeUser, "/Users/o/Library/Application Support/Code - Insiders/User/mcp.json"},
 		{"codex", linux, ScopeUser, "/home/o/.codex/config.toml"},
 		{"codex", codexHome, ScopeUser, "/opt/codex/config.toml"},
 		{"codex", mac, ScopeUser, "/Users/o/.codex/config.toml"},

@@ -65,10 +65,11 @@ func TestStatuses(t *testing.T) {
 			Installed: true, Connected: true, Transport: "http", Agent: "cur", Enrolled: true},
 		"gemini/user": {Host: "gemini", Scope: "user", Config: filepath.Join(userHome, ".gemini", "settings.json"),
 			Installed: true, Problem: "set"},
-		"windsurf/user":       {Host: "windsurf", Scope: "user", Config: filepath.Join(userHome, ".codeium", "windsurf", "mcp_config.json")},
-		"claude-desktop/user": {Host: "claude-desktop", Scope: "user", Config: filepath.Join(userHome, ".config", "Claude", "claude_desktop_config.json")},
-		"vscode/user":         {Host: "vscode", Scope: "user", Config: filepath.Join(userHome, ".config", "Code", "User", "mcp.json")},
-		"codex/user":          {Host: "codex", Scope: "user", Config: filepath.Join(userHome, ".codex", "config.toml")},
+		"windsurf/user":        {Host: "windsurf", Scope: "user", Config: filepath.Join(userHome, ".codeium", "windsurf", "mcp_config.json")},
+		"claude-desktop/user":  {Host: "claude-desktop", Scope: "user", Config: filepath.Join(userHome, ".config", "Claude", "claude_desktop_config.json")},
+		"vscode/user":          {Host: "vscode", Scope: "user", Config: filepath.Join(userHome, ".config", "Code", "User", "mcp.json")},
+		"vscode-insiders/user": {Host: "vscode-insiders", Scope: "user", Config: filepath.Join(userHome, ".config", "Code - Insiders", "User", "mcp.json")},
+		"codex/user":           {Host: "codex", Scope: "user", Config: filepath.Join(userHome, ".codex", "config.toml")},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)

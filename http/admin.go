@@ -61,20 +61,36 @@ type RemoveSourceResponse struct {
 	ID string `json:"id"`
 }
 
-// handleConnectAgent answers 201 Created: it creates the agent.
+// handleConnectAgent answers 201 Created: it creates the agent. It also
+// takes the TypeScript implementation's body (connectBody), so its
+// management client and scripts connect agents here unchanged.
 func (s *Server) handleConnectAgent(w nethttp.ResponseWriter, r *nethttp.Request) {
 	c := credentials(r)
-	var req plexus.ConnectRequest
-	if err := s.decode(w, r, &req, false); err != nil {
+	var body connectBody
+	if err := s.decode(w, r, &body, false); err != nil {
 		s.adminFail(w, r, c, err)
 		return
 	}
-	resp, err := s.b.Admin.ConnectAgent(r.Context(), c, req)
+	if !body.selects() {
+		resp, err := s.b.Admin.ConnectAgent(r.Context(), c, body.ConnectRequest)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeJSON(w, r, nethttp.StatusCreated, resp)
+		return
+	}
+	sel, err := body.selection()
+	if err != nil {
+		s.adminFail(w, r, c, err)
+		return
+	}
+	resp, skipped, err := s.b.Admin.ConnectSelected(r.Context(), c, body.ConnectRequest, sel)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, nethttp.StatusCreated, resp)
+	s.writeJSON(w, r, nethttp.StatusCreated, selectedResponse(resp, skipped))
 }
 
 func (s *Server) handleRevokeAgent(w nethttp.ResponseWriter, r *nethttp.Request) {

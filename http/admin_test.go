@@ -23,6 +23,13 @@ func (s stubAdmin) ConnectAgent(_ context.Context, c gateway.Credentials, req pl
 	return plexus.ConnectResponse{AgentID: req.AgentID}, s.Err
 }
 
+// ConnectSelected records as ConnectAgent does, with the selection: one
+// connect, in the other implementation's form.
+func (s stubAdmin) ConnectSelected(_ context.Context, c gateway.Credentials, req plexus.ConnectRequest, sel gateway.Selection) (plexus.ConnectResponse, []plexus.Declined, error) {
+	s.record("ConnectAgent", c, []any{req, sel})
+	return plexus.ConnectResponse{AgentID: req.AgentID}, []plexus.Declined{{ID: "skipped.cap", Reason: "r"}}, s.Err
+}
+
 func (s stubAdmin) RevokeAgent(_ context.Context, c gateway.Credentials, req plexus.AgentRevokeRequest) (plexus.AgentRevokeResponse, error) {
 	s.record("RevokeAgent", c, req)
 	return plexus.AgentRevokeResponse{OK: true}, s.Err

@@ -76,6 +76,9 @@ type OwnerCheck interface {
 // (admin.go).
 type AdminAPI interface {
 	ConnectAgent(ctx context.Context, c gateway.Credentials, req plexus.ConnectRequest) (plexus.ConnectResponse, error)
+	// ConnectSelected is ConnectAgent with the TypeScript implementation's
+	// selection of capabilities (connect.go); skipped are those not granted.
+	ConnectSelected(ctx context.Context, c gateway.Credentials, req plexus.ConnectRequest, sel gateway.Selection) (plexus.ConnectResponse, []plexus.Declined, error)
 	RevokeAgent(ctx context.Context, c gateway.Credentials, req plexus.AgentRevokeRequest) (plexus.AgentRevokeResponse, error)
 	AdminAgents(ctx context.Context, c gateway.Credentials) ([]plexus.Agent, error)
 	RotateKey(ctx context.Context, c gateway.Credentials) (plexus.KeyRotateResponse, error)

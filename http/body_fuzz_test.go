@@ -75,7 +75,14 @@ func bodyEndpoints() []bodyEndpoint {
 			return req, err
 		}},
 		{"POST", "/extensions", "RegisterExtension", false, asIs[plexus.ExtensionRegisterRequest]},
-		{"POST", "/admin/api/agents/connect", "ConnectAgent", false, asIs[plexus.ConnectRequest]},
+		{"POST", "/admin/api/agents/connect", "ConnectAgent", false, func(b []byte) (any, error) {
+			body, err := decodeAs[connectBody](b)
+			if err != nil || !body.selects() {
+				return body.ConnectRequest, err
+			}
+			sel, err := body.selection()
+			return []any{body.ConnectRequest, sel}, err
+		}},
 		{"POST", "/admin/api/agents/revoke", "RevokeAgent", false, asIs[plexus.AgentRevokeRequest]},
 		{"POST", "/admin/api/pending/pend_1/approve", "AdminDecide", true, decideWant("approve")},
 		{"POST", "/admin/api/pending/pend_1/deny", "AdminDecide", true, decideWant("deny")},
@@ -115,6 +122,12 @@ func FuzzBodies(f *testing.F) {
 		f.Add(uint8(i), seed)
 	}
 	endpoints := bodyEndpoints()
+	for i, ep := range endpoints {
+		if ep.path == "/admin/api/agents/connect" { // the other implementation's form
+			f.Add(uint8(i), `{"agentId":"a","agentType":"claude-code","capabilities":["x"],"standing":["x"],"trustWindow":{"kind":"7d"}}`)
+			f.Add(uint8(i), `{"agentId":"a","capabilities":["x"],"ttlMs":1000}`)
+		}
+	}
 	for i := range endpoints {
 		for _, s := range []string{``, `null`, ` null `, `{}`, `[]`, `"x"`, `{} {}`, `{"a":1}x`, `{"id":1}`, "\xff",
 			`{"sessionId":"other"}`, strings.Repeat(" ", fuzzMaxBody) + `{}`} {

@@ -70,6 +70,12 @@ func (s *Server) routes() {
 	if s.opts.MCP != nil {
 		m.HandleFunc(mcpPath, s.handleMCP)
 	}
+	if s.opts.Metrics != nil {
+		m.HandleFunc("GET "+metricsPath, s.handleMetrics)
+	}
+	if s.opts.Console != nil {
+		m.Handle("/console/", s.opts.Console)
+	}
 
 	m.HandleFunc("/", s.fallback)
 }

@@ -310,6 +310,9 @@ func (db *DB) compareAnchor(ctx context.Context, head mirrorRow, after int64, a 
 	err = db.w.QueryRowContext(ctx, `SELECT hash FROM activity WHERE id = ?`, a.ID).Scan(&h)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		if c, cerr := prunedThrough(db.w); cerr == nil && a.ID <= c.id {
+			return "", "", nil // pruned since it was anchored; verify checks the prune
+		}
 		return ProblemDeleted, fmt.Sprintf("row %d, the anchored head, is missing", a.ID), nil
 	case err != nil:
 		return "", "", fmt.Errorf("anchor: %w", err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/plexus-gw/plexus"
 )
@@ -152,4 +154,30 @@ func BenchmarkRecordParallel(b *testing.B) {
 	if n := db.group.batches.Load(); n > 0 {
 		b.ReportMetric(float64(db.group.callers.Load())/float64(n), "callers/batch")
 	}
+}
+
+// BenchmarkRecordLatency times sequential ordinary Updates one by one, as a
+// lone /invoke commits its row, and reports their percentiles: the tail is
+// where a checkpoint inside a commit shows (see DefaultCheckpointEvery).
+func BenchmarkRecordLatency(b *testing.B) {
+	dir := b.TempDir()
+	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), Options{AuditDir: filepath.Join(dir, "audit"), AnchorPath: filepath.Join(dir, "journal.anchor")})
+	ctx := context.Background()
+	var ds []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		err := db.Update(ctx, false, func(tx plexus.StateTx) error {
+			return tx.Record(&plexus.Activity{TraceID: "trace", Actor: "agent-1", AgentID: "agent-1", ActionType: "invoke.ok",
+				Target: "fs.read", Payload: map[string]any{"capabilityId": "fs.read", "ms": 3}})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	at := func(p float64) float64 { return float64(ds[min(len(ds)-1, int(float64(len(ds))*p))].Microseconds()) }
+	b.ReportMetric(at(0.5), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(at(0.999), "p99.9-µs")
 }

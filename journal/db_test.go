@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -349,4 +350,45 @@ func TestOpenReader(t *testing.T) {
 			t.Error("OpenReader succeeded on an empty, unmigrated file")
 		}
 	})
+}
+
+// TestBackgroundCheckpoint: the WAL is checkpointed into journal.db by the
+// journal's own goroutine, not inside a commit. The commits below write far
+// fewer pages than the writer's backstop, so journal.db grows only if the
+// background checkpoint ran; with it turned off (an interval longer than
+// the test) it stays as it was.
+func TestBackgroundCheckpoint(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		every time.Duration
+		grows bool
+	}{{"Runs", 5 * time.Millisecond, true}, {"NotInCommits", time.Hour, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			db := mustOpenAt(t, path, Options{CheckpointEvery: tt.every})
+			size := func() int64 {
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fi.Size()
+			}
+			before := size()
+			for i := range 300 {
+				if err := db.Update(context.Background(), false, func(tx plexus.StateTx) error {
+					return tx.Record(&plexus.Activity{Actor: "a", ActionType: "invoke.ok", TraceID: fmt.Sprintf("trc_%04d", i),
+						Payload: map[string]any{"pad": strings.Repeat("x", 400)}})
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for tt.grows && size() == before && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if grew := size() > before; grew != tt.grows {
+				t.Errorf("journal.db grew from %d to %d bytes: grew = %v, want %v", before, size(), grew, tt.grows)
+			}
+		})
+	}
 }

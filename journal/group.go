@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -205,6 +206,13 @@ func (db *DB) lead(self *waiter) error {
 		db.group.handOff()
 		return fmt.Errorf("journal update: %w", err)
 	}
+	// Yield once before taking the batch: the handlers that are runnable
+	// (a burst of /invoke calls finishing their dispatch) reach the queue
+	// and share this commit instead of each waiting for one of their own.
+	// Measured at 32 connections on 2 cores: 3 callers a batch without the
+	// yield, 10 with it, and a third less CPU per call; a lone caller finds
+	// nothing else runnable and goes on at once.
+	runtime.Gosched()
 	b := &batch{db: db, ws: db.group.take(self)}
 	finished := false
 	defer func() {
@@ -261,6 +269,7 @@ func (b *batch) run(conn *sql.Conn) {
 		b.fail(fmt.Errorf("journal update: commit: %w", err))
 		return
 	}
+	b.db.commits.Add(1)
 	b.settle()
 }
 

@@ -50,6 +50,9 @@ func (db *DB) Follow(ctx context.Context, f Filter, after int64, every time.Dura
 		f.AfterID, f.Limit, f.Desc = after, 1000, false
 		more, err := db.Activity(ctx, f)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the read was cut short by the end of ctx, not a failure
+			}
 			return err
 		}
 		if err := fn(more); err != nil {

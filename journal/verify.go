@@ -58,11 +58,14 @@ type Problem struct {
 // VerifyReport is the result of [DB.Verify]. Notes are disagreements that
 // are not evidence of tampering (rows a crash kept out of the mirror).
 type VerifyReport struct {
-	Rows       int       `json:"rows"`
-	KeyedAfter int64     `json:"keyedAfter"`
-	OK         bool      `json:"ok"`
-	Problems   []Problem `json:"problems,omitempty"`
-	Notes      []Problem `json:"notes,omitempty"`
+	Rows       int   `json:"rows"`
+	KeyedAfter int64 `json:"keyedAfter"`
+	// PrunedThrough is the last row pruned (journal prune): the chain is
+	// checked from the row after it.
+	PrunedThrough int64     `json:"prunedThrough,omitempty"`
+	OK            bool      `json:"ok"`
+	Problems      []Problem `json:"problems,omitempty"`
+	Notes         []Problem `json:"notes,omitempty"`
 }
 
 func (rep *VerifyReport) add(p Problem) {
@@ -141,9 +144,15 @@ type verifier struct {
 	mirror    *mirrorIndex // nil without an audit dir
 
 	after      int64 // the keyed chain starts after this row
-	lastID     int64
-	anchorHash string // the hash of the anchored row, when the walk met it
-	anchorSeen bool
+	pruned     checkpoint
+	lastPruned *mirrorRow // the newest journal.pruned row that verifies
+	// mirrorPruned is the last row lastPruned says was pruned: mirror
+	// rows up to it may be missing from the table (never meta's word,
+	// which needs no key to change).
+	mirrorPruned int64
+	lastID       int64
+	anchorHash   string // the hash of the anchored row, when the walk met it
+	anchorSeen   bool
 
 	keyedRows, keyedOK int
 	boundary           *mirrorRow // row after+1, when the walk met it
@@ -183,6 +192,10 @@ func (v *verifier) run(ctx context.Context, q *sql.Tx) error {
 		v.rep.add(Problem{Kind: ProblemBoundary, Detail: detail})
 	}
 	v.after, v.rep.KeyedAfter = after, after
+	if v.pruned, err = prunedThrough(q); err != nil {
+		return err
+	}
+	v.rep.PrunedThrough = v.pruned.id
 	if err := v.walk(ctx, q); err != nil {
 		return err
 	}
@@ -193,6 +206,7 @@ func (v *verifier) run(ctx context.Context, q *sql.Tx) error {
 		return err
 	}
 	v.checkBoundary()
+	v.checkPruned()
 	anchorOK := v.checkAnchor()
 	v.reportBadRows(anchorOK)
 	if v.chain == nil && v.keyedRows > 0 {
@@ -204,7 +218,7 @@ func (v *verifier) run(ctx context.Context, q *sql.Tx) error {
 			detail, v.after+1, v.lastID)})
 	}
 	if v.mirror != nil {
-		v.mirror.finish(v.rep)
+		v.mirror.finish(v.rep, v.mirrorPruned)
 	}
 	return nil
 }
@@ -218,8 +232,9 @@ func (v *verifier) walk(ctx context.Context, q *sql.Tx) error {
 	}
 	defer rows.Close()
 	var (
-		prevID   int64
-		prevHash string
+		// After a prune the chain starts at its checkpoint (prune.go).
+		prevID   = v.pruned.id
+		prevHash = v.pruned.head
 		prevOK   = true // the previous row matched its own hash
 	)
 	for rows.Next() {
@@ -248,6 +263,10 @@ func (v *verifier) walk(ctx context.Context, q *sql.Tx) error {
 			v.reportRecordedMismatch(&r)
 		}
 		v.noteBoundary(&r, contentOK)
+		if r.ActionType == ActionPruned && contentOK {
+			p := r
+			v.lastPruned = &p
+		}
 		if v.anchorErr == nil && r.ID == v.anchor.ID {
 			v.anchorHash, v.anchorSeen = r.Hash, true
 		}
@@ -327,6 +346,9 @@ func (v *verifier) checkBoundary() {
 	}
 	b := v.boundary
 	switch {
+	case b == nil && v.pruned.id > n && v.lastPruned != nil:
+		// The journal.chain_keyed row was pruned with the rows before it;
+		// checkPruned vouches for the prune.
 	case b == nil:
 		problem(fmt.Sprintf("row %d, the journal.chain_keyed row that must follow them, is missing", n+1))
 	case b.ActionType != ActionChainKeyed:
@@ -337,6 +359,35 @@ func (v *verifier) checkBoundary() {
 		if last, ok := legacyLastID(b); !ok || last != n {
 			problem(fmt.Sprintf("row %d, the journal.chain_keyed row, records a different last legacy row (legacyLastId)", n+1))
 		}
+	}
+}
+
+// checkPruned: a prune checkpoint in meta must be the one the newest
+// journal.pruned row (keyed, so unforgeable without the key) records, and
+// such a row means there is a checkpoint. Without this, deleting more of
+// the prefix and moving the checkpoint to match would pass.
+func (v *verifier) checkPruned() {
+	p, r := v.pruned, v.lastPruned
+	if r == nil {
+		if p.id > 0 {
+			v.rep.add(Problem{ID: p.id, Kind: ProblemDeleted, Detail: fmt.Sprintf(
+				"meta %s says rows 1..%d were pruned, but no journal.pruned row that verifies records it: rows were deleted and the checkpoint forged",
+				metaPrunedThrough, p.id)})
+		}
+		return
+	}
+	var rec struct {
+		ThroughID *int64 `json:"throughId"`
+		Head      string `json:"head"`
+	}
+	err := json.Unmarshal(r.Payload, &rec)
+	if err == nil && rec.ThroughID != nil {
+		v.mirrorPruned = *rec.ThroughID
+	}
+	if err != nil || rec.ThroughID == nil || *rec.ThroughID != p.id || rec.Head != p.head {
+		v.rep.add(Problem{ID: r.ID, Kind: ProblemDeleted, Detail: fmt.Sprintf(
+			"row %d, the newest journal.pruned row, records another checkpoint than meta %s (%d): the checkpoint was moved or removed",
+			r.ID, metaPrunedThrough, p.id)})
 	}
 }
 
@@ -480,6 +531,9 @@ func (v *verifier) checkAnchor() bool {
 	case a.ID > v.lastID:
 		v.rep.add(Problem{ID: v.lastID + 1, Kind: ProblemTruncated, Detail: truncatedDetail(v.lastID, a)})
 	case a.ID == 0:
+	case !v.anchorSeen && a.ID <= v.pruned.id && v.lastPruned != nil:
+		// An anchor left behind the head by a crash, naming a row pruned
+		// since: the prune's row vouches for it.
 	case !v.anchorSeen:
 		// The walk already named the gap; this says it held the head.
 		v.rep.add(Problem{ID: a.ID, Kind: ProblemDeleted, Detail: fmt.Sprintf("row %d, the head the anchor recorded, is missing", a.ID)})
@@ -493,7 +547,9 @@ func (v *verifier) checkAnchor() bool {
 // String renders the report as `plexus journal verify` prints it.
 func (rep VerifyReport) String() string {
 	var b strings.Builder
-	if rep.OK {
+	if rep.OK && rep.PrunedThrough > 0 {
+		fmt.Fprintf(&b, "ok: %d activity rows, hash chain intact from the prune checkpoint (rows 1..%d pruned)\n", rep.Rows, rep.PrunedThrough)
+	} else if rep.OK {
 		fmt.Fprintf(&b, "ok: %d activity rows, hash chain intact\n", rep.Rows)
 	} else {
 		fmt.Fprintf(&b, "BROKEN: %d activity rows checked\n", rep.Rows)

@@ -184,7 +184,7 @@ func (m *mirrorIndex) compare(r *mirrorRow, contentOK bool) {
 // finish reports what the walk left: mirror rows the table lacks, rows
 // that differ (consecutive rows with the same reason as one problem), and
 // the tolerated gaps.
-func (m *mirrorIndex) finish(rep *VerifyReport) {
+func (m *mirrorIndex) finish(rep *VerifyReport, prunedThrough int64) {
 	for _, p := range m.problems {
 		rep.add(p)
 	}
@@ -204,7 +204,8 @@ func (m *mirrorIndex) finish(rep *VerifyReport) {
 	}
 	var gone []int64
 	for id, e := range m.rows {
-		if !e.seen {
+		// Rows pruned from the table stay in the mirror until its retention.
+		if !e.seen && id > prunedThrough {
 			gone = append(gone, id)
 		}
 	}

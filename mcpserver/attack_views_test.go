@@ -178,7 +178,7 @@ func TestAttackOriginalNamesNoShadow(t *testing.T) {
 	if err := os.WriteFile(vf.Path(), []byte(`{"agents":{"claude":{"only":["mcp.*"],"names":"original"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := vf.Reload(); !errors.Is(err, mcpserver.ErrView) {
+	if _, err := vf.Reload(); !errors.Is(err, mcpserver.ErrView) {
 		t.Fatalf("reload a two-server original view: %v, want refused", err)
 	}
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"lookup"}) || evil.total() != 0 {

@@ -53,6 +53,9 @@ type Options struct {
 	// Views is the owner's view of each agent (needs Backend.Agents); nil
 	// shows every agent the default view.
 	Views Views
+	// Middleware wraps every request the front door receives, outermost
+	// first (the daemon's tracing).
+	Middleware []mcp.Middleware
 }
 
 // Server is the MCP front door, an http.Handler for /mcp. Mount it behind
@@ -124,6 +127,7 @@ func New(b Backend, opts Options) *Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version}, sopts)
 	srv.AddReceivingMiddleware(s.middleware)
+	srv.AddReceivingMiddleware(opts.Middleware...)
 	s.sdk = srv
 	get := func(*http.Request) *mcp.Server { return srv }
 	withLink := auth.RequireBearerToken(linkToken, nil)
@@ -135,6 +139,15 @@ func New(b Backend, opts Options) *Server {
 		Logger: opts.Logger, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	}))
 	return s
+}
+
+// Sessions counts the MCP sessions open now (for /metrics).
+func (s *Server) Sessions() int {
+	n := 0
+	for range s.sdk.Sessions() {
+		n++
+	}
+	return n
 }
 
 // ServeHTTP matches the request's bearer to a Plexus session (a link) and

@@ -208,27 +208,48 @@ type ViewFile struct {
 // LoadViewFile reads the file at path (a missing one holds no views).
 func LoadViewFile(path string) (*ViewFile, error) {
 	f := &ViewFile{path: path}
-	return f, f.Reload()
+	_, err := f.Reload()
+	return f, err
 }
 
-// Reload reads the file again; on an error the views read before stay.
-func (f *ViewFile) Reload() error {
+// Reload reads the file again and answers the agents whose view it
+// changed, sorted; on an error the views read before stay.
+func (f *ViewFile) Reload() (changed []string, err error) {
 	of, err := readViews(f.path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	views := map[string]View{}
 	for _, agent := range of.Names() {
 		v, err := decodeView(of, agent)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		views[agent] = v
 	}
 	f.mu.Lock()
+	changed = changedViews(f.views, views)
 	f.views = views
 	f.mu.Unlock()
-	return nil
+	return changed, nil
+}
+
+// changedViews lists, sorted, the agents whose view differs between old
+// and cur (an agent absent from one has the zero view there).
+func changedViews(old, cur map[string]View) []string {
+	var out []string
+	for agent, v := range cur {
+		if !v.equal(old[agent]) {
+			out = append(out, agent)
+		}
+	}
+	for agent, v := range old {
+		if _, ok := cur[agent]; !ok && !v.isZero() {
+			out = append(out, agent)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Path is the file's path.

@@ -118,7 +118,7 @@ func TestViewFileRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"agents":{"claude":{"onyl":["x"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := vf.Reload(); err == nil {
+	if _, err := vf.Reload(); err == nil {
 		t.Error("a misspelt setting was accepted")
 	}
 	if got := vf.View("cursor"); got.Mode != ModeTools {
@@ -154,5 +154,43 @@ func TestScore(t *testing.T) {
 	}
 	if s := score("zebra", issue, "x"); s != 0 {
 		t.Errorf("an unrelated query scores %d", s)
+	}
+}
+
+// TestReloadSaysWhoChanged: Reload names exactly the agents whose view the
+// file changed since the last read — added, edited, removed — and none for
+// a rewrite that changes nothing (the daemon journals one row per name).
+func TestReloadSaysWhoChanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ViewFileName)
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"agents":{"a":{"mode":"tools"},"b":{"only":["x.*"]}}}`)
+	vf, err := LoadViewFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		file string
+		want []string
+	}{
+		{`{"agents":{"a":{"mode":"tools"},"b":{"only":["x.*"]}}}`, nil},
+		{`{"agents": {"b": {"only": ["x.*"]}, "a": {"mode": "tools"}}, "note": "reordered"}`, nil},
+		{`{"agents":{"a":{"mode":"search"},"b":{"only":["x.*"]}}}`, []string{"a"}},
+		{`{"agents":{"a":{"mode":"search"},"b":{"only":["x.*","y"]},"c":{"names":"safe"}}}`, []string{"b", "c"}},
+		{`{"agents":{"c":{"names":"safe"}}}`, []string{"a", "b"}},
+		{`{"agents":{"c":{"names":"safe"},"d":{}}}`, nil},
+	} {
+		write(step.file)
+		got, err := vf.Reload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Errorf("after %s, changed (-want +got):\n%s", step.file, diff)
+		}
 	}
 }

@@ -239,7 +239,7 @@ func (f *fixture) setView(vf *mcpserver.ViewFile, agent string, v mcpserver.View
 	if err := mcpserver.SetView(vf.Path(), agent, v); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := vf.Reload(); err != nil {
+	if _, err := vf.Reload(); err != nil {
 		f.t.Fatal(err)
 	}
 	f.front.ViewsChanged()

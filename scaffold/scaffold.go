@@ -257,6 +257,7 @@ journal.db*
 journal.anchor*
 audit/
 run/
+daemon.addr
 `
 
 const readme = `# PLEXUS_HOME

@@ -37,17 +37,40 @@ const (
 // journal). Notify is the command run (argv, never a shell) with the
 // gateway's one-line notification appended as its last argument whenever a
 // decision is put up for the owner, such as ["notify-send", "Plexus"].
+// NotifyWebhook, when set, receives a JSON POST for each decision put up
+// (inbox.Webhook: ntfy's publish format).
 // MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
 // at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
-// a problem.
+// a problem. ScrapeToken, when set (32 characters or more, not a plx_
+// credential), lets a Prometheus scraper read /metrics and nothing else.
+// ActivityRetentionDays, when positive, has the daemon prune activity rows
+// older than that many days (absent or 0: activity is kept forever).
+// RateLimit and FailedCredentials are the owner's limits
+// ([AuthConfig.Limits]); the daemon applies their edits while it runs.
 type AuthConfig struct {
-	TokenLifetimeMs      int64    `json:"tokenLifetimeMs"`
-	MaxTrustWindowMs     int64    `json:"maxTrustWindowMs"`
-	StrictSameUser       bool     `json:"strictSameUser,omitempty"`
-	Notify               []string `json:"notify,omitempty"`
-	MaxStreamsPerSession int      `json:"maxStreamsPerSession,omitempty"`
-	MaxStreamsPerAgent   int      `json:"maxStreamsPerAgent,omitempty"`
+	TokenLifetimeMs       int64            `json:"tokenLifetimeMs"`
+	MaxTrustWindowMs      int64            `json:"maxTrustWindowMs"`
+	StrictSameUser        bool             `json:"strictSameUser,omitempty"`
+	Notify                []string         `json:"notify,omitempty"`
+	NotifyWebhook         *NotifyWebhook   `json:"notifyWebhook,omitempty"`
+	MaxStreamsPerSession  int              `json:"maxStreamsPerSession,omitempty"`
+	MaxStreamsPerAgent    int              `json:"maxStreamsPerAgent,omitempty"`
+	ScrapeToken           string           `json:"scrapeToken,omitempty"`
+	ActivityRetentionDays int              `json:"activityRetentionDays,omitempty"`
+	RateLimit             *RateLimitConfig `json:"rateLimit,omitempty"`
+	FailedCredentials     *ThrottleConfig  `json:"failedCredentials,omitempty"`
 }
+
+// NotifyWebhook is the owner's notify webhook: an http or https URL with no
+// user or password in it (such as "https://ntfy.sh"), and the ntfy topic
+// to publish to ("" for a receiver that takes no topic).
+type NotifyWebhook struct {
+	URL   string `json:"url"`
+	Topic string `json:"topic,omitempty"`
+}
+
+// MinScrapeTokenLen is the shortest scrape token auth-config.json takes.
+const MinScrapeTokenLen = 32
 
 // DefaultAuthConfig is what Init writes.
 func DefaultAuthConfig() AuthConfig {
@@ -332,11 +355,31 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 		v.add(path, fmt.Sprintf("%s: maxStreamsPerSession is %d and maxStreamsPerAgent %d", FileAuthConfig, a.MaxStreamsPerSession, a.MaxStreamsPerAgent),
 			"set each to a positive number of /events streams, or remove it for the default (8 per session, 32 per agent)")
 	}
+	v.observability(path, a)
+	v.limits(path, a)
 	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
 		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",
 			`write it as a list such as ["notify-send", "Plexus"], or remove it`)
 	}
+	if w := a.NotifyWebhook; w != nil {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			v.add(path, FileAuthConfig+": notifyWebhook.url must be an http or https URL with no user or password in it",
+				`write it as {"url": "https://ntfy.sh", "topic": "my-plexus"}, or remove it`)
+		}
+	}
 	return a
+}
+
+// observability checks the scrape token and the activity retention.
+func (v *verifier) observability(path string, a AuthConfig) {
+	if a.ScrapeToken != "" && (len(a.ScrapeToken) < MinScrapeTokenLen || strings.HasPrefix(a.ScrapeToken, "plx_")) {
+		v.add(path, fmt.Sprintf("%s: scrapeToken is too short or looks like a Plexus credential", FileAuthConfig),
+			fmt.Sprintf("set it to %d or more random characters (openssl rand -hex 32), or remove it", MinScrapeTokenLen))
+	}
+	if a.ActivityRetentionDays < 0 {
+		v.add(path, fmt.Sprintf("%s: activityRetentionDays is %d", FileAuthConfig, a.ActivityRetentionDays),
+			"set it to a positive number of days, or remove it to keep the activity journal forever")
+	}
 }
 
 func (v *verifier) network(path string, b []byte) Network {

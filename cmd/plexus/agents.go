@@ -49,7 +49,11 @@ func agentsConnectCommand() *cli.Command {
 				return printJSON(w, resp)
 			}
 			install := "plexus agent enroll " + resp.Code
-			if addr := cmd.String("addr"); addr != defaultAddr {
+			addr, err := gatewayAddr(cmd)
+			if err != nil {
+				return err
+			}
+			if addr != defaultAddr {
 				install += " --addr " + addr
 			}
 			return client.WriteConnected(w, resp, install)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/mcpserver"
 	"github.com/urfave/cli/v3"
 )
@@ -50,7 +51,7 @@ func viewFromFlags(cmd *cli.Command) (v mcpserver.View, set bool, err error) {
 	return v, set, nil
 }
 
-func agentsView(_ context.Context, cmd *cli.Command) error {
+func agentsView(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Args().Len() != 1 {
 		return usageError(cmd, "want one <agent-id>")
 	}
@@ -71,6 +72,9 @@ func agentsView(_ context.Context, cmd *cli.Command) error {
 		v = mcpserver.View{}
 		fallthrough
 	case set:
+		if err := knownAgent(ctx, cmd.String("home"), agent); err != nil {
+			return err
+		}
 		return setAgentView(cmd, agent, v)
 	default:
 		if v, err = mcpserver.ReadView(path, agent); err != nil {
@@ -82,6 +86,26 @@ func agentsView(_ context.Context, cmd *cli.Command) error {
 		return printJSON(w, v)
 	}
 	return writeView(w, agent, v)
+}
+
+// knownAgent refuses a view for an agent the journal has never enrolled: a
+// misspelt id would otherwise sit in mcp-views.json shaping no one's
+// catalog while the agent meant sees everything. (Clearing needs no check:
+// it also removes a view left behind.)
+func knownAgent(ctx context.Context, home, agent string) error {
+	db, err := openJournalReadOnly(ctx, home)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	err = db.View(ctx, func(tx plexus.StateTx) error {
+		_, err := tx.Agent(agent)
+		return err
+	})
+	if errors.Is(err, plexus.ErrNotFound) {
+		return fmt.Errorf("no agent %q is enrolled in %s (plexus agents list names them): the view is not set", agent, home)
+	}
+	return err
 }
 
 // setAgentView writes v as agent's view into --home's views file and says

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/mcpserver"
 )
 
@@ -24,7 +27,17 @@ func runHome(home string, args ...string) result {
 // view that is not one with a usage error that says why and changes
 // nothing, and --clear removes it.
 func TestAgentsView(t *testing.T) {
-	home := t.TempDir()
+	h := plexustest.TempHome(t)
+	home := h.Dir
+	db := plexustest.MustOpenHomeJournal(t, h, nil)
+	if err := db.Update(context.Background(), true, func(tx plexus.StateTx) error {
+		return tx.PutAgent(&plexus.Agent{ID: "claude", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r := runHome(home, "agents", "view", "cluade", "--mode", "tools"); r.code == 0 || !strings.Contains(r.stderr, `no agent "cluade" is enrolled`) {
+		t.Errorf("a view for an agent never enrolled: %d %q, want refused", r.code, r.stderr)
+	}
 	path := filepath.Join(home, mcpserver.ViewFileName)
 	if err := os.WriteFile(path, []byte(`{"agents":{"cursor":{"mode":"tools"}},"note":"mine"}`), 0o600); err != nil {
 		t.Fatal(err)

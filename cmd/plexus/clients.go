@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -195,7 +196,8 @@ func clientsDisconnect(ctx context.Context, cmd *cli.Command) error {
 	}
 	resp, err := adm.RevokeHost(ctx, t.store, t.agent, "disconnected from "+t.cfg.Host.Label)
 	if err != nil {
-		return notRunning(cmd.String("addr"), err)
+		addr, aerr := gatewayAddr(cmd)
+		return notRunning(addr, errors.Join(err, aerr))
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Revoked agent %q (%d sessions ended, %d grants revoked) and deleted its credential %s.\n",
 		resp.AgentID, len(resp.RevokedSessions), resp.RevokedGrants, t.store.Dir())
@@ -209,7 +211,11 @@ func hostAdmin(cmd *cli.Command) (*client.Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
+	addr, err := gatewayAddr(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return client.NewAdmin(baseURL(addr), key, client.WithVia(plexus.ViaCLI))
 }
 
 func clientsConnectCommand() *cli.Command {
@@ -217,7 +223,7 @@ func clientsConnectCommand() *cli.Command {
 		Name:      "connect",
 		Usage:     "enroll a host's agent and write the plexus entry into the host's config file",
 		ArgsUsage: "<host>",
-		Description: "Hosts: claude-code, claude-desktop, cursor, vscode, codex, gemini, windsurf; any other with\n" +
+		Description: "Hosts: claude-code, claude-desktop, cursor, vscode, vscode-insiders, codex, gemini, windsurf; any other with\n" +
 			"--config PATH --format mcpServers|vscode|codex-toml. The host becomes the agent <host> (or --agent),\n" +
 			"its credential stored under --home in clients/<agent>/ (0600). The entry launches this binary\n" +
 			"(plexus mcp serve --agent <agent>), so no secret enters the host's file; with --http it holds\n" +
@@ -268,7 +274,10 @@ func connectHost(ctx context.Context, cmd *cli.Command, t hostTarget, plan hosts
 	if err != nil {
 		return err
 	}
-	addr := cmd.String("addr")
+	addr, err := gatewayAddr(cmd)
+	if err != nil {
+		return err
+	}
 	reach := hosts.Reach{HTTP: cmd.Bool("http"), Addr: addr, DefaultAddr: defaultAddr, Home: absHome(cmd)}
 	if !reach.HTTP {
 		exe, err := os.Executable()

@@ -70,7 +70,11 @@ func decide(ctx context.Context, cmd *cli.Command, approve bool, opts inbox.Stam
 		if err != nil {
 			return nil, err
 		}
-		adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
+		addr, err := gatewayAddr(cmd)
+		if err != nil {
+			return nil, err
+		}
+		adm, err := client.NewAdmin(baseURL(addr), key, client.WithVia(plexus.ViaCLI))
 		return ownerDaemon{adm: adm, home: home}, err
 	})
 }

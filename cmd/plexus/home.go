@@ -9,6 +9,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/urfave/cli/v3"
 )
@@ -25,6 +26,21 @@ func baseURL(addr string) string {
 		return addr
 	}
 	return "http://" + addr
+}
+
+// gatewayAddr is where the owner's daemon is reached: --addr (or
+// PLEXUS_ADDR) when given, else the address the daemon of --home wrote when
+// it started listening (daemon.AddressFile), else the default. So `--home X`
+// alone reaches a daemon started with `--home X --addr …`.
+func gatewayAddr(cmd *cli.Command) (string, error) {
+	if cmd.IsSet("addr") {
+		return cmd.String("addr"), nil
+	}
+	addr, ok, err := daemon.ReadAddress(cmd.String("home"))
+	if err != nil || !ok {
+		return cmd.String("addr"), err
+	}
+	return addr, nil
 }
 
 // notRunning rewrites a failure to connect into the owner's next step.
@@ -56,7 +72,10 @@ func withAdmin(n int, names string, fn ownerAction) cli.ActionFunc {
 		if err := checkArgs(cmd, n, names); err != nil {
 			return err
 		}
-		addr := cmd.String("addr")
+		addr, err := gatewayAddr(cmd)
+		if err != nil {
+			return err
+		}
 		key, err := readConnectionKey(cmd.String("home"))
 		if err != nil {
 			return err
@@ -74,7 +93,11 @@ func withAdmin(n int, names string, fn ownerAction) cli.ActionFunc {
 // enrolled with.
 func agentClient(cmd *cli.Command, useStored bool) (*client.Agent, *client.CredStore, string, error) {
 	store := client.NewCredStore(cmd.String("agent-home"))
-	base := baseURL(cmd.String("addr"))
+	addr, err := gatewayAddr(cmd)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	base := baseURL(addr)
 	if useStored && !cmd.IsSet("addr") {
 		if c, err := store.Credentials(); err == nil && c.BaseURL != "" {
 			base = c.BaseURL
@@ -91,6 +114,12 @@ func agentClient(cmd *cli.Command, useStored bool) (*client.Agent, *client.CredS
 func agentErr(addr string, err error) error {
 	if errors.Is(err, client.ErrNotEnrolled) {
 		return &codedError{code: exitError, msg: "not enrolled: ask the owner for a code (plexus agents connect <id>), then run: plexus agent enroll <code>"}
+	}
+	var re *client.RevokedError
+	if errors.As(err, &re) {
+		return &codedError{code: exitError, msg: fmt.Sprintf("the owner revoked the grant for %s. "+
+			"Asking again puts a new request before the owner: say why with --purpose, as in\n"+
+			"  plexus agent call %s … --purpose \"what it is for\"", re.CapabilityID, re.CapabilityID)}
 	}
 	return notRunning(addr, err)
 }

@@ -30,7 +30,7 @@ func journalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per line"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new rows until interrupted"},
 		},
-		Commands: []*cli.Command{journalVerifyCommand()},
+		Commands: []*cli.Command{journalVerifyCommand(), journalPruneCommand()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			f := journal.Filter{TraceID: cmd.String("trace"), Type: cmd.String("type"), AgentID: cmd.String("agent")}
 			if s := cmd.String("since"); s != "" {
@@ -45,6 +45,9 @@ func journalCommand() *cli.Command {
 				return err
 			}
 			defer db.Close()
+			if f.TraceID, err = resolveTrace(ctx, cmd, db, f.TraceID); err != nil {
+				return err
+			}
 			rows, err := db.Newest(ctx, f, int(cmd.Int("limit")))
 			if err != nil {
 				return err
@@ -60,10 +63,35 @@ func journalCommand() *cli.Command {
 				return err
 			}
 			return db.Follow(ctx, f, last, 250*time.Millisecond, func(more []plexus.Activity) error {
-				return client.WriteActivity(w, more, asJSON)
+				return client.WriteMoreActivity(w, more, asJSON)
 			})
 		},
 	}
+}
+
+// resolveTrace turns --trace, a whole trace id or its first characters,
+// into the one trace id it names. Nothing matching is an error, as is a
+// prefix that fits several traces (a usage error: give more characters).
+func resolveTrace(ctx context.Context, cmd *cli.Command, db *journal.DB, prefix string) (string, error) {
+	if prefix == "" {
+		return "", nil
+	}
+	const shown = 5
+	ids, err := db.TraceIDs(ctx, prefix, shown+1)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case len(ids) == 0:
+		return "", &codedError{code: exitError, msg: fmt.Sprintf("no journal row has a trace id starting with %q", prefix)}
+	case len(ids) == 1 || ids[0] == prefix:
+		return ids[0], nil
+	}
+	list := strings.Join(ids[:min(len(ids), shown)], ", ")
+	if len(ids) > shown {
+		list += ", …"
+	}
+	return "", usageError(cmd, "--trace %q is ambiguous: it starts %s; give more characters", prefix, list)
 }
 
 func journalVerifyCommand() *cli.Command {

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/plexus-gw/plexus"
@@ -50,6 +51,7 @@ func commands() []func() *cli.Command {
 		initCommand,
 		serveCommand,
 		statusCommand,
+		consoleCommand,
 		agentsCommand,
 		grantsCommand,
 		pendingCommand,
@@ -65,6 +67,7 @@ func commands() []func() *cli.Command {
 		providersCommand,
 		agentCommand,
 		clientsCommand,
+		serviceCommand,
 	}
 }
 
@@ -129,6 +132,13 @@ func newRoot(stdout, stderr io.Writer, p process) *cli.Command {
 		// Errors are reported once, by exitStatus; never os.Exit from inside.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Metadata:       map[string]any{processKey: p},
+		// `plexus completion bash|zsh|fish` prints the script that completes
+		// commands and flags from this very tree.
+		EnableShellCompletion: true,
+		ConfigureShellCompletionCommand: func(c *cli.Command) {
+			c.Hidden = false
+			c.Usage = "print the shell completion script: source <(plexus completion bash)"
+		},
 	}
 	for _, c := range commands() {
 		root.Commands = append(root.Commands, c())
@@ -138,9 +148,13 @@ func newRoot(stdout, stderr io.Writer, p process) *cli.Command {
 }
 
 // prepare makes every command report usage errors as exit status 2 and keep
-// commas inside repeated flag values (--grant cap=read,write).
+// commas inside repeated flag values (--grant cap=read,write), and every
+// command group answer an unknown subcommand as one.
 func prepare(c *cli.Command) {
 	c.DisableSliceFlagSeparator = true
+	if c.Action == nil && len(c.Commands) > 0 {
+		c.Action = unknownCommand
+	}
 	if c.OnUsageError == nil {
 		c.OnUsageError = func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
 			return &codedError{code: exitUsage, msg: fmt.Sprintf("%v\nsee: %s --help", err, cmd.FullName())}
@@ -149,6 +163,22 @@ func prepare(c *cli.Command) {
 	for _, sub := range c.Commands {
 		prepare(sub)
 	}
+}
+
+// unknownCommand is the action of a command group: without arguments it
+// shows the group's help; with one, that argument named no command of the
+// group, which is a usage error with the nearest name suggested (the
+// framework's own answer, "No help topic for …", reads as a help problem).
+func unknownCommand(_ context.Context, cmd *cli.Command) error {
+	if cmd.Args().Len() == 0 {
+		return cli.ShowSubcommandHelp(cmd)
+	}
+	name := cmd.Args().First()
+	msg := fmt.Sprintf("unknown command %q", strings.TrimSpace(cmd.FullName()+" "+name))
+	if near := cli.SuggestCommand(cmd.Commands, name); near != "" {
+		msg += fmt.Sprintf("; did you mean %q?", strings.TrimSpace(cmd.FullName()+" "+near))
+	}
+	return &codedError{code: exitUsage, msg: msg + "\nsee: " + cmd.FullName() + " --help"}
 }
 
 // codedError ends the program with code, printing msg (when not empty) to

@@ -156,7 +156,11 @@ func waitForServer(ctx context.Context, cmd *cli.Command, name string) error {
 		fmt.Fprintln(w, notRunning) // the home was never served
 		return nil
 	}
-	adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
+	addr, err := gatewayAddr(cmd)
+	if err != nil {
+		return err
+	}
+	adm, err := client.NewAdmin(baseURL(addr), key, client.WithVia(plexus.ViaCLI))
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,11 @@ func mcpServe(ctx context.Context, cmd *cli.Command) error {
 	}
 	base := creds.BaseURL
 	if base == "" || cmd.IsSet("addr") {
-		base = baseURL(cmd.String("addr"))
+		addr, err := gatewayAddr(cmd)
+		if err != nil {
+			return err
+		}
+		base = baseURL(addr)
 	}
 	stdin := processOf(cmd).stdin
 	if stdin == nil {

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 
 	"github.com/plexus-gw/plexus/client"
@@ -31,6 +35,10 @@ func portalAddCommand() *cli.Command {
 			if !aliasRe.MatchString(alias) {
 				return usageError(cmd, "alias %q: use letters, digits, '-' and '_'", alias)
 			}
+			created, err := createPortalFolder(path, alias)
+			if err != nil {
+				return err
+			}
 			sc, pc, err := portal.OwnerSource(path, alias)
 			if err != nil {
 				return err
@@ -38,10 +46,45 @@ func portalAddCommand() *cli.Command {
 			if sc, err = adm.AddSource(ctx, sc); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.Root().Writer, "Portal %q added: %s (source %s).\n", alias, pc.Path, dash(sc.ID))
+			w := cmd.Root().Writer
+			if created {
+				fmt.Fprintf(w, "Created %s with %s in it.\n", pc.Path, portalFirstFile)
+			}
+			fmt.Fprintf(w, "Portal %q added: %s (source %s).\n", alias, pc.Path, dash(sc.ID))
 			return nil
 		}),
 	}
+}
+
+// portalFirstFile is the file a portal folder that `portal add` created
+// starts with, so an agent's first read has something to read.
+const portalFirstFile = "hello.md"
+
+// createPortalFolder creates path (0700) with a first file when nothing is
+// there, as on a fresh machine following the quick start; created says it
+// did. An existing folder is left exactly as it is: nothing the owner has
+// is written to.
+func createPortalFolder(path, alias string) (created bool, err error) {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil // there (or unreadable): portal.OwnerSource says what is wrong
+	}
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return false, fmt.Errorf("create the portal folder: %w", err)
+	}
+	text := fmt.Sprintf("# Hello from Plexus\n\nThis folder is exposed to agents as the portal %q:\n"+
+		"portal.%s.list, .read and .search read it; portal.%s.write asks you first.\n", alias, alias, alias)
+	f, err := os.OpenFile(filepath.Join(path, portalFirstFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("create the portal folder: %w", err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return false, fmt.Errorf("create the portal folder: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return false, fmt.Errorf("create the portal folder: %w", err)
+	}
+	return true, nil
 }
 
 func portalListCommand() *cli.Command {

@@ -149,7 +149,11 @@ func ownerAdmin(cmd *cli.Command) (*client.Admin, bool) {
 	if err != nil {
 		return nil, false
 	}
-	adm, err := client.NewAdmin(baseURL(cmd.String("addr")), key, client.WithVia(plexus.ViaCLI))
+	addr, err := gatewayAddr(cmd)
+	if err != nil {
+		return nil, false
+	}
+	adm, err := client.NewAdmin(baseURL(addr), key, client.WithVia(plexus.ViaCLI))
 	if err != nil {
 		return nil, false
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/plexus-gw/plexus/daemon"
@@ -28,13 +29,20 @@ func serveCommand() *cli.Command {
 			if cmd.IsSet("addr") {
 				addr = cmd.String("addr")
 			}
-			d, err := daemon.Start(ctx, daemon.Options{Home: cmd.String("home"), Addr: addr, Logger: log,
+			// The banner, the address file and the service unit name the
+			// home the daemon really uses, whatever folder this ran from.
+			home, err := filepath.Abs(cmd.String("home"))
+			if err != nil {
+				return err
+			}
+			d, err := daemon.Start(ctx, daemon.Options{Home: home, Addr: addr, Logger: log,
 				Owner: sync.OnceValue(processOf(cmd).decider)})
 			if err != nil {
 				return err
 			}
 			w := cmd.Root().Writer
-			fmt.Fprintf(w, "Plexus is listening on %s (home %s)\n", d.BaseURL(), d.Home().Dir)
+			fmt.Fprintf(w, "Plexus is listening on %s (home %s)\n", d.BaseURL(), home)
+			fmt.Fprintf(w, "  address file:   %s (commands given this home find the daemon by it)\n", filepath.Join(home, daemon.AddressFile))
 			fmt.Fprintf(w, "  discovery:      %s/.well-known/plexus\n", d.BaseURL())
 			fmt.Fprintf(w, "  connect agent:  plexus agents connect <agent-id>\n")
 			fmt.Fprintf(w, "  expose folder:  plexus portal add <path> <alias>\n")

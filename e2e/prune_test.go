@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/daemon"
+	"github.com/plexus-gw/plexus/internal/plexustest"
+	"github.com/plexus-gw/plexus/journal"
+	"github.com/plexus-gw/plexus/scaffold"
+)
+
+// TestDaemonPrunes: the running daemon prunes on its schedule, by its
+// clock: once the clock has moved three days on, the agent's ended session
+// and the activity rows older than the owner's two-day retention are gone,
+// the calls made since stay, and `plexus journal verify` (the same Verify,
+// with the home's key, anchor and mirror) still passes.
+func TestDaemonPrunes(t *testing.T) {
+	clk := newFakeClock()
+	home := filepath.Join(t.TempDir(), "home")
+	if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := scaffold.DefaultAuthConfig()
+	cfg.ActivityRetentionDays = 2
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, scaffold.FileAuthConfig), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	td := startTestDaemon(t, daemon.Options{Home: home, Clock: clk.Now, PruneEvery: 10 * time.Millisecond})
+	addEcho(t, td, "test", "")
+	pat, oldSession := enrolledAgent(t, td, "claude")
+	tok := grantOK(t, td, oldSession, map[string]any{"test.echo.read": "allow"})
+	call := func(tok string) string {
+		t.Helper()
+		_, resp, raw := td.invoke(t, tok, plexus.InvokeRequest{ID: "test.echo.read", Input: map[string]any{"msg": "hi"}})
+		if !resp.OK {
+			t.Fatalf("invoke: %s", raw)
+		}
+		return resp.AuditID
+	}
+	old := call(tok.Token)
+
+	clk.Advance(72 * time.Hour)
+	newSession := handshake(t, td, pat, nil)
+	recent := call(grantOK(t, td, newSession, map[string]any{"test.echo.read": "allow"}).Token)
+
+	waitFor(t, 20*time.Second, "the old rows and session pruned", func() string {
+		if _, ok := td.auditRow(t, old); ok {
+			return "the old call's row is still there"
+		}
+		if sessionExists(t, td, oldSession) {
+			return "the ended session is still there"
+		}
+		return ""
+	})
+	if _, ok := td.auditRow(t, recent); !ok {
+		t.Errorf("the recent call's row %s was pruned", recent)
+	}
+	if !sessionExists(t, td, newSession) {
+		t.Errorf("the live session was pruned")
+	}
+	if rows := td.activity(t, journal.Filter{Type: journal.ActionPruned}); len(rows) == 0 {
+		t.Errorf("no %s row records the prune", journal.ActionPruned)
+	}
+	db, err := journal.OpenReader(context.Background(), td.Home().Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	key, err := scaffold.ReadChainKey(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.Verify(context.Background(), journal.VerifyOptions{Key: key, AnchorPath: td.Home().Anchor, AuditDir: td.Home().Audit})
+	if err != nil || !rep.OK || rep.PrunedThrough == 0 {
+		t.Fatalf("verify after the daemon pruned: %v\n%s", err, rep)
+	}
+}
+
+// sessionExists reads the session through a reader of journal.db.
+func sessionExists(t *testing.T, td *testDaemon, id string) bool {
+	t.Helper()
+	db, err := journal.OpenReader(context.Background(), td.Home().Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(context.Background(), func(tx plexus.StateTx) error {
+		_, err := tx.Session(id)
+		return err
+	})
+	if errors.Is(err, plexus.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// TestJournalPruneCommand: `plexus journal prune --before` deletes the rows
+// written before the cut-off while the daemon runs, keeps the rest, and
+// `plexus journal verify` passes after it and after the daemon wrote on;
+// a malformed date, or one less than a day ago, is a usage error that
+// prunes nothing. The daemon's clock runs days behind the command's, so
+// that its rows are old enough to prune.
+func TestJournalPruneCommand(t *testing.T) {
+	clk := plexustest.NewClock(time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second))
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: filepath.Join(t.TempDir(), "agent")}
+	e.enroll("claude")
+	clk.Advance(48 * time.Hour)
+	cut := clk.Now().Add(-time.Hour)
+	e.ok("agents", "connect", "codex", "--json")
+	kept := len(td.activity(t, journal.Filter{Since: cut}))
+	all := len(td.activity(t, journal.Filter{}))
+	if kept == 0 || kept == all {
+		t.Fatalf("%d rows, %d after the cut-off: want some on each side", all, kept)
+	}
+	for _, bad := range []string{"yesterday", "2999-01-01", time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)} {
+		if r := e.run("journal", "prune", "--before", bad); r.code != exitUsage || r.stderr == "" {
+			t.Errorf("prune --before %s: %s", bad, r)
+		}
+	}
+	if n := len(td.activity(t, journal.Filter{})); n != all {
+		t.Fatalf("a refused prune changed the journal: %d rows, want %d", n, all)
+	}
+	r := e.ok("journal", "prune", "--before", cut.Format(time.RFC3339Nano))
+	if !strings.Contains(r.stdout, "pruned ") {
+		t.Errorf("%s", r)
+	}
+	if rows := td.activity(t, journal.Filter{}); len(rows) != kept+1 || rows[len(rows)-1].ActionType != journal.ActionPruned {
+		t.Errorf("after the prune: %d rows, want the %d kept and the prune's own last: %+v", len(rows), kept, rows)
+	}
+	e.ok("agents", "connect", "gemini", "--json") // the daemon writes on
+	if r := e.ok("journal", "verify"); !strings.Contains(r.stdout, "ok:") {
+		t.Errorf("%s", r)
+	}
+}

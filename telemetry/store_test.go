@@ -1,0 +1,115 @@
+package telemetry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/plexustest"
+	"github.com/plexus-gw/plexus/telemetry"
+)
+
+// TestObserveCountsCommittedRows: the store decorator counts what committed
+// rows say (a decision by its channel, a token, a restart), and nothing of
+// an update that rolled back; an operation's own refusal is no journal
+// error, a closed journal is.
+func TestObserveCountsCommittedRows(t *testing.T) {
+	db := plexustest.MustOpenJournal(t)
+	m := telemetry.NewMetrics(telemetry.Probes{})
+	store := telemetry.Observe(db, m, nil)
+	ctx := context.Background()
+	record := func(rows ...plexus.Activity) func(plexus.StateTx) error {
+		return func(tx plexus.StateTx) error {
+			for i := range rows {
+				if err := tx.Record(&rows[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	approved := plexus.Activity{Actor: plexus.ActorHuman, ActionType: "grant.approved", Target: "portal.notes.write",
+		Payload: map[string]any{"via": plexus.ViaFile}}
+	minted := plexus.Activity{Actor: plexus.ActorSystem, ActionType: "token.minted", Target: "jti_1"}
+	started := plexus.Activity{Actor: plexus.ActorSystem, ActionType: "mcp.server_started", Target: "mcp:fs"}
+	if err := store.Update(ctx, true, record(approved, minted, started, started)); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("the operation refuses")
+	rollback := func(tx plexus.StateTx) error {
+		if err := record(approved, minted)(tx); err != nil {
+			return err
+		}
+		return refused
+	}
+	if err := store.Update(ctx, false, rollback); !errors.Is(err, refused) {
+		t.Fatalf("update = %v, want the fn's error", err)
+	}
+	want := map[string]float64{
+		"plexus_decisions_total":             1,
+		"plexus_tokens_minted_total":         1,
+		"plexus_source_restarts_total":       1,
+		"plexus_journal_commit_errors_total": 0,
+	}
+	for name, v := range want {
+		if got := gathered(t, m, name); got != v {
+			t.Errorf("%s = %v, want %v", name, got, v)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Update(ctx, false, record(minted)); err == nil {
+		t.Fatal("update of a closed journal succeeded")
+	}
+	if got := gathered(t, m, "plexus_journal_commit_errors_total"); got != 1 {
+		t.Errorf("commit errors after a closed journal = %v, want 1", got)
+	}
+}
+
+// gathered sums every series of the family name.
+func gathered(t *testing.T, m *telemetry.Metrics, name string) float64 {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			sum += s.GetCounter().GetValue() + s.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// TestDecisionRows: which rows count as decisions, and under which labels.
+func TestDecisionRows(t *testing.T) {
+	for _, c := range []struct {
+		action, via string
+		want        bool
+	}{
+		{"grant.approved", plexus.ViaFile, true},
+		{"grant.denied", plexus.ViaCLI, true},
+		{"extension.withdrawn", plexus.ViaAgent, true},
+		{"grant.approved", "", false},
+		{"grant.requested", plexus.ViaFile, false},
+		{"token.revoked", plexus.ViaAdminAPI, false},
+	} {
+		m := telemetry.NewMetrics(telemetry.Probes{})
+		store := telemetry.Observe(plexustest.MustOpenJournal(t), m, nil)
+		a := plexus.Activity{Actor: plexus.ActorHuman, ActionType: c.action, Target: "x", Payload: map[string]any{"via": c.via}}
+		if err := store.Update(context.Background(), false, func(tx plexus.StateTx) error { return tx.Record(&a) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := testutil.CollectAndCount(m.Registry(), "plexus_decisions_total") == 1; got != c.want {
+			t.Errorf("%s via %q counted = %v, want %v", c.action, c.via, got, c.want)
+		}
+	}
+}
