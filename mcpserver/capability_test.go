@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation and roots, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
 package mcpserver_test
 
 import (

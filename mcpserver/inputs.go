@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation and roots, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
 package mcpserver
 
 import (
@@ -144,6 +146,10 @@ func (s *Server) round(ctx context.Context, x *exchange) (mcp.Result, error) {
 			return nil, ctx.Err()
 		}
 		x.settle(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		x.cancel() // the host left: nobody will answer
+		return nil, err
 	}
 	state := s.inputs.park(x)
 	reqs := make(mcp.InputRequestMap, len(x.open))
