@@ -28,24 +28,23 @@ func TestConsoleSignIn(t *testing.T) {
 		c := browser(t)
 		link := e.link(t)
 		resp, _ := do(t, c, "GET", link, nil, "")
-		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
-			t.Fatalf("sign in: status %d, Location %q, want 303 to /console/ (without the code)", resp.StatusCode, resp.Header.Get("Location"))
-		}
+		secret := pageSecret(t, resp)
 		var ck *http.Cookie
 		for _, k := range resp.Cookies() {
-			if k.Name == "plexus_console" {
+			if k.Name == e.cookieName() {
 				ck = k
 			}
 		}
 		if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" || ck.Value == "" {
 			t.Fatalf("session cookie = %+v, want HttpOnly, SameSite=Strict, Path=/console/", ck)
 		}
-		if strings.Contains(ck.Value, strings.TrimPrefix(link, base+"/console/signin?code=")) {
-			t.Error("the session cookie carries the link's code")
+		code := strings.TrimPrefix(link, base+"/console/signin?code=")
+		if strings.Contains(ck.Value, code) || strings.Contains(secret, code) || secret == ck.Value {
+			t.Error("the session cookie or the page secret carries the link's code, or they are one")
 		}
 		resp, body := do(t, c, "GET", base+"/console/", nil, "")
 		csp := resp.Header.Get("Content-Security-Policy")
-		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "plexus-csrf") {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "app.js") {
 			t.Fatalf("console page: status %d", resp.StatusCode)
 		}
 		for _, want := range []string{"script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "default-src 'none'"} {
@@ -115,10 +114,9 @@ func TestConsoleSignIn(t *testing.T) {
 	})
 	t.Run("SignOut", func(t *testing.T) {
 		c, csrf := e.signedIn(t)
-		form := url.Values{"csrf": {csrf}}.Encode()
-		resp, _ := do(t, c, "POST", base+"/console/signout", map[string]string{"Origin": e.origin(),
-			"Content-Type": "application/x-www-form-urlencoded"}, form)
-		if resp.StatusCode != http.StatusSeeOther {
+		resp, _ := do(t, c, "POST", base+"/console/api/signout", map[string]string{"Origin": e.origin(),
+			"X-Plexus-CSRF": csrf, "Content-Type": "application/json"}, "{}")
+		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("sign out: status %d", resp.StatusCode)
 		}
 		if resp, _ := do(t, c, "GET", base+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusUnauthorized {
@@ -154,6 +152,7 @@ func pasteKey(t *testing.T, e *consoleEnv, key string) *http.Client {
 	if resp.StatusCode != http.StatusSeeOther {
 		return nil
 	}
+	withPage(c, pageSecret(t, resp))
 	if resp, _ := do(t, c, "GET", e.td.BaseURL()+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("signed in by the form, but pending answers %d", resp.StatusCode)
 	}
@@ -239,7 +238,7 @@ func TestConsoleAttacks(t *testing.T) {
 	t.Run("ErrCrossOriginSignIn", func(t *testing.T) {
 		resp, _ := do(t, browser(t), "POST", e.td.BaseURL()+"/console/signin", map[string]string{"Origin": "http://evil.example",
 			"Content-Type": "application/x-www-form-urlencoded"}, url.Values{"key": {e.td.key}}.Encode())
-		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) > 0 && resp.Cookies()[0].Name == "plexus_console" {
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) > 0 && strings.HasPrefix(resp.Cookies()[0].Name, "plexus_console_") {
 			t.Errorf("cross-origin sign-in: status %d, cookies %v", resp.StatusCode, resp.Cookies())
 		}
 	})
@@ -301,9 +300,8 @@ func TestConsoleEventsEndOnSignOut(t *testing.T) {
 			t.Fatal("the stream ended before its first event")
 		}
 	}
-	form := url.Values{"csrf": {csrf}}.Encode()
-	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/signout", map[string]string{"Origin": e.origin(),
-		"Content-Type": "application/x-www-form-urlencoded"}, form); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/api/signout", map[string]string{"Origin": e.origin(),
+		"X-Plexus-CSRF": csrf, "Content-Type": "application/json"}, "{}"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("sign out: status %d", resp.StatusCode)
 	}
 	e.ask(t, "portal.notes.write") // a change: the stream wakes, and ends
@@ -318,10 +316,9 @@ func TestConsoleEventsEndOnSignOut(t *testing.T) {
 	}
 }
 
-// TestConsoleOtherUser: the owner's session cookie, handed to a process of
-// another OS user (a local server the owner's browser visited on another
-// port of 127.0.0.1 receives it: cookies are not kept apart by port), opens
-// nothing: the console answers only the owner's own OS user.
+// TestConsoleOtherUser: the owner's session cookie and even its page
+// secret, in the hands of a process of another OS user, open nothing on
+// Linux: the console answers only the owner's own OS user.
 func TestConsoleOtherUser(t *testing.T) {
 	if runtime.GOOS != "linux" || os.Getuid() != 0 {
 		t.Skip("runs curl as another user (nobody): needs Linux and root, as CI has")
@@ -332,21 +329,12 @@ func TestConsoleOtherUser(t *testing.T) {
 	}
 	e := newConsoleEnv(t)
 	c, _ := e.signedIn(t)
-	u, err := url.Parse(e.td.BaseURL() + "/console/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cookie string
-	for _, k := range c.Jar.Cookies(u) {
-		if k.Name == "plexus_console" {
-			cookie = k.Name + "=" + k.Value
-		}
-	}
-	if cookie == "" {
-		t.Fatal("no session cookie")
-	}
+	ck := e.sessionCookie(t, c)
+	cookie := ck.Name + "=" + ck.Value
+	secret := c.Transport.(pageTransport).secret
 	status := func(uid uint32) string {
-		cmd := exec.Command(curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Cookie: "+cookie, e.td.BaseURL()+"/console/api/pending")
+		cmd := exec.Command(curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Cookie: "+cookie,
+			"-H", "X-Plexus-Console: "+secret, e.td.BaseURL()+"/console/api/pending")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 		out, err := cmd.Output()
 		if err != nil {

@@ -144,7 +144,7 @@ func TestConsoleBrowserSignIn(t *testing.T) {
 
 	// Signing out ends the session: the console sends the page to sign in.
 	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/"), chromedp.WaitVisible(chromedp.CSS("#pending-h")),
-		chromedp.Click(chromedp.CSS(`form[action="/console/signout"] button`)), chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#key")),
 		chromedp.Navigate(e.td.BaseURL()+"/console/"), chromedp.WaitVisible(chromedp.CSS("#key")))
 	p.shot("signin")
 }

@@ -7,7 +7,13 @@ import { renderTimeline, renderStory } from "./journal.js";
 import { renderAgents } from "./agents.js";
 import { renderSources, renderProviders } from "./sources.js";
 
-const csrf = document.querySelector('meta[name="plexus-csrf"]').content;
+// The tab's page secret: the sign-in redirect brings it in the fragment
+// (never sent to a server); it is moved into sessionStorage, which no
+// other port and no other tab reads, and sent with every call. A cookie
+// alone opens nothing: another port of this host receives it too.
+const secret = pageSecret();
+if (!secret) location.replace("/console/signin?tab=new");
+let session = null; // the promise of GET /console/api/session: the CSRF token
 const list = document.getElementById("pending-list");
 const statusLine = document.getElementById("status");
 const empty = document.getElementById("empty");
@@ -16,17 +22,32 @@ const notifyButton = document.getElementById("notify");
 const windows = ["once", "1h", "1d", "7d"];
 let seen = null; // ids shown so far; null before the first load
 
+function pageSecret() {
+  const m = /^#session=([A-Za-z0-9]+)$/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem("plexus-console", m[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("plexus-console");
+}
+
+function signedOut() {
+  sessionStorage.removeItem("plexus-console");
+  location.assign("/console/signin");
+}
+
 async function api(path, body) {
-  const opts = { credentials: "same-origin", headers: {} };
+  const opts = { credentials: "same-origin", headers: { "X-Plexus-Console": secret } };
   if (body !== undefined) {
+    session ||= api("session");
     opts.method = "POST";
     opts.headers["Content-Type"] = "application/json";
-    opts.headers["X-Plexus-CSRF"] = csrf;
+    opts.headers["X-Plexus-CSRF"] = (await session).csrf;
     opts.body = JSON.stringify(body);
   }
   const r = await fetch("/console/api/" + path, opts);
   const data = await r.json().catch(() => ({}));
-  if (r.status === 401) location.assign("/console/signin");
+  if (r.status === 401) signedOut();
   if (!r.ok) throw new Error((data.error && data.error.message) || r.statusText);
   return data;
 }
@@ -286,12 +307,49 @@ function changed() {
   refresh();
 }
 
-function live() {
-  const es = new EventSource("/console/api/events");
-  es.addEventListener("changed", changed);
-  es.addEventListener("error", () => { statusLine.textContent = "Reconnecting to Plexus…"; });
-  es.addEventListener("open", () => { if (statusLine.textContent.startsWith("Reconnecting")) statusLine.textContent = ""; });
+// live reads the daemon's event stream (server-sent events, read with
+// fetch so that it carries the page secret) and reconnects when it ends.
+async function live() {
+  for (;;) {
+    try {
+      const r = await fetch("/console/api/events", { credentials: "same-origin", headers: { "X-Plexus-Console": secret } });
+      if (r.status === 401) return signedOut();
+      if (!r.ok || !r.body) throw new Error(r.statusText);
+      if (statusLine.textContent.startsWith("Reconnecting")) statusLine.textContent = "";
+      await frames(r.body, (f) => { if (/^event: changed$/m.test(f)) changed(); });
+    } catch {
+      // the daemon went away, or the stream broke: try again below
+    }
+    statusLine.textContent = "Reconnecting to Plexus…";
+    await new Promise((ok) => setTimeout(ok, 1000));
+  }
 }
+
+// frames calls fn with each event-stream frame of body until it ends.
+async function frames(body, fn) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value.replaceAll("\r\n", "\n");
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      fn(buf.slice(0, i));
+      buf = buf.slice(i + 2);
+    }
+  }
+}
+
+document.getElementById("signout").addEventListener("click", async () => {
+  try {
+    await api("signout", {});
+  } catch (e) {
+    statusLine.textContent = e.message;
+    return;
+  }
+  signedOut();
+});
 
 if ("Notification" in window && Notification.permission === "default") {
   notifyButton.hidden = false;
@@ -305,5 +363,7 @@ document.getElementById("journal-filter").addEventListener("submit", (ev) => {
   ev.preventDefault();
   loadJournal();
 });
-show();
-live();
+if (secret) {
+  show();
+  live();
+}
