@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -584,4 +585,134 @@ func TestConsoleBrowserProblem(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// otherPort serves page on another port of 127.0.0.1, as any local dev
+// server (or another user's) could, and returns its address; each request's
+// Cookie header goes to cookies.
+func otherPort(t *testing.T, page string, cookies chan<- string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := r.Header.Get("Cookie"); c != "" && cookies != nil {
+			select {
+			case cookies <- c:
+			default:
+			}
+		}
+		w.Header().Set("Content-Type", "text/html")
+		if _, err := w.Write([]byte(page)); err != nil {
+			return // the browser went away
+		}
+	})}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			t.Errorf("other port: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// TestConsoleBrowserCookieAlone: a server on another port of 127.0.0.1 the
+// owner's browser visits receives the console's session cookie (cookies
+// ignore ports, and the page is same-site); with it alone it gets neither
+// the CSRF token nor any API answer, so it decides nothing.
+func TestConsoleBrowserCookieAlone(t *testing.T) {
+	e := newConsoleEnv(t)
+	pid := e.ask(t, "portal.notes.write")
+	got := make(chan string, 10)
+	other := otherPort(t, `<!doctype html><title>cat pictures</title><img src="/console/x.png">`, got)
+	p := newPage(t)
+	e.signIn(t, p)
+	p.do(chromedp.Navigate(other))
+	var cookie string
+	select {
+	case cookie = <-got:
+	case <-time.After(browserWait):
+		t.Fatal("the other port saw no cookie")
+	}
+	if !strings.Contains(cookie, e.cookieName()+"=") {
+		t.Fatalf("the other port got %q, not the session cookie %s", cookie, e.cookieName())
+	}
+	c := browser(t)
+	h := map[string]string{"Cookie": cookie}
+	if resp, body := do(t, c, "GET", e.td.BaseURL()+"/console/", h, ""); strings.Contains(strings.ToLower(body), "csrf") {
+		t.Errorf("the page handed a CSRF token to the cookie alone (status %d)", resp.StatusCode)
+	}
+	for _, path := range []string{"session", "pending", "grants", "events"} {
+		if resp, _ := do(t, c, "GET", e.td.BaseURL()+"/console/api/"+path, h, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET api/%s with the cookie alone: status %d, want 401", path, resp.StatusCode)
+		}
+	}
+	h = map[string]string{"Cookie": cookie, "X-Plexus-Console": "guess", "Origin": e.origin(), "Content-Type": "application/json"}
+	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/api/pending/"+pid+"/deny", h, `{"reason":"harvested"}`); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("deny with the cookie and a guessed page secret: status %d, want 401", resp.StatusCode)
+	}
+	e.stillPending(t, pid)
+}
+
+// TestConsoleBrowserCookieToss: a page on another port of 127.0.0.1 sets
+// cookies of the console's names with longer Paths, which the browser sends
+// first; the owner's console keeps working, and signs in again.
+func TestConsoleBrowserCookieToss(t *testing.T) {
+	e := newConsoleEnv(t)
+	n := e.cookieName()
+	other := otherPort(t, `<!doctype html><title>evil</title><script>
+for (const name of ["`+n+`", "plexus_console_signin_`+strings.TrimPrefix(n, "plexus_console_")+`", "plexus_console"]) {
+  for (const path of ["/console/api/", "/console/signin", "/console/"]) {
+    document.cookie = name + "=junk; Path=" + path + "; Max-Age=31536000; SameSite=Strict";
+  }
+}
+document.title = "tossed";
+</script>`, nil)
+	p := newPage(t)
+	e.signIn(t, p)
+	p.do(chromedp.WaitVisible(chromedp.CSS("#empty")))
+	p.do(chromedp.Navigate(other))
+	run(p, chromedp.Poll[bool](`document.title === "tossed"`))
+	const pending = `fetch("/console/api/pending", {headers: {"X-Plexus-Console": sessionStorage.getItem("plexus-console")}}).then(r => r.status)`
+	p.do(chromedp.Navigate(e.td.BaseURL() + "/console/"))
+	if st := run(p, chromedp.Evaluate[int](pending, chromedp.EvalAwaitPromise)); st != http.StatusOK {
+		t.Errorf("the signed-in tab after the toss: GET api/pending %d, want 200", st)
+	}
+	e.signIn(t, p)
+	if st := run(p, chromedp.Evaluate[int](pending, chromedp.EvalAwaitPromise)); st != http.StatusOK {
+		t.Errorf("a fresh sign-in after the toss: GET api/pending %d, want 200", st)
+	}
+	// The sign-in form's own cookie was tossed too: pasting the key works.
+	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/signin"), chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.SendKeys(chromedp.CSS("#key"), e.td.key), chromedp.Submit(chromedp.CSS("#key")),
+		chromedp.WaitVisible(chromedp.CSS("#empty")))
+}
+
+// TestConsoleBrowserNewTab: a tab opened on the console without its page
+// secret (typed in, or a bookmark) is sent to sign in, though the browser
+// holds the session's cookie.
+func TestConsoleBrowserNewTab(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := newPage(t)
+	e.signIn(t, p)
+	tab, cancel := chromedp.NewContext(p.ctx)
+	defer cancel()
+	if err := chromedp.Do(tab); err != nil { // opens the tab, outside any timeout
+		t.Fatal(err)
+	}
+	q := &page{ctx: tab, out: p.out, t: t}
+	// The page sends itself on to sign in, which a Navigate would not wait
+	// for: go to the console from a page of its origin.
+	q.do(chromedp.Navigate(e.td.BaseURL() + "/console/static/style.css"))
+	run(q, chromedp.Evaluate[bool](`location.assign("/console/"), true`))
+	q.do(chromedp.WaitVisible(chromedp.CSS(".problem")))
+	if msg := run(q, chromedp.Text(chromedp.CSS(".problem"))); !strings.Contains(msg, "This tab is not signed in") {
+		t.Errorf("a new tab shows %q", msg)
+	}
+	p.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#empty")))
 }
