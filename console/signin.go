@@ -83,6 +83,7 @@ func (c *Console) handleSignInPage(w nethttp.ResponseWriter, r *nethttp.Request)
 		return
 	}
 	keySum, ok := c.auth.redeem(r.URL.Query().Get("code"))
+	c.dropLinkFile(r.URL.Query().Get("code"))
 	if ok {
 		key, err := c.opts.Key()
 		ok = err == nil && sum(key) == keySum
