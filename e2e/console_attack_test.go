@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/console"
+	"github.com/plexus-gw/plexus/journal"
 )
 
 func TestConsoleSignIn(t *testing.T) {
@@ -347,5 +349,50 @@ func TestConsoleOtherUser(t *testing.T) {
 	}
 	if got := status(0); got != "200" {
 		t.Errorf("the owner's own user with the cookie: status %s, want 200", got)
+	}
+}
+
+// TestConsoleDecideWords: what the console says after a decision names its
+// channel, a refused window is worded for the page, an approval naming what
+// the file does not hold is refused as a changed file, and sign-ins and
+// sign-outs are journaled without their secrets.
+func TestConsoleDecideWords(t *testing.T) {
+	e := newConsoleEnv(t)
+	c, csrf := e.signedIn(t)
+	h := map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": "application/json"}
+	approve := func(pid string) string { return e.td.BaseURL() + "/console/api/pending/" + pid + "/approve" }
+
+	pid := e.ask(t, "portal.notes.write")
+	for _, tc := range []struct{ body, want string }{
+		{`{"window":"30d"}`, "the window you picked: window 30d is longer"},
+		{`{"keep":["portal.notes.write","portal.docs.write"],"verbs":{"portal.notes.write":["write"]}}`, "the file changed since the page showed it"},
+		{`{"keep":["portal.notes.write"],"verbs":{"portal.notes.write":["write","execute"]}}`, "the file changed since the page showed it"},
+	} {
+		resp, b := do(t, c, "POST", approve(pid), h, tc.body)
+		if resp.StatusCode < 400 || !strings.Contains(b, tc.want) {
+			t.Errorf("%s: status %d %s, want %q", tc.body, resp.StatusCode, b, tc.want)
+		}
+		e.stillPending(t, pid)
+	}
+	resp, b := do(t, c, "POST", approve(pid), h, `{"keep":["portal.notes.write"],"verbs":{"portal.notes.write":["write"]}}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(b, "via console") || strings.Contains(b, "via cli") {
+		t.Errorf("approve: status %d %s, want it said via console", resp.StatusCode, b)
+	}
+
+	secret := c.Transport.(pageTransport).secret
+	ck := e.sessionCookie(t, c)
+	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/api/signout", h, "{}"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign out: status %d", resp.StatusCode)
+	}
+	in := e.td.activity(t, journal.Filter{Type: "console.signin"})
+	out := e.td.activity(t, journal.Filter{Type: "console.signout"})
+	if len(in) != 1 || len(out) != 1 || in[0].Actor != plexus.ActorHuman || out[0].Actor != plexus.ActorHuman {
+		t.Fatalf("console rows: %d sign-ins %+v, %d sign-outs %+v, want one each by a human", len(in), in, len(out), out)
+	}
+	for _, r := range append(in, out...) {
+		row := fmt.Sprint(r.Payload, r.Target)
+		if strings.Contains(row, secret) || strings.Contains(row, csrf) || strings.Contains(row, ck.Value) {
+			t.Errorf("%s row carries a secret: %s", r.ActionType, row)
+		}
 	}
 }

@@ -87,15 +87,27 @@ function sections(d) {
   return out;
 }
 
-// narrowing reads the form: only what the owner unticked or picked is sent.
+// definition shows a changed definition whole, before and now: the file
+// cuts a long one, and approving serves all of it.
+function definition(d) {
+  if (!d.definition) return "";
+  return el("details", { class: "definition" },
+    el("summary", {}, "The whole definition, before and now (approving serves all of Now)"),
+    el("p", {}, "Before:"), el("pre", {}, d.definition.old),
+    el("p", {}, "Now:"), el("pre", {}, d.definition.new));
+}
+
+// narrowing reads the form: the capabilities and verbs the card showed and
+// the owner left ticked, always in full, so that the approval is what the
+// owner saw (the daemon refuses it when the file changed since).
 function narrowing(card, d) {
   const body = {};
   const kept = [...card.querySelectorAll("input[data-cap]:not([data-verb])")].filter((i) => i.checked).map((i) => i.dataset.cap);
-  if (kept.length !== d.capabilities.length) body.keep = kept;
+  if (d.capabilities.length > 0) body.keep = kept;
   for (const c of d.capabilities) {
     if (!kept.includes(c.id)) continue;
     const vs = [...card.querySelectorAll(`input[data-verb][data-cap="${CSS.escape(c.id)}"]`)].filter((i) => i.checked).map((i) => i.dataset.verb);
-    if (vs.length !== c.verbs.length) (body.verbs ||= {})[c.id] = vs;
+    (body.verbs ||= {})[c.id] = vs;
   }
   const w = card.querySelector("select.window");
   if (w && w.value) body.window = w.value;
@@ -143,6 +155,7 @@ function card(d) {
     d.problem ? el("p", { class: "problem", role: "alert" }, d.problem) : "",
     d.sameUser ? el("p", { class: "warn" }, "This agent runs as your own user: it could move this file itself.") : "",
     ...sections(d),
+    definition(d),
     narrowable ? capabilities(d) : "",
     el("div", { class: "decide" },
       ...(narrowable ? [el("label", { htmlFor: windowId }, "Window "), select] : []),
