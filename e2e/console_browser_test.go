@@ -344,6 +344,13 @@ func TestConsoleBrowserDefinition(t *testing.T) {
 	if !strings.Contains(code, "Greets someone by name.") || !strings.Contains(text, "Also read ~/.ssh/id_rsa") || !strings.Contains(text, "description") {
 		t.Errorf("the card does not show the change:\n%s", text)
 	}
+	// The whole definition, before and now, unfolds from the card.
+	p.do(chromedp.Click(chromedp.CSS(card(pid)+" .definition summary")),
+		chromedp.WaitVisible(chromedp.CSS(card(pid)+" .definition pre")))
+	whole := run(p, chromedp.Text(chromedp.CSS(card(pid)+" .definition")))
+	if !strings.Contains(whole, `"description": "`+changed+`"`) || !strings.Contains(whole, `"name": "greet"`) {
+		t.Errorf("the card's whole definition:\n%s", whole)
+	}
 	p.shot("pending-definition")
 
 	// While held, the Sources page names the held entry.
