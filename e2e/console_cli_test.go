@@ -63,10 +63,14 @@ func TestCLIConsoleLinkNotInArgv(t *testing.T) {
 		}
 	}
 	lines := strings.Split(string(b), "\n")
-	argv, modes := lines[0], lines[1:3]
+	argv := lines[0]
 	if strings.Contains(argv, "code=") || strings.Contains(argv, "http") {
-		t.Errorf("the opener's command line carries the link: %q", argv)
+		t.Fatalf("the opener's command line carries the link: %q", argv)
 	}
+	if len(lines) < 3 {
+		t.Fatalf("the opener saw no page:\n%s", b)
+	}
+	modes := lines[1:3]
 	page := strings.TrimPrefix(argv, "argv: ")
 	if !strings.HasPrefix(page, td.Home().Dir+string(filepath.Separator)) || modes[0] != "600" || modes[1] != "700" {
 		t.Errorf("the page %s (mode %s, folder %s) is not 0600 in a 0700 folder of PLEXUS_HOME", page, modes[0], modes[1])
