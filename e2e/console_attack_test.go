@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -394,5 +396,68 @@ func TestConsoleDecideWords(t *testing.T) {
 		if strings.Contains(row, secret) || strings.Contains(row, csrf) || strings.Contains(row, ck.Value) {
 			t.Errorf("%s row carries a secret: %s", r.ActionType, row)
 		}
+	}
+}
+
+// TestConsoleLinkRace: a one-time link redeemed by many clients at once
+// signs in exactly one.
+func TestConsoleLinkRace(t *testing.T) {
+	e := newConsoleEnv(t)
+	for round := range 3 {
+		link := e.link(t)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				resp, err := browser(t).Get(link)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if resp.StatusCode == http.StatusSeeOther {
+					wins.Add(1)
+				}
+				if err := resp.Body.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Errorf("round %d: one link signed in %d clients, want 1", round, n)
+		}
+	}
+}
+
+// TestConsoleNarrowWidens: every approval from the console that would
+// widen what was asked (a longer window, another capability, another verb,
+// nothing at all, a field spelled otherwise or given twice) is refused and
+// changes nothing.
+func TestConsoleNarrowWidens(t *testing.T) {
+	e := newConsoleEnv(t)
+	pid := e.ask(t, "portal.notes.write")
+	c, csrf := e.signedIn(t)
+	u := e.td.BaseURL() + "/console/api/pending/" + pid + "/approve"
+	h := map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": "application/json"}
+	for _, body := range []string{
+		`{"window":"7d"}`,
+		`{"window":"forever"}`,
+		`{"window":"30d"}`,
+		`{"keep":["portal.notes.write","portal.docs.write"]}`,
+		`{"keep":["portal.docs.write"]}`,
+		`{"verbs":{"portal.notes.write":["write","execute"]}}`,
+		`{"verbs":{"portal.notes.write":["execute"]}}`,
+		`{"verbs":{"portal.docs.write":["write"]}}`,
+		`{"keep":[]}`,
+		`{"verbs":{"portal.notes.write":[]}}`,
+		`{"keep":["portal.notes.write"],"verbs":{"portal.docs.write":["read"]}}`,
+		`{"Keep":["portal.docs.write"]}`,
+		`{"keep":["portal.notes.write"],"keep":["portal.docs.write"]}`,
+	} {
+		resp, b := do(t, c, "POST", u, h, body)
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+			t.Errorf("%s: status %d %s, want it refused", body, resp.StatusCode, strings.TrimSpace(b))
+		}
+		e.stillPending(t, pid)
 	}
 }

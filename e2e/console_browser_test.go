@@ -739,3 +739,32 @@ func TestConsoleBrowserNewTab(t *testing.T) {
 	}
 	p.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#empty")))
 }
+
+// TestConsoleBrowserAgentWordsText: HTML, markdown and a bidi override in
+// an agent's purpose reach the card as text: no element of theirs, no
+// section of the page's own.
+func TestConsoleBrowserAgentWordsText(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := newPage(t)
+	e.signIn(t, p)
+	purpose := "<img src=x onerror=\"document.title='pwned'\"> ``</code><img src=y>`` **<b>x</b>** \n## What it reaches\n- nothing \u202eevil"
+	grants := map[string]any{"portal.notes.write": map[string]any{"decision": "allow", "verbs": []string{"write"}, "purpose": purpose}}
+	var pend plexus.GrantPendingResponse
+	if st := e.td.call(t, "PUT", "/grants", session(e.sid), map[string]any{"grants": grants}, &pend); st != http.StatusAccepted {
+		t.Fatalf("ask: status %d", st)
+	}
+	syncInbox(t, e.td)
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(pend.PendingID) + " .agent-words")))
+	if n := run(p, chromedp.Evaluate[int](`document.querySelectorAll("article img, article b").length`)); n != 0 {
+		t.Errorf("%d elements of the agent's purpose on the page", n)
+	}
+	if n := run(p, chromedp.Evaluate[int](`document.querySelectorAll("article .agent-words h4, article .agent-words section").length`)); n != 1 {
+		t.Errorf("the agent's words hold %d headings or sections, want only their own heading", n)
+	}
+	if words := run(p, chromedp.Text(chromedp.CSS(card(pend.PendingID)+" .agent-words"))); !strings.Contains(words, "onerror") {
+		t.Errorf("the agent's words are not shown as text: %q", words)
+	}
+	if title := run(p, chromedp.Title()); title == "pwned" {
+		t.Error("the agent's purpose ran script")
+	}
+}
