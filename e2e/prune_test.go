@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -206,5 +207,43 @@ func TestJournalPruneEndpointAttacks(t *testing.T) {
 	var ok plexus.JournalPruneResponse
 	if st := td.call(t, "POST", "/admin/api/journal/prune", td.admin(), valid, &ok); st != http.StatusOK || ok.Rows == 0 {
 		t.Fatalf("the owner's prune: status %d, %+v", st, ok)
+	}
+}
+
+// TestJournalPruneCommandRefusesUnverified: rows deleted from the middle
+// of the prefix while the daemon runs make `plexus journal prune` refuse
+// (exit 1, the problem named, --force offered) and prune nothing; with
+// --force it prunes, says what it pruned over, and `plexus journal verify`
+// keeps reporting the forced prune.
+func TestJournalPruneCommandRefusesUnverified(t *testing.T) {
+	clk := plexustest.NewClock(time.Now().UTC().Add(-96 * time.Hour).Truncate(time.Second))
+	td := startTestDaemon(t, daemon.Options{Clock: clk.Now})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: filepath.Join(t.TempDir(), "agent")}
+	e.ok("agents", "connect", "codex", "--json")
+	e.ok("agents", "connect", "gemini", "--json")
+	e.ok("agents", "connect", "cursor", "--json")
+	clk.Advance(72 * time.Hour)
+	cut := clk.Now().Add(-48 * time.Hour).Format(time.RFC3339)
+	raw, err := sql.Open("sqlite3", "file:"+td.Home().Journal+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`DELETE FROM activity WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("journal", "prune", "--before", cut)
+	if r.code != exitError || !strings.Contains(r.stderr, "row 2: deleted") || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("prune over a deleted row: %s", r)
+	}
+	if rows := td.activity(t, journal.Filter{Type: journal.ActionPruned}); len(rows) != 0 {
+		t.Fatalf("a refused prune pruned: %+v", rows)
+	}
+	r = e.ok("journal", "prune", "--before", cut, "--force")
+	if !strings.Contains(r.stdout, "forced:") || !strings.Contains(r.stdout, "row 2: deleted") {
+		t.Errorf("forced prune: %s", r)
+	}
+	if r := e.run("journal", "verify"); r.code == exitOK || !strings.Contains(r.stdout, journal.ProblemUnverifiedPrune) {
+		t.Errorf("verify after a forced prune: %s", r)
 	}
 }
