@@ -135,9 +135,8 @@ type PrefixError struct {
 
 func (e *PrefixError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s): %d problem(s)", ErrPrefixUnverified, rowsLabel(e.From, e.Through), len(e.Problems))
+	fmt.Fprintf(&b, "%s (%s): %d problem(s)\n", ErrPrefixUnverified, rowsLabel(e.From, e.Through), len(e.Problems))
 	for _, p := range e.Problems {
-		b.WriteString("\n")
 		writeProblem(&b, p)
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -281,8 +280,11 @@ func (db *DB) pruneBatch(ctx context.Context, req PruneRequest, through int64, p
 				mine = append(mine, p)
 			}
 		}
+		// Verify reports at most maxProblems: past the last one it listed,
+		// rows were not shown to verify either.
+		unlisted := len(problems) >= maxProblems && end > problems[len(problems)-1].ID
 		payload := map[string]any{"throughId": end, "head": head, "before": fmtTime(req.Before), "fromId": from.id + 1,
-			"prefixVerified": len(mine) == 0}
+			"prefixVerified": len(mine) == 0 && !unlisted}
 		if len(mine) > 0 {
 			payload["problems"] = mine
 		}

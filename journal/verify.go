@@ -440,6 +440,9 @@ func (v *verifier) reportForcedPrune(r *mirrorRow) {
 		return // rows from before prunes were checked say nothing
 	}
 	var b strings.Builder
+	if len(rec.Problems) == 0 {
+		b.WriteString("past the most problems one verify lists, so they were not shown to verify")
+	}
 	for i, p := range rec.Problems {
 		if i > 0 {
 			b.WriteString("; ")
