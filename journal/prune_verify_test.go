@@ -212,3 +212,25 @@ func lastPruned(t *testing.T, db *DB) plexus.Activity {
 	}
 	return rows[0]
 }
+
+// TestPruneAgainBeforeTheLastPruneRow: a second prune whose prefix ends
+// before the first prune's own journal.pruned row (a later cut-off that is
+// still older than that row) verifies its prefix without that row, and
+// prunes.
+func TestPruneAgainBeforeTheLastPruneRow(t *testing.T) {
+	td := mustOpen(t)
+	recordDays(t, td, 4, 4)
+	td.clock.Set(t0.Add(6 * 24 * time.Hour))
+	for _, c := range []struct {
+		days    int
+		through int64
+	}{{1, 4}, {2, 8}} {
+		got, err := td.PruneActivity(context.Background(), PruneRequest{Before: t0.Add(time.Duration(c.days) * 24 * time.Hour), Now: td.clock.Now(), By: plexus.ActorSystem})
+		if err != nil || got.Through != c.through {
+			t.Fatalf("prune before day %d = %+v, %v; want through row %d", c.days, got, err, c.through)
+		}
+	}
+	if rep := mustVerify(t, td.DB, td.vopts()); !rep.OK || rep.PrunedThrough != 8 {
+		t.Fatalf("verify after two prunes: %s", rep)
+	}
+}
