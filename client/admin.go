@@ -130,6 +130,14 @@ func (a *Admin) RotateKey(ctx context.Context) (plexus.KeyRotateResponse, error)
 	return resp, nil
 }
 
+// PruneJournal asks the gateway to delete the activity rows written before
+// req.Before (`plexus journal prune` while the daemon runs).
+func (a *Admin) PruneJournal(ctx context.Context, req plexus.JournalPruneRequest) (plexus.JournalPruneResponse, error) {
+	var resp plexus.JournalPruneResponse
+	err := a.do(ctx, http.MethodPost, "/admin/api/journal/prune", req, &resp)
+	return resp, err
+}
+
 // Status returns the gateway's health summary.
 func (a *Admin) Status(ctx context.Context) (plexus.StatusResponse, error) {
 	var resp plexus.StatusResponse
