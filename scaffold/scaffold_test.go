@@ -268,6 +268,8 @@ func TestLoad(t *testing.T) {
 			`{"scrapeToken": "short"}`:     "scrapeToken is too short",
 			`{"scrapeToken": "plx_live_0123456789abcdef0123456789abcdef"}`: "looks like a Plexus credential",
 			`{"activityRetentionDays": -1}`:                                "activityRetentionDays is -1",
+			`{"activityRetentionDays": 36501}`:                             "up to 36500 (100 years)",
+			`{"activityRetentionDays": 200000000}`:                         "activityRetentionDays is 200000000",
 			`{"notifyWebhook": {"url": "ftp://ntfy.sh"}}`:                  "notifyWebhook.url",
 			`{"notifyWebhook": {"url": "https://me:pw@ntfy.sh"}}`:          "notifyWebhook.url",
 			`{"notifyWebhook": {"url": "/relative"}}`:                      "notifyWebhook.url",

@@ -29,6 +29,11 @@ const (
 	DefaultPort             = 7077
 )
 
+// MaxActivityRetentionDays is the ceiling of ActivityRetentionDays: 100
+// years. Far above it the days overflow a time.Duration and the daemon
+// would prune rows the owner meant to keep.
+const MaxActivityRetentionDays = 36500
+
 // AuthConfig is auth-config.json. Load clamps TokenLifetimeMs into
 // [60000, 3600000] (0 or absent means 900000) and defaults a zero
 // MaxTrustWindowMs to 30 days; a negative MaxTrustWindowMs is a problem.
@@ -44,7 +49,8 @@ const (
 // a problem. ScrapeToken, when set (32 characters or more, not a plx_
 // credential), lets a Prometheus scraper read /metrics and nothing else.
 // ActivityRetentionDays, when positive, has the daemon prune activity rows
-// older than that many days (absent or 0: activity is kept forever).
+// older than that many days (absent or 0: activity is kept forever; at most
+// MaxActivityRetentionDays).
 // RateLimit and FailedCredentials are the owner's limits
 // ([AuthConfig.Limits]); the daemon applies their edits while it runs.
 type AuthConfig struct {
@@ -376,9 +382,9 @@ func (v *verifier) observability(path string, a AuthConfig) {
 		v.add(path, fmt.Sprintf("%s: scrapeToken is too short or looks like a Plexus credential", FileAuthConfig),
 			fmt.Sprintf("set it to %d or more random characters (openssl rand -hex 32), or remove it", MinScrapeTokenLen))
 	}
-	if a.ActivityRetentionDays < 0 {
+	if a.ActivityRetentionDays < 0 || a.ActivityRetentionDays > MaxActivityRetentionDays {
 		v.add(path, fmt.Sprintf("%s: activityRetentionDays is %d", FileAuthConfig, a.ActivityRetentionDays),
-			"set it to a positive number of days, or remove it to keep the activity journal forever")
+			fmt.Sprintf("set it to a positive number of days up to %d (100 years), or remove it to keep the activity journal forever", MaxActivityRetentionDays))
 	}
 }
 
