@@ -46,8 +46,8 @@ const MaxActivityRetentionDays = 36500
 // (inbox.Webhook: ntfy's publish format).
 // MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
 // at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
-// a problem. ScrapeToken, when set (32 characters or more, not a plx_
-// credential), lets a Prometheus scraper read /metrics and nothing else.
+// a problem. MovedScrapeToken is read only to refuse it: the scrape token
+// is in its own file now ([ReadScrapeToken]).
 // ActivityRetentionDays, when positive, has the daemon prune activity rows
 // older than that many days (absent or 0: activity is kept forever; at most
 // MaxActivityRetentionDays).
@@ -61,7 +61,7 @@ type AuthConfig struct {
 	NotifyWebhook         *NotifyWebhook   `json:"notifyWebhook,omitempty"`
 	MaxStreamsPerSession  int              `json:"maxStreamsPerSession,omitempty"`
 	MaxStreamsPerAgent    int              `json:"maxStreamsPerAgent,omitempty"`
-	ScrapeToken           string           `json:"scrapeToken,omitempty"`
+	MovedScrapeToken      string           `json:"scrapeToken,omitempty"`
 	ActivityRetentionDays int              `json:"activityRetentionDays,omitempty"`
 	RateLimit             *RateLimitConfig `json:"rateLimit,omitempty"`
 	FailedCredentials     *ThrottleConfig  `json:"failedCredentials,omitempty"`
@@ -75,7 +75,7 @@ type NotifyWebhook struct {
 	Topic string `json:"topic,omitempty"`
 }
 
-// MinScrapeTokenLen is the shortest scrape token auth-config.json takes.
+// MinScrapeTokenLen is the shortest scrape token the scrape-token file takes.
 const MinScrapeTokenLen = 32
 
 // DefaultAuthConfig is what Init writes.
@@ -221,6 +221,7 @@ func Load(home string) (*Home, error) {
 	if b, ok := v.file(h.NetworkFile, FileNetwork, false); ok {
 		h.Network = v.network(h.NetworkFile, b)
 	}
+	v.scrapeToken()
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -376,11 +377,13 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 	return a
 }
 
-// observability checks the scrape token and the activity retention.
+// observability refuses a scrape token in auth-config.json (it moved to
+// its own file) and checks the activity retention.
 func (v *verifier) observability(path string, a AuthConfig) {
-	if a.ScrapeToken != "" && (len(a.ScrapeToken) < MinScrapeTokenLen || strings.HasPrefix(a.ScrapeToken, "plx_")) {
-		v.add(path, fmt.Sprintf("%s: scrapeToken is too short or looks like a Plexus credential", FileAuthConfig),
-			fmt.Sprintf("set it to %d or more random characters (openssl rand -hex 32), or remove it", MinScrapeTokenLen))
+	if a.MovedScrapeToken != "" {
+		v.add(path, FileAuthConfig+": scrapeToken no longer goes here (this file may be committed to a repository)",
+			fmt.Sprintf("move the token into %s (chmod 600; .gitignore leaves it out) and remove scrapeToken from %s",
+				shq(filepath.Join(v.home, FileScrapeToken)), FileAuthConfig))
 	}
 	if a.ActivityRetentionDays < 0 || a.ActivityRetentionDays > MaxActivityRetentionDays {
 		v.add(path, fmt.Sprintf("%s: activityRetentionDays is %d", FileAuthConfig, a.ActivityRetentionDays),
