@@ -27,12 +27,14 @@ type Admin struct {
 }
 
 // NewAdmin returns an admin client for the gateway at baseURL, authenticated
-// by connectionKey.
+// by connectionKey. It sends nothing to a gateway whose listening socket
+// belongs to another user ([ForeignListenerError]; checked where the OS
+// tells, on Linux).
 func NewAdmin(baseURL, connectionKey string, opts ...Option) (*Admin, error) {
 	if connectionKey == "" {
 		return nil, errors.New("new admin client: empty connection-key")
 	}
-	c, err := newConn(baseURL, newConfig(opts))
+	c, err := newConn(baseURL, newConfig(append(opts[:len(opts):len(opts)], ownListener())))
 	if err != nil {
 		return nil, err
 	}
