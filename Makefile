@@ -4,7 +4,7 @@ BIN         := bin/plexus
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export CGO_ENABLED := 1
 
-.PHONY: build run test fuzz bench lint fmt clean
+.PHONY: build run test chromium fuzz bench lint fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/plexus
@@ -21,7 +21,7 @@ run: build
 # front door's, the MCP conformance suite, Node 22 and the TypeScript SDK,
 # pinned in mcpserver/testdata/conformance.
 TESTFUZZTIME ?= 3s
-test:
+test: chromium
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
@@ -29,6 +29,13 @@ test:
 	npm ci --prefix mcpserver/testdata/conformance --no-audit --no-fund
 	$(GO) test -race -count=1 ./...
 	GO=$(GO) FUZZTIME=$(TESTFUZZTIME) ./scripts/fuzz.sh
+
+# The console's browser tests (e2e/console_browser_test.go) drive a headless
+# Chromium: Debian's chromium is installed when no chromium, chromium-browser
+# or google-chrome is on PATH (CI runs as root).
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || \
+		{ apt-get update && apt-get install -y chromium; }
 
 # Every fuzz target for FUZZTIME each, one after the other:
 # make fuzz FUZZTIME=10m. A failing input lands in the package's

@@ -24,6 +24,7 @@ const (
 const (
 	ViaAdminAPI = "admin-api"
 	ViaCLI      = "cli"
+	ViaConsole  = "console"
 	ViaFile     = "file"
 	ViaAgent    = "agent"
 	ViaSystem   = "system"

@@ -234,3 +234,16 @@ func (a *Admin) LiveSources(ctx context.Context) (live map[string]plexus.SourceS
 	}
 	return live, true
 }
+
+// ConsoleLink is a one-time sign-in link to the owner's web console.
+type ConsoleLink struct {
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// ConsoleLink asks the daemon for a one-time sign-in link to its console.
+func (a *Admin) ConsoleLink(ctx context.Context) (ConsoleLink, error) {
+	var resp ConsoleLink
+	err := a.do(ctx, http.MethodPost, "/console/link", nil, &resp)
+	return resp, err
+}

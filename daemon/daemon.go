@@ -21,6 +21,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/console"
 	"github.com/plexus-gw/plexus/gateway"
 	plexushttp "github.com/plexus-gw/plexus/http"
 	"github.com/plexus-gw/plexus/inbox"
@@ -125,6 +126,8 @@ type Daemon struct {
 	// without a restart.
 	limitWatch *watcher.Watcher
 	rateLimit  float64 // Options.RateLimit, applied at each edit too
+	// console is the owner's web console at /console/.
+	console *console.Console
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -212,8 +215,9 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 		return err
 	}
 	d.obs.gw = d.gw
+	d.newConsole(o)
 	d.srv = plexushttp.New(d.observeHTTP(httpBackend(d.gw)), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: d.front, Metrics: d.obs})
+		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler()})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -321,7 +325,11 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error {
 	home := d.home
 	owner := o.Owner
-	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log)
+	var hook *inbox.Webhook
+	if w := home.Auth.NotifyWebhook; w != nil {
+		hook = &inbox.Webhook{URL: w.URL, Topic: w.Topic}
+	}
+	d.notify = inbox.NewNotifier(home.Auth.Notify, d.plat, d.log, hook)
 	var err error
 	d.inbox, err = inbox.New(inbox.Config{Home: home.Dir, Owner: owner, Clock: o.Clock, Logger: d.log,
 		Notify: d.notify.Send, Interval: o.InboxInterval, JournalFailed: d.gw.JournalFailed,
@@ -407,7 +415,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	serve := func(ctx context.Context) error { return d.srv.Serve(ctx, d.ln) }
 	services := []func(context.Context) error{serve, d.gw.Run, d.reg.Run, d.inbox.Run, d.watch.Run, d.notify.Run,
 		d.forwardHints, d.mcp.Run, d.providers.Run, d.front.Run, d.viewWatch.Run, d.followViews, d.pruner.Run,
-		d.limitWatch.Run, d.followLimits}
+		d.limitWatch.Run, d.followLimits, d.console.Run}
 	errc := make(chan error, len(services))
 	for _, run := range services {
 		go func() { errc <- run(ctx) }()
@@ -440,6 +448,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) forwardHints(context.Context) error {
 	for h := range d.watch.Hints() {
 		d.inbox.Hint(h.Full, h.Dirs)
+		d.console.Changed()
 	}
 	return nil
 }

@@ -73,6 +73,9 @@ func (s *Server) routes() {
 	if s.opts.Metrics != nil {
 		m.HandleFunc("GET "+metricsPath, s.handleMetrics)
 	}
+	if s.opts.Console != nil {
+		m.Handle("/console/", s.opts.Console)
+	}
 
 	m.HandleFunc("/", s.fallback)
 }

@@ -74,6 +74,10 @@ type Options struct {
 	MCP nethttp.Handler
 	// Metrics serves /metrics (metrics.go); nil answers not_found there.
 	Metrics MetricsAPI
+	// Console serves the owner's web console under /console/ (every
+	// method), after the guard; it checks its own session. Nil answers
+	// not_found there.
+	Console nethttp.Handler
 }
 
 // Server is the loopback HTTP server. Create it with [New]; bind with

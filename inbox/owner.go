@@ -271,7 +271,7 @@ func (m *OwnerMove) outcome(ctx context.Context, p plexus.Pending, by string) er
 	if m.Approve {
 		want = plexus.StateApproved
 	}
-	if p.State != want || p.Via != plexus.ViaCLI || p.DecidedBy != by {
+	if p.State != want || p.Via != m.Stamp.via() || p.DecidedBy != by {
 		return refuse("%s was %s before this decision reached Plexus; this one changed nothing", m.ID, DescribeDecision(p))
 	}
 	WriteDecided(m.Out, p, by, m.rel(m.folder()))

@@ -47,8 +47,8 @@ type Config struct {
 	// discards.
 	Logger *slog.Logger
 	// Notify, when set, is called with the gateway-authored notification
-	// line each time a new decision's file is put up. It must not block.
-	Notify func(line string)
+	// each time a new decision's file is put up. It must not block.
+	Notify func(Notification)
 	// WithdrawGrace is how long a file must stay gone from inbox/ (or
 	// active/) before its absence counts as the owner's delete: some
 	// editors save by moving the old file away before writing the new one.

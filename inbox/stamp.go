@@ -26,7 +26,29 @@ type StampOptions struct {
 	// is at least as long gets this one; shorter ones (a `once`, such as
 	// execute's) keep theirs. Nil leaves the windows as the file has them.
 	Window *plexus.TrustWindow
+	// Via is the channel written as `via:`: [plexus.ViaCLI] when empty, or
+	// [plexus.ViaConsole].
+	Via string
+	// Keep, when not nil, narrows an approval to these capabilities of the
+	// file (at least one); the others are removed from it.
+	Keep []string
+	// Verbs narrows the verbs of each capability it names to a non-empty
+	// subset of the file's.
+	Verbs map[string][]plexus.Verb
 }
+
+func (s StampOptions) via() string {
+	if s.Via == "" {
+		return plexus.ViaCLI
+	}
+	return s.Via
+}
+
+// NarrowError is [Stamp]'s refusal of a narrowing that names what the file
+// does not ask for, or leaves nothing: a decision may only narrow.
+type NarrowError struct{ Msg string }
+
+func (e *NarrowError) Error() string { return e.Msg }
 
 // WindowError is [Stamp]'s refusal of a window longer than every
 // capability's window in the file: approving with it would ask for more
@@ -74,9 +96,16 @@ func Stamp(b []byte, s StampOptions) ([]byte, error) {
 	}
 	want := *f // what the stamped file must parse to
 	want.Capabilities = slices.Clone(f.Capabilities)
-	want.DecidedBy, want.Via = by, plexus.ViaCLI
+	via := s.via()
+	if via != plexus.ViaCLI && via != plexus.ViaConsole {
+		return nil, fmt.Errorf("stamp: via %q is not a channel that stamps", via)
+	}
+	want.DecidedBy, want.Via = by, via
 	if s.Reason != "" {
 		want.Reason = s.Reason
+	}
+	if want.Capabilities, err = narrowCapabilities(want.Capabilities, s.Keep, s.Verbs); err != nil {
+		return nil, err
 	}
 	var narrow map[string]string
 	if s.Window != nil {
@@ -84,7 +113,7 @@ func Stamp(b []byte, s StampOptions) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out, err := stampFrontmatter(b, by, s.Reason, narrow)
+	out, err := stampFrontmatter(b, stampEdit{by: by, via: via, reason: s.Reason, windows: narrow, keep: s.Keep, verbs: s.Verbs})
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +151,63 @@ func narrowWindows(caps []FileCapability, window plexus.TrustWindow) (map[string
 	return narrow, nil
 }
 
-// stampFrontmatter writes by, via cli, reason (when given) and the narrowed
-// windows into b's frontmatter, edited as a YAML tree, and keeps every
-// other byte of b.
-func stampFrontmatter(b []byte, by, reason string, narrow map[string]string) ([]byte, error) {
+// narrowCapabilities returns caps less those keep leaves out (keep nil
+// keeps all), with the verbs verbs names for each: a *[NarrowError] when
+// keep or verbs name a capability or verb caps lack, or leave none.
+func narrowCapabilities(caps []FileCapability, keep []string, verbs map[string][]plexus.Verb) ([]FileCapability, error) {
+	if keep == nil && len(verbs) == 0 {
+		return caps, nil // as the file has them: [] stays [] (a definition's, an extension's)
+	}
+	has := func(id string) bool {
+		return slices.ContainsFunc(caps, func(c FileCapability) bool { return c.ID == id })
+	}
+	for _, id := range keep {
+		if !has(id) {
+			return nil, &NarrowError{Msg: fmt.Sprintf("%s is not asked for in this decision: a decision may only narrow", id)}
+		}
+	}
+	if keep != nil && len(keep) == 0 {
+		return nil, &NarrowError{Msg: "keep at least one capability, or deny the request"}
+	}
+	var out []FileCapability
+	for _, c := range caps {
+		if keep != nil && !slices.Contains(keep, c.ID) {
+			continue
+		}
+		if vs, ok := verbs[c.ID]; ok {
+			if len(vs) == 0 {
+				return nil, &NarrowError{Msg: fmt.Sprintf("keep at least one verb of %s, or leave the capability out", c.ID)}
+			}
+			for _, v := range vs {
+				if !slices.Contains(c.Verbs, v) {
+					return nil, &NarrowError{Msg: fmt.Sprintf("%s does not ask to %s: a decision may only narrow", c.ID, v)}
+				}
+			}
+			c.Verbs = slices.DeleteFunc(slices.Clone(c.Verbs), func(v plexus.Verb) bool { return !slices.Contains(vs, v) })
+		}
+		out = append(out, c)
+	}
+	for id := range verbs {
+		if !has(id) {
+			return nil, &NarrowError{Msg: fmt.Sprintf("%s is not asked for in this decision: a decision may only narrow", id)}
+		}
+	}
+	return out, nil
+}
+
+// stampEdit is what [stampFrontmatter] writes: who and via which channel,
+// the reason when given, the narrowed windows by capability id, the
+// capabilities kept (nil: all) and the narrowed verbs by capability id.
+type stampEdit struct {
+	by, via, reason string
+	windows         map[string]string
+	keep            []string
+	verbs           map[string][]plexus.Verb
+}
+
+// stampFrontmatter writes e into b's frontmatter, edited as a YAML tree,
+// and keeps every other byte of b.
+func stampFrontmatter(b []byte, e stampEdit) ([]byte, error) {
 	lo, hi, ok := frontmatterSpan(b)
 	if !ok {
 		return nil, errors.New("stamp: no frontmatter found in a file Parse read") // Parse and frontmatterSpan disagree
@@ -138,13 +220,16 @@ func stampFrontmatter(b []byte, by, reason string, narrow map[string]string) ([]
 		return nil, errors.New("stamp: the frontmatter is not a mapping")
 	}
 	m := doc.Content[0]
-	setField(m, "decided_by", by)
-	setField(m, "via", plexus.ViaCLI)
-	if reason != "" {
-		setField(m, "reason", reason)
+	setField(m, "decided_by", e.by)
+	setField(m, "via", e.via)
+	if e.reason != "" {
+		setField(m, "reason", e.reason)
 	}
-	if len(narrow) > 0 {
-		setWindows(m, narrow)
+	if len(e.windows) > 0 {
+		setWindows(m, e.windows)
+	}
+	if e.keep != nil || len(e.verbs) > 0 {
+		narrowNodes(m, e.keep, e.verbs)
 	}
 	oneLineScalars(&doc)
 
@@ -272,4 +357,45 @@ func setWindows(m *yaml.Node, window map[string]string) {
 			setText(win, w)
 		}
 	}
+}
+
+// narrowNodes removes from mapping m's capabilities those keep leaves out
+// (keep nil keeps all) and writes verbs[id] as the verbs of each it names.
+// Parse has checked the shape, as for [setWindows].
+func narrowNodes(m *yaml.Node, keep []string, verbs map[string][]plexus.Verb) {
+	caps := fieldNode(m, "capabilities")
+	if caps == nil {
+		return
+	}
+	caps.Content = slices.DeleteFunc(caps.Content, func(c *yaml.Node) bool {
+		id := fieldNode(c, "id")
+		return keep != nil && (id == nil || !slices.Contains(keep, id.Value))
+	})
+	for _, c := range caps.Content {
+		id, v := fieldNode(c, "id"), fieldNode(c, "verbs")
+		if id == nil || v == nil {
+			continue
+		}
+		vs, ok := verbs[id.Value]
+		if !ok {
+			continue
+		}
+		seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: v.Style, LineComment: v.LineComment}
+		for _, verb := range v.Content {
+			if slices.Contains(vs, plexus.Verb(verb.Value)) {
+				seq.Content = append(seq.Content, verb)
+			}
+		}
+		*v = *seq
+	}
+}
+
+// fieldNode is the value of key in mapping m, nil when m has none.
+func fieldNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Kind == yaml.ScalarNode && m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }

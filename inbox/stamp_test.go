@@ -221,3 +221,72 @@ func TestNarrowWindows(t *testing.T) {
 		})
 	}
 }
+
+// TestStampNarrow: the console narrows to fewer capabilities and verbs
+// and stamps `via: console`; what reads back is exactly the narrowed
+// request, and a narrowing that names what the file lacks, or leaves
+// nothing, is refused.
+func TestStampNarrow(t *testing.T) {
+	const by = "owner@example.com"
+	bundle := []byte(mustRender(t, bundleFixture(), RenderOptions{}))
+	t.Run("OK", func(t *testing.T) {
+		out, err := Stamp(bundle, StampOptions{DecidedBy: by, Via: plexus.ViaConsole,
+			Keep:  []string{"portal.notes.write", "tidy.weekly"},
+			Verbs: map[string][]plexus.Verb{"portal.notes.write": {plexus.VerbWrite}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range f.Capabilities {
+			got = append(got, c.ID+" "+verbList(c.Verbs))
+		}
+		want := []string{"portal.notes.write write", "tidy.weekly read"}
+		if diff := cmp.Diff(want, got); diff != "" || f.Via != plexus.ViaConsole || f.DecidedBy != by {
+			t.Errorf("capabilities (-want +got):\n%s\nvia %q by %q", diff, f.Via, f.DecidedBy)
+		}
+		if f.Capabilities[0].Constraint == nil {
+			t.Error("the kept capability lost its constraint")
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		opts StampOptions
+	}{
+		{"ErrUnknownCapability", StampOptions{Keep: []string{"portal.notes.delete"}}},
+		{"ErrNoCapability", StampOptions{Keep: []string{}}},
+		{"ErrWiderVerb", StampOptions{Verbs: map[string][]plexus.Verb{"portal.notes.read": {plexus.VerbWrite}}}},
+		{"ErrNoVerb", StampOptions{Verbs: map[string][]plexus.Verb{"portal.notes.read": {}}}},
+		{"ErrVerbsOfUnknown", StampOptions{Verbs: map[string][]plexus.Verb{"portal.x": {plexus.VerbRead}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.DecidedBy = by
+			_, err := Stamp(bundle, tt.opts)
+			var ne *NarrowError
+			if !errors.As(err, &ne) {
+				t.Fatalf("Stamp: %v, want a *NarrowError", err)
+			}
+		})
+	}
+}
+
+// TestStampDefinition: a decision with no capabilities (a changed
+// definition) stamps as it is: nothing to narrow, and it reads back.
+func TestStampDefinition(t *testing.T) {
+	b, err := os.ReadFile("testdata/definition.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, via := range []string{"", plexus.ViaConsole} {
+		out, err := Stamp(b, StampOptions{DecidedBy: "owner@example.com", Via: via})
+		if err != nil {
+			t.Fatalf("via %q: %v", via, err)
+		}
+		if f, err := Parse(out); err != nil || f.Via != (StampOptions{Via: via}).via() {
+			t.Errorf("via %q: %+v, %v", via, f, err)
+		}
+	}
+}

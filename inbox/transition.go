@@ -307,13 +307,13 @@ func (r *Reconciler) settling(id string, c *copyOf) bool {
 	return false
 }
 
-// who says who decided by moving f: `plexus approve|reject` write
-// `decided_by` and `via: cli` before their move; a move by hand is the
-// owner's, via file.
+// who says who decided by moving f: `plexus approve|reject` and the
+// console write `decided_by` and `via: cli` or `via: console` before their
+// move; a move by hand is the owner's, via file.
 func (r *Reconciler) who(f *File) (by, via string) {
-	if f != nil && f.Via == plexus.ViaCLI {
+	if f != nil && (f.Via == plexus.ViaCLI || f.Via == plexus.ViaConsole) {
 		if by := oneLine(f.DecidedBy); by != "" {
-			return capRunes(by, 120), plexus.ViaCLI
+			return capRunes(by, 120), f.Via
 		}
 	}
 	return r.cfg.Owner(), plexus.ViaFile
@@ -682,5 +682,6 @@ func (r *Reconciler) notify(p plexus.Pending) {
 	if len(lines) == 0 {
 		lines = []string{oneLine(title(p))}
 	}
-	r.cfg.Notify(capRunes(strings.Join(lines, " · ")+" ("+p.ID+")", 500))
+	r.cfg.Notify(Notification{Line: capRunes(strings.Join(lines, " · ")+" ("+p.ID+")", 500), ID: p.ID,
+		File: filepath.Join(r.cfg.Home, plexus.FolderInbox, FileName(p.ID))})
 }

@@ -62,9 +62,12 @@ func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what stri
 			return plexus.InvokeResponse{}, answer, err
 		}
 		// What the server behind the call asks meanwhile goes to this host.
-		rctx := plexus.WithRelay(ctx, newHostRelay(ctx, p.ss, l.client, entry.Source))
+		rctx := plexus.WithRelay(ctx, newHostRelay(ctx, p, l.client, entry.Source))
 		resp := s.b.Invoke.InvokeStream(rctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},
 			plexus.InvokeRequest{ID: entry.ID, Input: input}, p.relay)
+		if err := missingCapability(resp); err != nil {
+			return resp, nil, err // the server needs what the host did not declare
+		}
 		if executes(entry) || !resp.OK && resp.Error != nil && stale(resp.Error.Code) {
 			l.dropToken(entry.ID, tok.JTI)
 		}

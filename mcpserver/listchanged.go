@@ -27,7 +27,9 @@ var _ Changes = (*gateway.Gateway)(nil)
 // Grants do not change what a host sees (the view shows what the agent may
 // ask for, and the grants decide what runs), so no grant event is needed
 // here; a change of the owner's views is announced by [Server.ViewsChanged].
+// When ctx ends, so do the calls held for sessionless hosts' answers.
 func (s *Server) Run(ctx context.Context) error {
+	defer s.inputs.stop() // the calls held for sessionless hosts end with it
 	if s.b.Changes == nil {
 		<-ctx.Done()
 		return nil

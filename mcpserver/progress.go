@@ -16,6 +16,9 @@ type progress struct {
 	ctx   context.Context // the call's: notifications go out on its stream
 	ss    *mcp.ServerSession
 	token any
+	// caps are what the host declared it answers (see [declared]).
+	caps        *mcp.ClientCapabilities
+	sessionless bool
 
 	// mu guards the rest: the wait and the relay never overlap, but the
 	// relay runs on the gateway's goroutines.
@@ -34,6 +37,7 @@ func newProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
 	if req.Params != nil {
 		p.token = req.Params.GetProgressToken()
 	}
+	p.caps, p.sessionless = declared(req.Session, req.ClientCapabilities())
 	return p
 }
 

@@ -23,6 +23,7 @@ func (s *Server) getPrompt(ctx context.Context, l *link, c *catalog, req *mcp.Ge
 		input[k] = v
 	}
 	p := &progress{ctx: ctx, ss: req.Session, token: req.Params.GetProgressToken()}
+	p.caps, p.sessionless = declared(req.Session, req.ClientCapabilities())
 	resp, answer, err := s.run(ctx, l, entry, "the MCP prompt "+req.Params.Name, input, p)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,18 +32,75 @@ import (
 // an elicitation answer is never an approval, which only the owner gives,
 // through Plexus's own channels.
 type hostRelay struct {
-	call   context.Context // the tools/call's: what is sent goes on its stream
-	ss     *mcp.ServerSession
+	call context.Context // the tools/call's: what is sent goes on its stream
+	ss   *mcp.ServerSession
+	// caps are what the host declared it answers: per request when it is
+	// sessionless, at its handshake otherwise.
+	caps        *mcp.ClientCapabilities
+	sessionless bool
+	// inputs, for a sessionless host, is the held call its questions go
+	// through (inputs.go); nil: it cannot be asked.
+	inputs *exchange
 	host   string
 	server string // the ingested server the call runs on
 }
 
+// A hostRelay is also what mcpclient calls an Offerer (Offers): its calls
+// tell the server what the host answers.
 var _ plexus.Relay = (*hostRelay)(nil)
 
 // newHostRelay is the relay of a call of an entry of source (mcp:<server>)
-// made by host on ss.
-func newHostRelay(ctx context.Context, ss *mcp.ServerSession, host, source string) *hostRelay {
-	return &hostRelay{call: ctx, ss: ss, host: orElse(host, "the MCP host"), server: strings.TrimPrefix(source, "mcp:")}
+// made by host, whose request p answers.
+func newHostRelay(ctx context.Context, p *progress, host, source string) *hostRelay {
+	return &hostRelay{call: ctx, ss: p.ss, caps: p.caps, sessionless: p.sessionless, inputs: exchangeOf(ctx),
+		host: orElse(host, "the MCP host"), server: strings.TrimPrefix(source, "mcp:")}
+}
+
+// declared is what the host of a request on ss declared it answers, and
+// whether it is sessionless: a 2026-07-28 host declares per request
+// (perRequest), an earlier one at its handshake.
+func declared(ss *mcp.ServerSession, perRequest *mcp.ClientCapabilities) (*mcp.ClientCapabilities, bool) {
+	var ip *mcp.InitializeParams
+	if ss != nil {
+		ip = ss.InitializeParams()
+	}
+	caps, sessionless := perRequest, true
+	if ip != nil && ip.ProtocolVersion < newProtocol {
+		caps, sessionless = ip.Capabilities, false
+	}
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	return caps, sessionless
+}
+
+// Offers reports whether the host can be asked method: what the call
+// tells the server its caller answers.
+func (h *hostRelay) Offers(method string) bool { return h.can(method) == nil }
+
+// missingCapability is a server's refusal of a call for a client
+// capability the host did not declare (MissingRequiredClientCapability),
+// passed on to the host as the front door's own: the call needs what the
+// host does not offer. nil for any other answer.
+func missingCapability(resp plexus.InvokeResponse) error {
+	if resp.OK || resp.Error == nil || resp.Error.Code != plexus.CodeTransportError || resp.Error.Detail == nil {
+		return nil
+	}
+	var d struct {
+		Code     int64                      `json:"code"`
+		Required map[string]json.RawMessage `json:"requiredCapabilities"`
+	}
+	b, err := json.Marshal(resp.Error.Detail)
+	if err != nil || json.Unmarshal(b, &d) != nil || d.Code != mcp.CodeMissingRequiredClientCapabilities || len(d.Required) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(map[string]any{"requiredCapabilities": d.Required})
+	if err != nil {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(d.Required))
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: "this call needs client capabilities the host did not declare: " + strings.Join(names, ", ")}
 }
 
 // elicitFrom prefixes an elicitation's message so that the host's user
@@ -67,42 +126,62 @@ func undeclared(p any) error {
 }
 
 // Request asks the host, for as long as both the call and the server's
-// request last.
+// request last: on the call's stream, or a sessionless host through its
+// held call's next round.
 func (h *hostRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if err := h.can(method); err != nil {
 		return nil, err
+	}
+	in, err := h.question(method, params)
+	if err != nil {
+		return nil, err
+	}
+	if h.inputs != nil {
+		return h.inputs.ask(ctx, in)
 	}
 	rctx, cancel := context.WithCancel(h.call)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	var res any
-	var err error
-	switch method {
-	case plexus.RelaySampling:
-		var p mcp.CreateMessageWithToolsParams
-		if err = unmarshalParams(params, &p); err == nil {
-			if err = undeclared(&p); err == nil {
-				res, err = h.ss.CreateMessageWithTools(rctx, &p)
-			}
-		}
-	case plexus.RelayElicitation:
-		var p mcp.ElicitParams
-		if err = unmarshalParams(params, &p); err == nil {
-			if err = undeclared(&p); err == nil {
-				p.Message = elicitFrom(h.server, p.Message)
-				res, err = h.ss.Elicit(rctx, &p)
-			}
-		}
-	case plexus.RelayRoots:
-		var p mcp.ListRootsParams
-		if err = unmarshalParams(params, &p); err == nil {
-			res, err = h.ss.ListRoots(rctx, &p)
-		}
+	switch p := in.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		res, err = h.ss.CreateMessageWithTools(rctx, p)
+	case *mcp.ElicitParams:
+		res, err = h.ss.Elicit(rctx, p)
+	case *mcp.ListRootsParams:
+		res, err = h.ss.ListRoots(rctx, p)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(res)
+}
+
+// question is the server's request as the host is asked it: no more than
+// Plexus declares to the server, and an elicitation saying who asks.
+func (h *hostRelay) question(method string, params json.RawMessage) (mcp.InputRequest, error) {
+	switch method {
+	case plexus.RelaySampling:
+		var p mcp.CreateMessageWithToolsParams
+		if err := unmarshalParams(params, &p); err != nil {
+			return nil, err
+		}
+		return &p, undeclared(&p)
+	case plexus.RelayElicitation:
+		var p mcp.ElicitParams
+		if err := unmarshalParams(params, &p); err != nil {
+			return nil, err
+		}
+		if err := undeclared(&p); err != nil {
+			return nil, err
+		}
+		p.Message = elicitFrom(h.server, p.Message)
+		return &p, nil
+	case plexus.RelayRoots:
+		var p mcp.ListRootsParams
+		return &p, unmarshalParams(params, &p)
+	}
+	return nil, refuse("Plexus does not relay %s", method)
 }
 
 // Notify sends a log message to the host, at the level it asked for.
@@ -119,17 +198,10 @@ func (h *hostRelay) Notify(_ context.Context, method string, params json.RawMess
 
 // can says why the host cannot be asked method, or nil.
 func (h *hostRelay) can(method string) error {
-	var ip *mcp.InitializeParams
-	if h.ss != nil {
-		ip = h.ss.InitializeParams()
-	}
-	if ip == nil || ip.ProtocolVersion >= newProtocol {
+	if h.sessionless && h.inputs == nil {
 		return refuse("%s cannot be asked %s: a sessionless (%s) host takes no requests from the server", h.host, method, newProtocol)
 	}
-	caps := ip.Capabilities
-	if caps == nil {
-		caps = &mcp.ClientCapabilities{}
-	}
+	caps := h.caps
 	offered := map[string]bool{
 		plexus.RelaySampling:    caps.Sampling != nil,
 		plexus.RelayElicitation: caps.Elicitation != nil,

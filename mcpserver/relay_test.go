@@ -4,6 +4,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,9 +12,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
@@ -37,6 +40,8 @@ type asker struct {
 	// meta is written into the _meta of every sampling request, to try
 	// to steer it.
 	meta mcp.Meta
+	// regions counts the calls of "region" that reached the server.
+	regions atomic.Int64
 }
 
 func newAsker(t *testing.T, gate *barrier, meta mcp.Meta) *asker {
@@ -106,6 +111,29 @@ func (a *asker) server() *mcp.Server {
 		return answer("sampled by "+res.Model, nil)
 	})
 	s.AddReceivingMiddleware(claimURLElicitation)
+	// A SEP-2243 tool: its region argument is mirrored into an
+	// Mcp-Param-Region header.
+	mcp.AddTool(s, &mcp.Tool{Name: "region", Annotations: ro, InputSchema: json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},"level":{"type":"integer"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Region string `json:"region"`
+		}) (*mcp.CallToolResult, any, error) {
+			a.regions.Add(1)
+			return answer("region="+in.Region, nil)
+		})
+	// What the conformance everything-server's test_missing_capability
+	// does: refuse a caller that does not declare sampling, as the caller
+	// declares it for this very request or else at its handshake.
+	mcp.AddTool(s, &mcp.Tool{Name: "needs-sampling", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if caps := req.ClientCapabilities(); caps != nil && caps.Sampling != nil {
+			return answer("ran", nil)
+		}
+		data, err := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required", Data: data}
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "roots", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		res, err := req.Session.ListRoots(ctx, nil)
 		if err != nil {
@@ -274,8 +302,8 @@ func TestRelays(t *testing.T) {
 }
 
 // TestRelayRefusedWhereTheHostCannotAnswer: a host that does not offer
-// sampling, and a sessionless host, are not asked; the server's request
-// gets an error at once, which its tool reports.
+// sampling, with a session or sessionless, is not asked; the server's
+// request gets an error at once, which its tool reports.
 func TestRelayRefusedWhereTheHostCannotAnswer(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
 	f.ingest("asker", newAsker(t, nil, nil).url)
@@ -284,7 +312,7 @@ func TestRelayRefusedWhereTheHostCannotAnswer(t *testing.T) {
 		name, version, want string
 	}{
 		{"no sampling", "2025-11-25", "does not offer sampling/createMessage"},
-		{"sessionless", "2026-07-28", "a sessionless (2026-07-28) host takes no requests"},
+		{"sessionless without sampling", "2026-07-28", "cursor does not offer sampling/createMessage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := f.connectVersion(pat, "cursor", tc.version, nil)

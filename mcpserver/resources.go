@@ -92,6 +92,7 @@ func (s *Server) readResource(ctx context.Context, l *link, c *catalog, req *mcp
 		return nil, err
 	}
 	p := &progress{ctx: ctx, ss: req.Session, token: req.Params.GetProgressToken()}
+	p.caps, p.sessionless = declared(req.Session, req.ClientCapabilities())
 	resp, answer, err := s.run(ctx, l, entry, "the MCP resource "+uri, input, p)
 	if err != nil {
 		return nil, err

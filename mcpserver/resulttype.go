@@ -10,7 +10,8 @@ import (
 // for the results its own handlers answer, and the front door answers
 // these before them: a list says only this agent may cache it (it is the
 // agent's view), and a call, read or get says it is complete
-// ("resultType", settable only through the result's JSON). Other hosts
+// ("resultType", settable only through the result's JSON), or that it
+// asks the host first. Other hosts
 // get res as it is, but for the lists' cacheScope, which they ignore.
 func shaped(req mcp.Request, res mcp.Result) mcp.Result {
 	switch r := res.(type) {
@@ -32,18 +33,19 @@ func shaped(req mcp.Request, res mcp.Result) mcp.Result {
 	}
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
-		return complete(r)
+		return withResultType(r, r.InputRequests != nil)
 	case *mcp.GetPromptResult:
-		return complete(r)
+		return withResultType(r, r.InputRequests != nil)
 	case *mcp.ReadResourceResult:
-		return complete(r)
+		return withResultType(r, r.InputRequests != nil)
 	}
 	return res
 }
 
-// complete is res with "resultType": "complete" set; res itself when it
+// withResultType is res with its "resultType" set: input_required when
+// it asks the host (inputs.go), complete otherwise; res itself when it
 // cannot be re-read.
-func complete[T any](res *T) *T {
+func withResultType[T any](res *T, asks bool) *T {
 	if res == nil {
 		return res
 	}
@@ -56,6 +58,10 @@ func complete[T any](res *T) *T {
 		return res
 	}
 	wire["resultType"] = json.RawMessage(`"complete"`)
+	if asks {
+		wire["resultType"] = json.RawMessage(`"input_required"`)
+		delete(wire, "content") // an input_required result has none
+	}
 	if b, err = json.Marshal(wire); err != nil {
 		return res
 	}

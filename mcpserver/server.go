@@ -17,6 +17,7 @@ const (
 	DefaultProgressInterval = 5 * time.Second
 	DefaultSessionIdle      = 30 * time.Minute
 	DefaultMaxBodyBytes     = 1 << 20
+	DefaultInputWait        = 10 * time.Minute
 )
 
 // newProtocol is the first protocol version served sessionless (SEP-2575).
@@ -40,6 +41,9 @@ type Options struct {
 	SessionIdle time.Duration
 	// MaxBodyBytes caps a request body.
 	MaxBodyBytes int64
+	// InputWait is how long a sessionless host's call that asked the
+	// host something (an input_required result) is held for its answer.
+	InputWait time.Duration
 	// PeerUID looks up the OS user of a request's client, for the
 	// gateway's same-user check at handshake; nil means unknown.
 	PeerUID func(r *http.Request) func() (int, bool)
@@ -63,6 +67,9 @@ type Server struct {
 	links *links
 	// watches are the hosts' resource subscriptions (subscribe.go).
 	watches watches
+	// inputs are the sessionless hosts' calls held for their answers
+	// (inputs.go).
+	inputs exchanges
 	// sdk is the SDK's server behind both handlers, kept to send
 	// list_changed (see [Server.listChanged]).
 	sdk *mcp.Server
@@ -89,6 +96,9 @@ func New(b Backend, opts Options) *Server {
 	}
 	if opts.SessionIdle <= 0 {
 		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.InputWait <= 0 {
+		opts.InputWait = DefaultInputWait
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -164,6 +174,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), linkKey{}, l))
 	if sessionless {
+		if s.paramHeaders(w, r, l) {
+			return
+		}
 		s.stateless.ServeHTTP(w, r)
 		return
 	}
@@ -196,12 +209,23 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return shaped(req, res), nil
 		case "tools/call":
-			res, err := s.callTool(ctx, l, req.(*mcp.CallToolRequest))
+			call := req.(*mcp.CallToolRequest)
+			res, err := s.multiRound(ctx, l, req, method, call.Params.Name, func(ctx context.Context) (mcp.Result, error) {
+				return s.callTool(ctx, l, call)
+			})
 			if err != nil {
 				return nil, err
 			}
 			return shaped(req, res), nil
-		case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get":
+		case "resources/read", "prompts/get":
+			res, err := s.multiRound(ctx, l, req, method, roundName(req), func(ctx context.Context) (mcp.Result, error) {
+				return s.primitives(ctx, l, method, req)
+			})
+			if err != nil {
+				return nil, err
+			}
+			return shaped(req, res), nil
+		case "resources/list", "resources/templates/list", "prompts/list":
 			res, err := s.primitives(ctx, l, method, req)
 			if err != nil {
 				return nil, err
@@ -210,4 +234,16 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// roundName is what a prompts/get or resources/read names: its prompt or
+// URI.
+func roundName(req mcp.Request) string {
+	switch p := req.GetParams().(type) {
+	case *mcp.GetPromptParams:
+		return p.Name
+	case *mcp.ReadResourceParams:
+		return p.URI
+	}
+	return ""
 }

@@ -37,6 +37,8 @@ const (
 // journal). Notify is the command run (argv, never a shell) with the
 // gateway's one-line notification appended as its last argument whenever a
 // decision is put up for the owner, such as ["notify-send", "Plexus"].
+// NotifyWebhook, when set, receives a JSON POST for each decision put up
+// (inbox.Webhook: ntfy's publish format).
 // MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
 // at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
 // a problem. ScrapeToken, when set (32 characters or more, not a plx_
@@ -50,12 +52,21 @@ type AuthConfig struct {
 	MaxTrustWindowMs      int64            `json:"maxTrustWindowMs"`
 	StrictSameUser        bool             `json:"strictSameUser,omitempty"`
 	Notify                []string         `json:"notify,omitempty"`
+	NotifyWebhook         *NotifyWebhook   `json:"notifyWebhook,omitempty"`
 	MaxStreamsPerSession  int              `json:"maxStreamsPerSession,omitempty"`
 	MaxStreamsPerAgent    int              `json:"maxStreamsPerAgent,omitempty"`
 	ScrapeToken           string           `json:"scrapeToken,omitempty"`
 	ActivityRetentionDays int              `json:"activityRetentionDays,omitempty"`
 	RateLimit             *RateLimitConfig `json:"rateLimit,omitempty"`
 	FailedCredentials     *ThrottleConfig  `json:"failedCredentials,omitempty"`
+}
+
+// NotifyWebhook is the owner's notify webhook: an http or https URL with no
+// user or password in it (such as "https://ntfy.sh"), and the ntfy topic
+// to publish to ("" for a receiver that takes no topic).
+type NotifyWebhook struct {
+	URL   string `json:"url"`
+	Topic string `json:"topic,omitempty"`
 }
 
 // MinScrapeTokenLen is the shortest scrape token auth-config.json takes.
@@ -349,6 +360,12 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 	if len(a.Notify) > 0 && (strings.TrimSpace(a.Notify[0]) == "" || slices.ContainsFunc(a.Notify, func(s string) bool { return strings.ContainsRune(s, 0) })) {
 		v.add(path, FileAuthConfig+": notify must name a command first and hold no NUL characters",
 			`write it as a list such as ["notify-send", "Plexus"], or remove it`)
+	}
+	if w := a.NotifyWebhook; w != nil {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			v.add(path, FileAuthConfig+": notifyWebhook.url must be an http or https URL with no user or password in it",
+				`write it as {"url": "https://ntfy.sh", "topic": "my-plexus"}, or remove it`)
+		}
 	}
 	return a
 }

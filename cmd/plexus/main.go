@@ -51,6 +51,7 @@ func commands() []func() *cli.Command {
 		initCommand,
 		serveCommand,
 		statusCommand,
+		consoleCommand,
 		agentsCommand,
 		grantsCommand,
 		pendingCommand,

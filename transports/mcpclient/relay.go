@@ -89,6 +89,93 @@ func (s *session) relayOptions(opts *mcp.ClientOptions) *mcp.ClientOptions {
 	return opts
 }
 
+// Offerer is a relay that knows what its caller can answer: the edge that
+// took the call, which knows what its host declared. A call whose relay is
+// an Offerer tells the server so ([declareCaller]).
+type Offerer interface {
+	// Offers reports whether the caller can answer method (one of the
+	// Relay* requests).
+	Offers(method string) bool
+}
+
+// declareCaller is a sending middleware: a tools/call, prompts/get or
+// resources/read whose relay is an [Offerer] carries in its _meta the
+// client capabilities of its caller (what Plexus declares, less what the
+// caller cannot answer). A server reads those before its session's (the
+// SDK's do; a 2026-07-28 server reads nothing else), so that a tool that
+// needs, say, sampling refuses a caller that cannot answer it
+// (MissingRequiredClientCapability, -32021) instead of relying on Plexus's
+// declaration, and a server asks a multi-round-trip caller only what it
+// can answer.
+func declareCaller(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		o, ok := plexus.RelayFrom(ctx).(Offerer)
+		if !ok || method != "tools/call" && method != "prompts/get" && method != "resources/read" {
+			return next(ctx, method, req)
+		}
+		p := req.GetParams()
+		meta := p.GetMeta()
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta[mcp.MetaKeyClientCapabilities] = callerCapabilities(o)
+		p.SetMeta(meta)
+		return next(ctx, method, req)
+	}
+}
+
+// callerCapabilities are the capabilities of [relayCapabilities] that o's
+// caller can answer, in their per-request (2026-07-28) form.
+func callerCapabilities(o Offerer) map[string]any {
+	caps := map[string]any{}
+	if o.Offers(plexus.RelaySampling) {
+		caps["sampling"] = map[string]any{}
+	}
+	if o.Offers(plexus.RelayElicitation) {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	}
+	if o.Offers(plexus.RelayRoots) {
+		caps["roots"] = map[string]any{}
+	}
+	return caps
+}
+
+// missingCapabilities is the requiredCapabilities of a server's
+// MissingRequiredClientCapability error, decoded and encoded again so
+// that nothing else the server put in its data travels on; nil when there
+// are none.
+func missingCapabilities(werr *jsonrpc.Error) json.RawMessage {
+	if werr.Code != mcp.CodeMissingRequiredClientCapabilities || len(werr.Data) == 0 {
+		return nil
+	}
+	var d struct {
+		Required map[string]json.RawMessage `json:"requiredCapabilities"`
+	}
+	if json.Unmarshal(werr.Data, &d) != nil || len(d.Required) == 0 {
+		return nil
+	}
+	out := map[string]map[string]any{}
+	for k := range d.Required {
+		if validCapability(k) {
+			out[k] = map[string]any{}
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil || len(out) == 0 {
+		return nil
+	}
+	return b
+}
+
+// validCapability reports whether k names a client capability of MCP.
+func validCapability(k string) bool {
+	switch k {
+	case "sampling", "elicitation", "roots", "experimental", "extensions", "tasks":
+		return true
+	}
+	return false
+}
+
 // relays is the relay side of a capture: the relays of the calls in flight
 // and the tags handed out. The zero value is ready.
 type relays struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -94,5 +95,27 @@ func TestRelaysTag(t *testing.T) {
 	done()
 	if rs.take(mcp.Meta{relayMetaKey: p.Meta[relayMetaKey]}) != nil {
 		t.Error("a tag outlived its call")
+	}
+}
+
+// TestMissingCapabilities: a server's MissingRequiredClientCapability
+// passes on the capabilities it names and nothing else it put in its data;
+// any other error passes on none.
+func TestMissingCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  *jsonrpc.Error
+		want string
+	}{
+		{"sampling", &jsonrpc.Error{Code: -32021, Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{"x":"secret"}},"note":"secret"}`)}, `{"sampling":{}}`},
+		{"unknown names dropped", &jsonrpc.Error{Code: -32021, Data: json.RawMessage(`{"requiredCapabilities":{"roots":{},"<script>":{}}}`)}, `{"roots":{}}`},
+		{"no data", &jsonrpc.Error{Code: -32021}, ""},
+		{"another code", &jsonrpc.Error{Code: -32600, Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(missingCapabilities(tc.err)); got != tc.want {
+				t.Errorf("missingCapabilities = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -88,6 +88,7 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		KeepAlive: keepAlive,
 	}))
 	client.AddReceivingMiddleware(s.relayRequests)
+	client.AddSendingMiddleware(declareCaller)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})

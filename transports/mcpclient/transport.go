@@ -208,6 +208,9 @@ func (c *Client) callError(ctx context.Context, err error, method, id string) *p
 		}
 		e := plexus.Errorf(plexus.CodeTransportError, "MCP server %s: %s: %s", c.name, method, clip(msg, 1000))
 		e.Detail = map[string]any{"code": werr.Code}
+		if caps := missingCapabilities(werr); caps != nil {
+			e.Detail = map[string]any{"code": werr.Code, "requiredCapabilities": caps}
+		}
 		return e
 	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return plexus.WrapError(plexus.CodeTransportError, err, fmt.Sprintf("the session with the MCP server %s ended during the call", c.name))
