@@ -34,6 +34,9 @@ type Sessions interface {
 type Grants interface {
 	// RequestGrants answers a token, or a pending notice, never both nil.
 	RequestGrants(ctx context.Context, c gateway.Credentials, req plexus.GrantRequest) (*plexus.ScopedToken, *plexus.GrantPendingResponse, error)
+	// WouldAllow says which capabilities a request would get without the
+	// owner (the gateway's own Authorizer, nothing written).
+	WouldAllow(ctx context.Context, c gateway.Credentials, ids []string) (map[string]bool, error)
 	// GrantStatus carries the token only for the session that asked.
 	GrantStatus(ctx context.Context, c gateway.Credentials, pendingID string) (plexus.GrantStatusResponse, error)
 	// Subscribe streams the session's events (grant_resolved among them)

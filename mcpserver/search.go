@@ -51,7 +51,7 @@ func (s *Server) searchCall(ctx context.Context, l *link, c *catalog, req *mcp.C
 		if n, ok := input["limit"].(float64); ok && n >= 1 {
 			limit = min(int(n), maxSearchLimit)
 		}
-		return searchResult(c.searchHits(l, q, limit)), nil
+		return searchResult(s.withAutoApproved(ctx, l, c.searchHits(l, q, limit))), nil
 	case CallToolName:
 		id, _ := input["id"].(string)
 		entry, ok := c.byID(id)
@@ -85,10 +85,12 @@ type Hit struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// CallableNow says a call would run without asking the owner: a
-	// standing grant or a token this session holds covers it, and its
-	// source is not known to be down.
+	// standing grant or a token this session holds covers it, or the
+	// gateway's policy would grant it on the first call (a read of a
+	// first-party capability), and its source is not known to be down.
 	CallableNow bool `json:"callableNow"`
 	Score       int  `json:"score"`
+	down        bool // its source is known to be unavailable
 }
 
 // searchHits scores every capability the view shows against q (see
@@ -101,7 +103,8 @@ func (c *catalog) searchHits(l *link, q string, limit int) []Hit {
 			return
 		}
 		h := Hit{ID: e.ID, Primitive: primitiveOf(e), Name: name, Title: e.Label, Description: e.Describe,
-			Verbs: requiredVerbs(e), CallableNow: callableNow(l, e), Score: sc}
+			Verbs: requiredVerbs(e), CallableNow: callableNow(l, e), Score: sc,
+			down: e.Health != nil && e.Health.Status == plexus.HealthUnavailable}
 		if e.IO != nil {
 			h.InputSchema, h.OutputSchema = e.IO.Input, e.IO.Output
 		}
@@ -181,6 +184,30 @@ func callableNow(l *link, e plexus.Entry) bool {
 	defer l.mu.Unlock()
 	_, held := l.tokens[e.ID]
 	return held
+}
+
+// withAutoApproved marks callable the hits the gateway would grant on the
+// first call without the owner. Executing ones and ones whose source is
+// down stay as they are; if the gateway cannot say, nothing is marked.
+func (s *Server) withAutoApproved(ctx context.Context, l *link, hits []Hit) []Hit {
+	var ask []string
+	for _, h := range hits {
+		if !h.CallableNow && !h.down && !slices.Contains(h.Verbs, plexus.VerbExecute) {
+			ask = append(ask, h.ID)
+		}
+	}
+	if len(ask) == 0 {
+		return hits
+	}
+	allowed, err := s.b.Grants.WouldAllow(ctx, l.creds(), ask)
+	if err != nil {
+		s.log.Debug("mcp: search: the gateway could not say what it would allow", "err", err)
+		return hits
+	}
+	for i := range hits {
+		hits[i].CallableNow = hits[i].CallableNow || allowed[hits[i].ID]
+	}
+	return hits
 }
 
 // searchResult is the search's tool result: the hits as JSON text and as

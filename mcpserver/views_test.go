@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -309,7 +310,8 @@ func bigServer(n int) *mcp.Server {
 
 // TestSearchMode500: on a catalog of 500 tools the default (auto) view
 // shows the two search tools; a search by exact name finds that tool
-// first, with its schema, verbs and whether it is callable now; the call
+// first, with its schema, verbs and whether it is callable now (its
+// standing grant; the others as reads the gateway grants at once); the call
 // tool runs it by id under the agent's standing grant; and --mode tools
 // lists the whole catalog.
 func TestSearchMode500(t *testing.T) {
@@ -332,8 +334,8 @@ func TestSearchMode500(t *testing.T) {
 	if top.ID != "mcp.big.tool_417" || !top.CallableNow || !slices.Equal(top.Verbs, []plexus.Verb{plexus.VerbRead}) || len(top.InputSchema) == 0 {
 		t.Errorf("top hit = %+v, want mcp.big.tool_417, callable now (standing read), with its schema", top)
 	}
-	if len(out.Results) > 1 && out.Results[1].CallableNow {
-		t.Errorf("second hit %s is callable now without a grant", out.Results[1].ID)
+	if len(out.Results) > 1 && !out.Results[1].CallableNow {
+		t.Errorf("second hit %s, a read the gateway grants on the first call, is not callable now", out.Results[1].ID)
 	}
 	res = call(t, cs, mcpserver.CallToolName, map[string]any{"id": "mcp.big.tool_417", "arguments": map[string]any{}})
 	if res.IsError || text(res) != "ran tool_417" {
@@ -400,4 +402,49 @@ func jsonInto(sc any, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// TestSearchCallableNow: callableNow is the gateway's own answer: a read of
+// an MCP server's tool is granted on the first call, so it is callable now
+// with no grant; a write pends and an execute asks at every call, so
+// neither is — until the owner grants the write.
+func TestSearchCallableNow(t *testing.T) {
+	vf := viewFile(t)
+	f := newFixture(t, mcpserver.Options{Views: vf})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mixed", Version: "1"}, nil)
+	for _, tool := range []*mcp.Tool{
+		{Name: "look", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		{Name: "change", Annotations: &mcp.ToolAnnotations{DestructiveHint: &[]bool{false}[0]}},
+		{Name: "wipe", Annotations: &mcp.ToolAnnotations{DestructiveHint: &[]bool{true}[0]}},
+	} {
+		mcp.AddTool(srv, tool, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+			return &mcp.CallToolResult{}, struct{}{}, nil
+		})
+	}
+	f.addMCP("mixed", srv)
+	callable := func(cs *mcp.ClientSession) map[string]bool {
+		t.Helper()
+		res := call(t, cs, mcpserver.SearchToolName, map[string]any{"query": "mixed", "limit": 10})
+		var out struct{ Results []mcpserver.Hit }
+		if err := jsonInto(res.StructuredContent, &out); err != nil || res.IsError {
+			t.Fatalf("search = %q, %v", text(res), err)
+		}
+		got := map[string]bool{}
+		for _, h := range out.Results {
+			got[h.ID] = h.CallableNow
+		}
+		return got
+	}
+	f.setView(vf, "claude", mcpserver.View{Mode: mcpserver.ModeSearch})
+	cs := f.connect(f.agent("claude"), "claude-code", nil)
+	want := map[string]bool{"mcp.mixed.look": true, "mcp.mixed.change": false, "mcp.mixed.wipe": false}
+	if got := callable(cs); !maps.Equal(got, want) {
+		t.Errorf("callableNow with no grant = %v, want %v", got, want)
+	}
+	f.setView(vf, "codex", mcpserver.View{Mode: mcpserver.ModeSearch})
+	cs = f.connect(f.agent("codex", standing("mcp.mixed.change", plexus.VerbWrite)), "codex", nil)
+	want["mcp.mixed.change"] = true
+	if got := callable(cs); !maps.Equal(got, want) {
+		t.Errorf("callableNow with a standing write = %v, want %v", got, want)
+	}
 }
