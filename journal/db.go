@@ -90,7 +90,7 @@ type DB struct {
 	// lastRow is the newest activity row this DB committed: the chain head
 	// the next transaction starts from, unless another process appended
 	// since (see tx.chainHead). Only the holder of the writer connection
-	// reads or writes it.
+	// reads or writes it (and Open's migrations, before any other caller).
 	lastRow chainHead
 	// commits counts the transactions committed by w; the checkpointer
 	// runs only when it moved. stopCheckpoints ends the checkpointer and
