@@ -112,6 +112,7 @@ type anchorFile struct {
 	f          *os.File
 	keyedAfter int64
 	durableID  int64
+	rec        [anchorSize]byte // the record being written, reused: one per commit
 }
 
 // openAnchorFile opens (creating, 0600) the anchor for writing. Anything
@@ -166,7 +167,7 @@ func (f *anchorFile) write(a *anchor, sync bool) error {
 	if len(b) >= anchorSize {
 		return fmt.Errorf("anchor record is %d bytes, more than %d", len(b), anchorSize-1)
 	}
-	rec := make([]byte, anchorSize)
+	rec := f.rec[:]
 	copy(rec, b)
 	for i := len(b); i < anchorSize-1; i++ {
 		rec[i] = ' '
