@@ -100,7 +100,8 @@ func (d *Daemon) sourceHealth() []telemetry.SourceHealth {
 	ids := d.reg.Sources()
 	out := make([]telemetry.SourceHealth, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, telemetry.SourceHealth{ID: id, Status: d.reg.SourceHealth(id).Status})
+		h := d.reg.SourceHealth(id)
+		out = append(out, telemetry.SourceHealth{ID: id, Status: h.Status, Restarts: h.Restarts})
 	}
 	return out
 }
