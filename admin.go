@@ -153,3 +153,31 @@ type SourceStatus struct {
 	// definition waits for the owner.
 	Held []string `json:"held,omitempty"`
 }
+
+// JournalPruneRequest is the body of POST /admin/api/journal/prune: delete
+// the activity rows written before Before (at least a day before the
+// gateway's now). Force prunes rows that do not verify; the journal then
+// records their problems, and verify keeps reporting them.
+type JournalPruneRequest struct {
+	Before time.Time `json:"before"`
+	Force  bool      `json:"force,omitempty"`
+}
+
+// JournalPruneResponse says what a prune did: rows 1..Through are gone
+// (Rows of them by this prune), and row Checkpoint records the last batch.
+// Unverified are the problems of the rows a forced prune deleted anyway.
+type JournalPruneResponse struct {
+	Rows       int64            `json:"rows"`
+	Through    int64            `json:"through"`
+	Checkpoint int64            `json:"checkpoint"`
+	Unverified []JournalProblem `json:"unverified,omitempty"`
+}
+
+// JournalProblem is one thing wrong with the journal, as `plexus journal
+// verify` names it: the row (0 for the journal as a whole), a kind, and
+// what was found.
+type JournalProblem struct {
+	ID     int64  `json:"id"`
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+}

@@ -122,6 +122,10 @@ type Health struct {
 	Status    HealthStatus `json:"status"`
 	Detail    string       `json:"detail,omitempty"`
 	CheckedAt *time.Time   `json:"checkedAt,omitempty"`
+	// Restarts counts the times a source that keeps a connection or a
+	// process (an MCP server) re-established it since Plexus started it;
+	// absent for sources that keep none.
+	Restarts int `json:"restarts,omitempty"`
 }
 
 // IOSchema carries an entry's JSON Schemas verbatim (raw bytes, so an

@@ -36,5 +36,10 @@ type CredentialThrottle struct {
 	MaxBackoffMs int64 `json:"maxBackoffMs,omitempty"`
 }
 
+// MaxThrottleMs is the ceiling of each of a CredentialThrottle's durations:
+// 30 days. Above it the milliseconds overflow a time.Duration (or come close
+// enough that a doubling does), which would turn the throttle off unseen.
+const MaxThrottleMs int64 = 30 * 24 * 60 * 60 * 1000
+
 // Off reports whether the throttle is turned off.
 func (c CredentialThrottle) Off() bool { return c.MaxFailures == 0 }

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"hash"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -54,6 +56,10 @@ func newSecret(prefix string, n int) (string, error) {
 // A Hasher is immutable and safe for concurrent use.
 type Hasher struct {
 	key []byte
+	// macs recycles keyed HMAC states (hash.Hash): a call hashes its input
+	// (and its idempotency key), and building an HMAC re-derives the pads
+	// and allocates both digests each time.
+	macs sync.Pool
 }
 
 // NewHasher returns a Hasher keyed with a copy of key, which must be at
@@ -62,15 +68,20 @@ func NewHasher(key []byte) (*Hasher, error) {
 	if len(key) < MinKeyLen {
 		return nil, fmt.Errorf("hash key is %d bytes, want at least %d", len(key), MinKeyLen)
 	}
-	return &Hasher{key: append([]byte(nil), key...)}, nil
+	h := &Hasher{key: append([]byte(nil), key...)}
+	h.macs.New = func() any { return hmac.New(sha256.New, h.key) }
+	return h, nil
 }
 
 // Hash returns the HMAC-SHA256 of secret under the hasher's key. It is
 // deterministic, so the result can be used as a lookup key.
 func (h *Hasher) Hash(secret string) []byte {
-	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte(secret))
-	return m.Sum(nil)
+	m, _ := h.macs.Get().(hash.Hash)
+	m.Reset()
+	m.Write([]byte(secret)) // a hash.Hash never returns an error
+	sum := m.Sum(make([]byte, 0, sha256.Size))
+	h.macs.Put(m)
+	return sum
 }
 
 // Equal reports whether secret hashes to hash, in constant time with respect

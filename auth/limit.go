@@ -142,10 +142,14 @@ func (t *Throttle) Succeed(key string) {
 	delete(t.keys, key)
 }
 
-// backoff is BaseBackoff doubled n times, capped at MaxBackoff.
+// backoff is BaseBackoff doubled n times, capped at MaxBackoff. It stops
+// doubling at half the cap, so no setting can overflow it.
 func (t *Throttle) backoff(n int) time.Duration {
 	d, ceiling := t.base(), t.maxBackoff()
 	for ; n > 0 && d < ceiling; n-- {
+		if d > ceiling/2 {
+			return ceiling
+		}
 		d *= 2
 	}
 	return min(d, ceiling)

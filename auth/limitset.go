@@ -46,15 +46,16 @@ func resolveThrottle(c plexus.CredentialThrottle) (plexus.CredentialThrottle, er
 	bad := func(setting string, v any, reason string) (plexus.CredentialThrottle, error) {
 		return c, &LimitError{Setting: "failedCredentials." + setting, Value: v, Reason: reason}
 	}
-	switch {
-	case c.MaxFailures < 0:
+	if c.MaxFailures < 0 {
 		return bad("maxFailures", c.MaxFailures, "must be a number of failures, 0 to turn the throttle off")
-	case c.WindowMs < 0:
-		return bad("windowMs", c.WindowMs, "must be a positive number of milliseconds (absent or 0: 15 minutes)")
-	case c.BackoffMs < 0:
-		return bad("backoffMs", c.BackoffMs, "must be a positive number of milliseconds (absent or 0: 1 second)")
-	case c.MaxBackoffMs < 0:
-		return bad("maxBackoffMs", c.MaxBackoffMs, "must be a positive number of milliseconds (absent or 0: 60 seconds)")
+	}
+	for _, d := range []struct {
+		name, def string
+		ms        int64
+	}{{"windowMs", "15 minutes", c.WindowMs}, {"backoffMs", "1 second", c.BackoffMs}, {"maxBackoffMs", "60 seconds", c.MaxBackoffMs}} {
+		if d.ms < 0 || d.ms > plexus.MaxThrottleMs {
+			return bad(d.name, d.ms, fmt.Sprintf("must be a positive number of milliseconds up to %d (30 days); absent or 0: %s", plexus.MaxThrottleMs, d.def))
+		}
 	}
 	d := DefaultCredentialThrottle()
 	c.WindowMs = orDefault(c.WindowMs, d.WindowMs)

@@ -2,8 +2,10 @@ package auth
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plexus-gw/plexus"
@@ -154,6 +156,12 @@ func TestThrottleSet(t *testing.T) {
 		{"NegativeWindow", plexus.CredentialThrottle{MaxFailures: 5, WindowMs: -1}, "failedCredentials.windowMs"},
 		{"NegativeBackoff", plexus.CredentialThrottle{MaxFailures: 5, BackoffMs: -1}, "failedCredentials.backoffMs"},
 		{"MaxBelowBase", plexus.CredentialThrottle{MaxFailures: 5, BackoffMs: 5000, MaxBackoffMs: 1000}, "failedCredentials.maxBackoffMs"},
+		// Above 30 days the milliseconds overflowed a time.Duration and the
+		// throttle silently let every guess through.
+		{"HugeMaxBackoff", plexus.CredentialThrottle{MaxFailures: 3, MaxBackoffMs: math.MaxInt64}, "failedCredentials.maxBackoffMs"},
+		{"HugeWindow", plexus.CredentialThrottle{MaxFailures: 3, WindowMs: 10_000_000_000_000}, "failedCredentials.windowMs"},
+		{"HugeBackoff", plexus.CredentialThrottle{MaxFailures: 3, BackoffMs: 10_000_000_000_000, MaxBackoffMs: 10_000_000_000_000}, "failedCredentials.backoffMs"},
+		{"JustAboveCeiling", plexus.CredentialThrottle{MaxFailures: 3, WindowMs: plexus.MaxThrottleMs + 1}, "failedCredentials.windowMs"},
 	}
 	for _, tt := range invalid {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +174,44 @@ func TestThrottleSet(t *testing.T) {
 			if got := th.Settings(); got != before {
 				t.Errorf("a refused Set changed the settings to %+v", got)
 			}
+			if err := CheckLimits(plexus.Limits{FailedCredentials: tt.set}); !errors.As(err, &le) || le.Setting != tt.setting {
+				t.Errorf("CheckLimits = %v, want a *LimitError for %s", err, tt.setting)
+			}
 		})
+	}
+}
+
+// The ceilings themselves are accepted and still throttle: with every
+// duration at 30 days, guesses 1 ms apart are refused from the
+// maxFailures-th on, the doubling capped without overflowing.
+func TestThrottleAtCeiling(t *testing.T) {
+	clk := plexustest.NewClock(t0)
+	th := NewThrottle(clk.Now)
+	top := plexus.MaxThrottleMs
+	for _, c := range []plexus.CredentialThrottle{
+		{MaxFailures: 3, MaxBackoffMs: top},
+		{MaxFailures: 3, WindowMs: top},
+		{MaxFailures: 3, BackoffMs: top, MaxBackoffMs: top},
+		{MaxFailures: 3, BackoffMs: 1, MaxBackoffMs: top},
+	} {
+		if err := th.Set(c); err != nil {
+			t.Fatalf("Set(%+v) = %v", c, err)
+		}
+		key := fmt.Sprint(c)
+		refused := 0
+		for range 100 {
+			clk.Advance(time.Millisecond)
+			if ok, _ := th.Allow(key); !ok {
+				refused++
+				continue
+			}
+			th.Fail(key)
+		}
+		if refused == 0 {
+			t.Errorf("%+v: none of 100 wrong guesses refused", c)
+		}
+		if d := th.backoff(1 << 20); d != ms(th.Settings().MaxBackoffMs) {
+			t.Errorf("%+v: backoff after 2^20 failures = %v, want the cap", c, d)
+		}
 	}
 }

@@ -27,12 +27,14 @@ type Admin struct {
 }
 
 // NewAdmin returns an admin client for the gateway at baseURL, authenticated
-// by connectionKey.
+// by connectionKey. It sends nothing to a gateway whose listening socket
+// belongs to another user ([ForeignListenerError]; checked where the OS
+// tells, on Linux).
 func NewAdmin(baseURL, connectionKey string, opts ...Option) (*Admin, error) {
 	if connectionKey == "" {
 		return nil, errors.New("new admin client: empty connection-key")
 	}
-	c, err := newConn(baseURL, newConfig(opts))
+	c, err := newConn(baseURL, newConfig(append(opts[:len(opts):len(opts)], ownListener())))
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +130,14 @@ func (a *Admin) RotateKey(ctx context.Context) (plexus.KeyRotateResponse, error)
 		a.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// PruneJournal asks the gateway to delete the activity rows written before
+// req.Before (`plexus journal prune` while the daemon runs).
+func (a *Admin) PruneJournal(ctx context.Context, req plexus.JournalPruneRequest) (plexus.JournalPruneResponse, error) {
+	var resp plexus.JournalPruneResponse
+	err := a.do(ctx, http.MethodPost, "/admin/api/journal/prune", req, &resp)
+	return resp, err
 }
 
 // Status returns the gateway's health summary.

@@ -39,6 +39,7 @@ type config struct {
 	requestTimeout time.Duration
 	invokeTimeout  time.Duration
 	via            string
+	ownListener    bool
 }
 
 // WithVia makes an [Admin] say which channel its requests come through
@@ -60,17 +61,20 @@ func newConfig(opts []Option) *config {
 		o(c)
 	}
 	if c.httpClient == nil {
-		c.httpClient = defaultHTTPClient()
+		c.httpClient = defaultHTTPClient(c.dialer())
 	}
 	return c
 }
 
-func defaultHTTPClient() *http.Client {
+// dialTimeout bounds connecting to the gateway.
+const dialTimeout = 5 * time.Second
+
+func defaultHTTPClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			// Never a proxy: it would see PATs and tokens. The gateway is local.
 			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			DialContext:         dial,
 			TLSHandshakeTimeout: 5 * time.Second,
 			MaxIdleConns:        4,
 			IdleConnTimeout:     30 * time.Second,

@@ -46,3 +46,20 @@ func TestWriteStatusLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteStatusRestarts: a source that re-established its session says
+// how many times; one that never did says nothing of it.
+func TestWriteStatusRestarts(t *testing.T) {
+	var buf bytes.Buffer
+	st := plexus.StatusResponse{Sources: []plexus.SourceStatus{
+		{ID: "mcp:flaky", Entries: 2, Health: plexus.Health{Status: plexus.HealthOK, Restarts: 3}},
+		{ID: "portal:notes", Entries: 4, Health: plexus.Health{Status: plexus.HealthOK}},
+	}}
+	if err := WriteStatus(&buf, st); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "ok, restarted 3×") || strings.Count(out, "restarted") != 1 {
+		t.Errorf("status =\n%s\nwant mcp:flaky alone to say it restarted 3×", out)
+	}
+}

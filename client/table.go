@@ -82,6 +82,9 @@ func writeSources(w io.Writer, sources []plexus.SourceStatus) error {
 		if s.Health.Detail != "" {
 			health += " (" + s.Health.Detail + ")"
 		}
+		if s.Health.Restarts > 0 {
+			health += fmt.Sprintf(", restarted %d×", s.Health.Restarts)
+		}
 		fmt.Fprintf(t, "%s\t%s\t%d\t%s\n", s.ID, dash(string(s.Provenance)), s.Entries, dash(health))
 	}
 	return t.Flush()

@@ -312,6 +312,7 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	deps.OnDecision = func(id string) { d.inbox.Touch(id) }
 	// The path a decision shows is the one the cli and stdio transports run.
 	deps.Binaries = d.plat.Resolve
+	deps.PruneJournal = d.pruneJournal
 	d.gw, err = gateway.New(gateway.Config{BaseURL: "http://" + d.ln.Addr().String(), Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
 		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/subtle"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/gateway"
 	plexushttp "github.com/plexus-gw/plexus/http"
+	"github.com/plexus-gw/plexus/scaffold"
 	"github.com/plexus-gw/plexus/telemetry"
 )
 
@@ -24,15 +26,18 @@ type observability struct {
 	tracing *telemetry.Tracing
 	tracer  trace.Tracer
 	gw      *gateway.Gateway
-	// scrapeToken is auth-config.json's scrapeToken ("" when unset).
-	scrapeToken string
+	// scrapeToken reads the home's scrape-token file ("" when there is
+	// none) at each scrape, so that a new token needs no restart.
+	scrapeToken func() (string, error)
+	log         *slog.Logger
 }
 
 // newObservability builds the metrics, whose probes read the daemon's
 // parts at scrape time, and the tracer: o.Tracing, else OTLP when the
 // environment asks for it, else none.
 func (d *Daemon) newObservability(o Options, deps gateway.Deps) (*observability, error) {
-	ob := &observability{scrapeToken: d.home.Auth.ScrapeToken, tracing: o.Tracing}
+	home := d.home.Dir
+	ob := &observability{scrapeToken: func() (string, error) { return scaffold.ReadScrapeToken(home) }, tracing: o.Tracing, log: d.log}
 	if ob.tracing == nil {
 		ob.tracing = telemetry.NoTracing()
 		env := o.Env
@@ -95,24 +100,37 @@ func (d *Daemon) sourceHealth() []telemetry.SourceHealth {
 	ids := d.reg.Sources()
 	out := make([]telemetry.SourceHealth, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, telemetry.SourceHealth{ID: id, Status: d.reg.SourceHealth(id).Status})
+		h := d.reg.SourceHealth(id)
+		out = append(out, telemetry.SourceHealth{ID: id, Status: h.Status, Restarts: h.Restarts})
 	}
 	return out
 }
 
-// AuthorizeScrape admits the scrape token (compared in constant time) or
-// the connection-key (the gateway's check, throttled and journaled when
-// wrong). An agent's PAT or token is refused: metrics are the owner's.
+// AuthorizeScrape admits the scrape token (the scrape-token file as it is
+// now, compared in constant time) or the connection-key (the gateway's
+// check, throttled and journaled when wrong). An agent's PAT or token is
+// refused: metrics are the owner's.
 func (ob *observability) AuthorizeScrape(ctx context.Context, c gateway.Credentials) error {
-	if ob.scrapeToken != "" && c.Bearer != "" &&
-		subtle.ConstantTimeCompare([]byte(c.Bearer), []byte(ob.scrapeToken)) == 1 {
-		return nil
-	}
 	if c.ConnectionKey == "" && !strings.HasPrefix(c.Bearer, plexus.PrefixConnectionKey) {
+		if c.Bearer != "" && ob.scrapeTokenIs(c.Bearer) {
+			return nil
+		}
 		return plexus.Errorf(plexus.CodeUnauthorized,
-			"/metrics needs the connection-key or auth-config.json's scrapeToken: Authorization: Bearer <it>")
+			"/metrics needs the connection-key or the token in the home's scrape-token file: Authorization: Bearer <it>")
 	}
 	return ob.gw.AdminCheck(ctx, c)
+}
+
+// scrapeTokenIs compares bearer with the scrape token. A scrape-token file
+// that went bad while the daemon runs admits nothing and is logged (never
+// its content).
+func (ob *observability) scrapeTokenIs(bearer string) bool {
+	tok, err := ob.scrapeToken()
+	if err != nil {
+		ob.log.Warn("scrape token refused", "err", err)
+		return false
+	}
+	return tok != "" && subtle.ConstantTimeCompare([]byte(bearer), []byte(tok)) == 1
 }
 
 // Handler serves the exposition.

@@ -355,6 +355,9 @@ func TestConsoleBrowserDefinition(t *testing.T) {
 
 	// While held, the Sources page names the held entry.
 	p.do(chromedp.Navigate(e.td.BaseURL()+"/console/#sources"), chromedp.WaitVisible(chromedp.CSS(`tr[data-source="mcp:drift"]`)))
+	if restarts := run(p, chromedp.Text(chromedp.CSS(`tr[data-source="mcp:drift"] td:nth-child(6)`))); restarts != "0" {
+		t.Errorf("the MCP server's restarts = %q, want 0", restarts)
+	}
 	if held := run(p, chromedp.Text(chromedp.CSS(`tr[data-source="mcp:drift"] td:nth-child(5)`))); held != "mcp.drift.greet" {
 		t.Errorf("Sources shows held %q, want mcp.drift.greet", held)
 	}

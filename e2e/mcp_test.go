@@ -229,9 +229,10 @@ func TestMCPServerEndToEnd(t *testing.T) {
 		_, ok := manifestEntry(t, td, sid, "mcp.drift.fail")
 		return !ok
 	}))
-	if rows := rowsOf(t, td, "mcp.server_stopped", "mcp:drift"); len(rows) != 1 {
-		t.Errorf("mcp.server_stopped rows: %+v", rows)
-	}
+	// The manager unregisters the server's entries, then journals its stop.
+	waitFor(t, 10*time.Second, "one mcp.server_stopped row", holds(func() bool {
+		return len(rowsOf(t, td, "mcp.server_stopped", "mcp:drift")) == 1
+	}))
 	// Stopping a server on purpose is not an outage.
 	if rows := rowsOf(t, td, "source.status", "mcp:drift"); len(rows) != 0 {
 		t.Errorf("source.status rows for a server that never went down: %+v", rows)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,11 +18,11 @@ import (
 	"github.com/plexus-gw/plexus/scaffold"
 )
 
-// testScrapeToken is the scrape token the metrics suite writes into
-// auth-config.json.
+// testScrapeToken is the scrape token the metrics suite writes into the
+// home's scrape-token file.
 const testScrapeToken = "scrape-0123456789abcdef0123456789abcdef"
 
-// startScrapedDaemon starts a daemon whose auth-config.json holds
+// startScrapedDaemon starts a daemon whose home's scrape-token file holds
 // testScrapeToken.
 func startScrapedDaemon(t *testing.T) *testDaemon {
 	t.Helper()
@@ -31,16 +30,43 @@ func startScrapedDaemon(t *testing.T) *testDaemon {
 	if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := scaffold.DefaultAuthConfig()
-	cfg.ScrapeToken = testScrapeToken
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, scaffold.FileAuthConfig), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeScrapeToken(t, home, testScrapeToken)
 	return startTestDaemon(t, daemon.Options{Home: home})
+}
+
+func writeScrapeToken(t *testing.T, home, tok string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(home, scaffold.FileScrapeToken), []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A new token in the scrape-token file works at the next scrape, without a
+// restart, and the old one stops working; a file gone bad admits nothing.
+func TestMetricsScrapeTokenChanged(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+		t.Fatal(err)
+	}
+	writeScrapeToken(t, home, testScrapeToken)
+	td := startTestDaemon(t, daemon.Options{Home: home})
+	scrape(t, td, bearer(testScrapeToken))
+	const next = "scrape-fedcba9876543210fedcba9876543210"
+	writeScrapeToken(t, home, next)
+	scrape(t, td, bearer(next))
+	st, raw := td.raw(t, http.MethodGet, "/metrics", bearer(testScrapeToken), nil)
+	wantEnvelope(t, st, raw, http.StatusUnauthorized, plexus.CodeUnauthorized)
+	if err := os.Chmod(filepath.Join(home, scaffold.FileScrapeToken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, raw = td.raw(t, http.MethodGet, "/metrics", bearer(next), nil)
+	wantEnvelope(t, st, raw, http.StatusUnauthorized, plexus.CodeUnauthorized)
+	if err := os.Remove(filepath.Join(home, scaffold.FileScrapeToken)); err != nil {
+		t.Fatal(err)
+	}
+	st, raw = td.raw(t, http.MethodGet, "/metrics", bearer(next), nil)
+	wantEnvelope(t, st, raw, http.StatusUnauthorized, plexus.CodeUnauthorized)
+	scrape(t, td, td.admin())
 }
 
 // scrape reads /metrics with hdr and parses the exposition.

@@ -158,3 +158,44 @@ func attr(s tracetest.SpanStub, key string) string {
 	}
 	return ""
 }
+
+// An agent sending a traceparent whose sampled flag is off cannot keep its
+// MCP calls (or the plexus.invoke spans under them) out of the owner's
+// traces: both calls are exported, the unsampled one still in the agent's
+// trace.
+func TestTraceUnsampledParentStillTraced(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	td := startTestDaemon(t, daemon.Options{Tracing: telemetry.NewTracing(keptSpans{exp})})
+	addPortal(t, td, "notes")
+	pat, _ := enrolledAgent(t, td, "claude")
+	c := mcp.NewClient(&mcp.Implementation{Name: "sneaky", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: td.BaseURL() + "/mcp",
+		HTTPClient: &http.Client{Transport: patTransport{pat}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces := map[string]string{"00": "4bf92f3577b34da6a3ce929d0e0e4730", "01": "4bf92f3577b34da6a3ce929d0e0e4731"}
+	for flags, traceID := range traces {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+			Meta: mcp.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-" + flags},
+			Name: "portal__notes__read", Arguments: map[string]any{"path": "hello.md"}})
+		if err != nil || res.IsError {
+			t.Fatalf("call with flags %s: %v %+v", flags, err, res)
+		}
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	td.stop() // flushes the batched spans
+	for flags, traceID := range traces {
+		for _, name := range []string{"tools/call portal__notes__read", "plexus.invoke"} {
+			found := false
+			for _, s := range exp.GetSpans() {
+				found = found || (s.Name == name && s.SpanContext.TraceID().String() == traceID)
+			}
+			if !found {
+				t.Errorf("no %q span exported in trace %s (the agent's sampled flag %s)", name, traceID, flags)
+			}
+		}
+	}
+}

@@ -82,7 +82,8 @@ type SameUserPolicy struct {
 }
 
 // Deps are the gateway's collaborators. All are required except Logger,
-// Clock, Throttle, Limiter, SaveConnectionKey, OnDecision and Binaries.
+// Clock, Throttle, Limiter, SaveConnectionKey, OnDecision, PruneJournal and
+// Binaries.
 type Deps struct {
 	Store      plexus.Store
 	Events     EventLog
@@ -106,6 +107,9 @@ type Deps struct {
 	// change committed. It must not block: files as API uses it as a hint
 	// to look at that decision's file again.
 	OnDecision func(pendingID string)
+	// PruneJournal prunes the activity journal for the owner; nil answers
+	// not_found.
+	PruneJournal JournalPruner
 	// Binaries finds where an extension's program is installed, as its
 	// transport would run it, so that a decision shows the path that runs.
 	// Nil: decisions say the path could not be looked up.

@@ -159,6 +159,19 @@ func (s *Server) handleRotateKey(w nethttp.ResponseWriter, r *nethttp.Request) {
 	s.reply(w, r, resp, err)
 }
 
+// handlePruneJournal is `plexus journal prune` while the daemon runs: the
+// body is a JournalPruneRequest.
+func (s *Server) handlePruneJournal(w nethttp.ResponseWriter, r *nethttp.Request) {
+	c := credentials(r)
+	var req plexus.JournalPruneRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.adminFail(w, r, c, err)
+		return
+	}
+	resp, err := s.b.Admin.PruneJournal(r.Context(), c, req)
+	s.reply(w, r, resp, err)
+}
+
 func (s *Server) handleStatus(w nethttp.ResponseWriter, r *nethttp.Request) {
 	resp, err := s.b.Admin.Status(r.Context(), credentials(r))
 	s.reply(w, r, resp, err)

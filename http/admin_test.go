@@ -50,6 +50,11 @@ func (s stubAdmin) Status(_ context.Context, c gateway.Credentials) (plexus.Stat
 	return plexus.StatusResponse{}, s.Err
 }
 
+func (s stubAdmin) PruneJournal(_ context.Context, c gateway.Credentials, req plexus.JournalPruneRequest) (plexus.JournalPruneResponse, error) {
+	s.record("PruneJournal", c, req)
+	return plexus.JournalPruneResponse{}, s.Err
+}
+
 func (s stubAdmin) Integration(_ context.Context, c gateway.Credentials, agentID string) (plexus.IntegrationResponse, error) {
 	s.record("Integration", c, agentID)
 	return plexus.IntegrationResponse{AgentID: agentID}, s.Err

@@ -85,6 +85,8 @@ type AdminAPI interface {
 	// Status is a small health summary for `plexus status`.
 	Status(ctx context.Context, c gateway.Credentials) (plexus.StatusResponse, error)
 	Integration(ctx context.Context, c gateway.Credentials, agentID string) (plexus.IntegrationResponse, error)
+	// PruneJournal deletes the activity rows written before a cut-off.
+	PruneJournal(ctx context.Context, c gateway.Credentials, req plexus.JournalPruneRequest) (plexus.JournalPruneResponse, error)
 }
 
 // DecisionsAPI serves the owner's view of grants and pending decisions

@@ -94,6 +94,7 @@ func TestGuard(t *testing.T) {
 		{name: "manifest", method: "GET", path: "/manifest"},
 		{name: "enroll", method: "POST", path: "/agents/enroll", body: `{"code":"plx_enroll_x"}`},
 		{name: "admin", method: "POST", path: "/admin/api/key/rotate"},
+		{name: "prune", method: "POST", path: "/admin/api/journal/prune", body: `{"before":"2026-01-01T00:00:00Z"}`},
 		{name: "unknown", method: "GET", path: "/no/such/thing", unknown: true},
 	}
 	cases := []struct {

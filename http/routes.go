@@ -49,6 +49,7 @@ func (s *Server) routes() {
 		m.HandleFunc("GET /admin/api/agents", s.handleAdminAgents)
 		m.HandleFunc("POST /admin/api/key/rotate", s.handleRotateKey)
 		m.HandleFunc("GET /admin/api/status", s.handleStatus)
+		m.HandleFunc("POST /admin/api/journal/prune", s.handlePruneJournal)
 		m.HandleFunc("GET /integration/{agentId}", s.handleIntegration)
 	}
 	if b.Decisions != nil {

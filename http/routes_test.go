@@ -258,6 +258,7 @@ func TestEveryRouteReachesGateway(t *testing.T) {
 		{"POST", "/admin/api/pending/p", `{"action":"deny"}`, "AdminDecide"},
 		{"POST", "/admin/api/key/rotate", "", "RotateKey"},
 		{"GET", "/admin/api/status", "", "Status"},
+		{"POST", "/admin/api/journal/prune", `{"before":"2026-01-01T00:00:00Z"}`, "PruneJournal"},
 		{"GET", "/admin/api/sources", "", "Sources"},
 		{"POST", "/admin/api/sources", `{"id":"s","kind":"portal","config":{}}`, "AddSource"},
 		{"DELETE", "/admin/api/sources/s", "", "RemoveSource"},

@@ -125,8 +125,7 @@ func (s *Server) writeJSON(w nethttp.ResponseWriter, r *nethttp.Request, status 
 	}
 	defer s.putEncodeBuf(buf)
 	buf.Reset()
-	// Encode is json.Marshal plus the trailing newline, into a reused buffer.
-	err := json.NewEncoder(buf).Encode(v)
+	err := encodeJSON(buf, v)
 	b := buf.Bytes()
 	if err != nil {
 		s.log.Error("encode response", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -145,6 +144,17 @@ func (s *Server) writeJSON(w nethttp.ResponseWriter, r *nethttp.Request, status 
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // net/http copies b: the buffer can go back to the pool
+}
+
+// encodeJSON writes v's JSON and a newline to buf (json.Marshal into a
+// reused buffer) without HTML escaping: an MCP result (a json.RawMessage)
+// then passes through as its server wrote it, '<', '>' and '&' included.
+// Escaping guards JSON embedded in HTML; these answers are application/json
+// with nosniff.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // putEncodeBuf returns buf to the pool unless a large answer (a manifest)

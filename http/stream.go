@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"encoding/json"
 	"mime"
 	nethttp "net/http"
 	"strings"
@@ -37,14 +36,15 @@ func (s *Server) invokeStream(w nethttp.ResponseWriter, r *nethttp.Request, req 
 	rc := nethttp.NewResponseController(w)
 	streaming := false
 	broken := false
-	var buf bytes.Buffer
+	var buf, enc bytes.Buffer
 	send := func(typ string, data any) {
 		if broken {
 			return
 		}
-		b, err := json.Marshal(data)
-		if err != nil {
-			b = []byte(`null`)
+		enc.Reset()
+		b := []byte(`null`)
+		if err := encodeJSON(&enc, data); err == nil {
+			b = bytes.TrimSuffix(enc.Bytes(), []byte("\n"))
 		}
 		buf.Reset()
 		frameEvent(&buf, plexus.Event{Type: typ, Data: b})

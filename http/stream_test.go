@@ -110,3 +110,35 @@ func (s stubInvoke) InvokeStream(_ context.Context, c gateway.Credentials, req p
 	}
 	return s.InvokeResp
 }
+
+// TestInvokeMCPResultVerbatim: an MCP result reaches the caller with the
+// very bytes its server wrote, '<', '>' and '&' included (HTML escaping
+// would turn them into \u003c…), answered plainly or as the result event
+// of a stream.
+func TestInvokeMCPResultVerbatim(t *testing.T) {
+	result := `{"content":[{"type":"text","text":"a <b> & c \u2028 d"}],"isError":false}`
+	progress := []plexus.InvokeProgressEvent{{Type: plexus.EventInvokeProgress, ID: "mcp:x.tool", Seq: 1,
+		InvokeProgress: plexus.InvokeProgress{Channel: "progress", Data: map[string]any{"note": "<&>"}}}}
+	for _, tc := range []struct {
+		name     string
+		accept   string
+		progress []plexus.InvokeProgressEvent
+	}{
+		{"plain", "application/json", nil},
+		{"streamed", "text/event-stream", progress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := &stubAPI{InvokeResp: plexus.InvokeResponse{ID: "mcp:x.tool", OK: true, MCPResult: json.RawMessage(result), AuditID: "a1"},
+				Progress: tc.progress}
+			ts := mustServe(t, Backend{Invoke: stubInvoke{api}}, Options{})
+			r := ts.do(t, "POST", "/invoke", map[string]string{"Content-Type": "application/json", "Authorization": "Bearer t",
+				"Accept": tc.accept}, `{"id":"mcp:x.tool","input":{}}`)
+			if r.Status != 200 {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
+			}
+			if want := `"mcpResult":` + result + `,`; !strings.Contains(string(r.Body), want) {
+				t.Fatalf("body does not carry the result verbatim:\n got %s\nwant %s", r.Body, want)
+			}
+		})
+	}
+}

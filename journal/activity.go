@@ -35,7 +35,7 @@ func (t *tx) Record(a *plexus.Activity) error {
 	} else if payloadText, err = appendPayloadJSON(make([]byte, 0, 256), payload); err != nil {
 		return fmt.Errorf("record %s: payload: %w", a.ActionType, err)
 	}
-	prev, err := t.chainHead()
+	head, err := t.chainHead()
 	if err != nil {
 		return fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
 	}
@@ -47,10 +47,10 @@ func (t *tx) Record(a *plexus.Activity) error {
 		ActionType: a.ActionType,
 		Target:     redactString(a.Target),
 		Payload:    payloadText,
-		PrevHash:   prev,
+		PrevHash:   head.hash,
 	}
 	row.canonical = appendCanonicalRow(make([]byte, 0, len(payloadText)+256), &row)
-	row.Hash = t.db.chain.rowHash(prev, row.canonical)
+	row.Hash = t.db.chain.rowHash(row.PrevHash, row.canonical)
 	res, err := t.exec(`INSERT INTO activity
 		(ts, trace_id, actor, agent_id, action_type, target, payload, prev_hash, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -62,7 +62,12 @@ func (t *tx) Record(a *plexus.Activity) error {
 	if row.ID, err = res.LastInsertId(); err != nil {
 		return fmt.Errorf("record %s: %w", a.ActionType, err)
 	}
-	t.head.hash = row.Hash
+	if head.remembered && row.ID != head.id+1 {
+		if err := t.relink(&row); err != nil {
+			return fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
+		}
+	}
+	*t.head = chainHead{hash: row.Hash, id: row.ID, known: true}
 	t.recorded = append(t.recorded, row)
 	t.handedActs = append(t.handedActs, a)
 
@@ -71,27 +76,54 @@ func (t *tx) Record(a *plexus.Activity) error {
 	return nil
 }
 
-// chainHead returns the hash of the newest activity row. It is read inside
-// the write transaction (BEGIN IMMEDIATE holds the write lock), so no other
-// writer, in this process or another, can append between the read and the
-// insert. It is read once per transaction, then kept in t.head (shared by the
-// fns of a group-committed batch, restored when one is rolled back to its
-// savepoint). It is never kept across transactions: another process (the
-// CLI, a script) may append between two of ours.
-func (t *tx) chainHead() (string, error) {
+// chainHead returns the newest activity row. It is read once per
+// transaction, then kept in t.head (shared by the fns of a group-committed
+// batch, restored when one is rolled back to its savepoint); the first
+// transaction reads it inside the write transaction (BEGIN IMMEDIATE holds
+// the write lock, so nobody can append between the read and the insert).
+//
+// Later transactions start from the last row this DB committed
+// (db.lastRow) instead of reading it again: the read was a query per commit.
+// Another process (the CLI, a script) may have appended since; that insert
+// took an id, and AUTOINCREMENT never reissues one, so Record's own row then
+// gets an id past lastRow's next and relink chains it to the row actually
+// before it, still inside the transaction, before anyone can see it.
+func (t *tx) chainHead() (chainHead, error) {
 	if t.head == nil {
 		t.head = new(chainHead)
 	}
 	if t.head.known {
-		return t.head.hash, nil
+		return *t.head, nil
 	}
-	var h string
-	err := t.queryRow(`SELECT hash FROM activity ORDER BY id DESC LIMIT 1`).Scan(&h)
+	if last := t.db.lastRow; last.known {
+		*t.head = last
+		t.head.remembered = true
+		return *t.head, nil
+	}
+	err := t.queryRow(`SELECT id, hash FROM activity ORDER BY id DESC LIMIT 1`).Scan(&t.head.id, &t.head.hash)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", err
+		return chainHead{}, err
 	}
-	t.head.hash, t.head.known = h, true
-	return h, nil
+	t.head.known = true
+	return *t.head, nil
+}
+
+// relink re-chains row, just inserted after a remembered head that turned
+// out not to be the row before it: it links row to the newest row below
+// its id as the table holds it, as if that had been read first.
+func (t *tx) relink(row *mirrorRow) error {
+	var prev string
+	err := t.queryRow(`SELECT hash FROM activity WHERE id < ? ORDER BY id DESC LIMIT 1`, row.ID).Scan(&prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if prev == row.PrevHash {
+		return nil
+	}
+	row.PrevHash = prev
+	row.Hash = t.db.chain.rowHash(prev, row.canonical)
+	_, err = t.exec(`UPDATE activity SET prev_hash = ?, hash = ? WHERE id = ?`, row.PrevHash, row.Hash, row.ID)
+	return err
 }
 
 // canonicalRow is the hashed content of an activity row, in its fixed key

@@ -112,6 +112,7 @@ type anchorFile struct {
 	f          *os.File
 	keyedAfter int64
 	durableID  int64
+	rec        [anchorSize]byte // the record being written, reused: one per commit
 }
 
 // openAnchorFile opens (creating, 0600) the anchor for writing. Anything
@@ -166,7 +167,7 @@ func (f *anchorFile) write(a *anchor, sync bool) error {
 	if len(b) >= anchorSize {
 		return fmt.Errorf("anchor record is %d bytes, more than %d", len(b), anchorSize-1)
 	}
-	rec := make([]byte, anchorSize)
+	rec := f.rec[:]
 	copy(rec, b)
 	for i := len(b); i < anchorSize-1; i++ {
 		rec[i] = ' '
@@ -211,45 +212,80 @@ const ActionAnchorMismatch = "journal.anchor_mismatch"
 // disagrees, and anchors the current head durably. It refuses a key that
 // verifies neither the newest keyed row nor the anchor ([ErrChainKey]):
 // appending rows under a wrong key would bury the chain.
+//
+// The head and the anchor are read inside one BEGIN IMMEDIATE transaction:
+// another process writing the journal (the daemon, while a command opens
+// it) commits and then advances the anchor, so read apart they could show
+// an anchor ahead of the head read a moment before, which would look like
+// rows deleted from the end. Holding the writer lock, no commit can land
+// between the two reads, and an anchor behind the head is accepted.
 func (db *DB) openAnchor(ctx context.Context, path string) error {
-	after, ok, err := keyedAfter(db.w)
-	if err != nil {
-		return fmt.Errorf("anchor: %w", err)
-	}
-	if !ok {
-		return fmt.Errorf("anchor: meta has no %s: journal.db was edited (run: plexus journal verify)", metaKeyedAfter)
-	}
-	head, err := db.headRow(ctx)
-	if err != nil {
-		return fmt.Errorf("anchor: %w", err)
-	}
-	a, aerr := readAnchor(path)
-	kind, problem, err := db.compareAnchor(ctx, head, after, a, aerr)
+	var (
+		head  mirrorRow
+		after int64
+		a     anchor
+		aerr  error
+		mis   bool
+	)
+	err := db.Update(ctx, true, func(st plexus.StateTx) error {
+		t := st.(*tx)
+		var err error
+		if head, after, err = anchorHead(t.q); err != nil {
+			return err
+		}
+		a, aerr = readAnchor(path)
+		kind, problem, err := db.compareAnchor(t.q, head, after, a, aerr)
+		if err != nil || problem == "" {
+			return err
+		}
+		mis = true
+		db.log.Error("journal anchor disagrees with journal.db", "anchor", path, "problem", problem)
+		if err := t.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: ActionAnchorMismatch,
+			Target: filepath.Base(path), Payload: map[string]any{
+				"kind": kind, "problem": problem, "anchorId": a.ID, "headId": head.ID,
+			}}); err != nil {
+			return fmt.Errorf("anchor: record the mismatch: %w", err)
+		}
+		head, _, err = anchorHead(t.q)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	if problem != "" {
-		db.log.Error("journal anchor disagrees with journal.db", "anchor", path, "problem", problem)
-		err := db.Update(ctx, true, func(t plexus.StateTx) error {
-			return t.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: ActionAnchorMismatch,
-				Target: filepath.Base(path), Payload: map[string]any{
-					"kind": kind, "problem": problem, "anchorId": a.ID, "headId": head.ID,
-				}})
-		})
-		if err != nil {
-			return fmt.Errorf("anchor: record the mismatch: %w", err)
-		}
-		if head, err = db.headRow(ctx); err != nil {
-			return fmt.Errorf("anchor: %w", err)
-		}
+	return db.anchorHeadNow(path, head, after, a, aerr == nil && !mis)
+}
+
+// anchorHead reads the keyed boundary and the newest activity row (zero
+// when none) in q.
+func anchorHead(q rowQuerier) (mirrorRow, int64, error) {
+	after, ok, err := keyedAfter(q)
+	if err != nil {
+		return mirrorRow{}, 0, fmt.Errorf("anchor: %w", err)
 	}
+	if !ok {
+		return mirrorRow{}, 0, fmt.Errorf("anchor: meta has no %s: journal.db was edited (run: plexus journal verify)", metaKeyedAfter)
+	}
+	head, err := scanActivityRow(q.QueryRow(`SELECT id, ts, trace_id, actor, agent_id, action_type,
+		target, payload, prev_hash, hash FROM activity ORDER BY id DESC LIMIT 1`))
+	if errors.Is(err, sql.ErrNoRows) {
+		return mirrorRow{}, after, nil
+	}
+	if err != nil {
+		return mirrorRow{}, 0, fmt.Errorf("anchor: %w", err)
+	}
+	return head, after, nil
+}
+
+// anchorHeadNow opens the anchor for writing and anchors head durably;
+// kept says the old anchor was sound, so its DurableID still holds.
+func (db *DB) anchorHeadNow(path string, head mirrorRow, after int64, old anchor, kept bool) error {
 	f, err := openAnchorFile(path, db.chain, after)
 	if err != nil {
 		return fmt.Errorf("anchor: %w", err)
 	}
 	db.anchor = f // Close closes it from here on
-	if aerr == nil && problem == "" {
-		f.durableID = min(a.DurableID, head.ID)
+	if kept {
+		f.durableID = min(old.DurableID, head.ID)
 	}
 	if err := f.advance(head.ID, head.Hash, true); err != nil {
 		return err
@@ -260,21 +296,16 @@ func (db *DB) openAnchor(ctx context.Context, path string) error {
 	return nil
 }
 
-// headRow reads the newest activity row on the writer (zero when none).
-func (db *DB) headRow(ctx context.Context) (mirrorRow, error) {
-	r, err := scanActivityRow(db.w.QueryRowContext(ctx, `SELECT id, ts, trace_id, actor, agent_id, action_type,
-		target, payload, prev_hash, hash FROM activity ORDER BY id DESC LIMIT 1`))
-	if errors.Is(err, sql.ErrNoRows) {
-		return mirrorRow{}, nil
-	}
-	return r, err
+// rowQuerier is what reads a row: the writer's transaction, or a reader's.
+type rowQuerier interface {
+	QueryRow(query string, args ...any) *sql.Row
 }
 
 // compareAnchor says what, if anything, is wrong between the anchor and the
 // table's head; the kind is one of verify's problem kinds. An anchor behind
 // the head is fine (a crash between a commit and its anchor write) as long
 // as the row it names still has the hash it recorded.
-func (db *DB) compareAnchor(ctx context.Context, head mirrorRow, after int64, a anchor, aerr error) (kind, problem string, err error) {
+func (db *DB) compareAnchor(q rowQuerier, head mirrorRow, after int64, a anchor, aerr error) (kind, problem string, err error) {
 	keyedRows := head.ID > after
 	switch {
 	case errors.Is(aerr, errNoAnchor):
@@ -307,10 +338,10 @@ func (db *DB) compareAnchor(ctx context.Context, head mirrorRow, after int64, a 
 		return "", "", nil
 	}
 	var h string
-	err = db.w.QueryRowContext(ctx, `SELECT hash FROM activity WHERE id = ?`, a.ID).Scan(&h)
+	err = q.QueryRow(`SELECT hash FROM activity WHERE id = ?`, a.ID).Scan(&h)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		if c, cerr := prunedThrough(db.w); cerr == nil && a.ID <= c.id {
+		if c, cerr := prunedThrough(q); cerr == nil && a.ID <= c.id {
 			return "", "", nil // pruned since it was anchored; verify checks the prune
 		}
 		return ProblemDeleted, fmt.Sprintf("row %d, the anchored head, is missing", a.ID), nil

@@ -68,7 +68,10 @@ func BenchmarkRecordAnchored(b *testing.B) {
 // benchRecord times one /invoke-sized row per Update on dir/journal.db
 // opened with opts.
 func benchRecord(b *testing.B, dir string, opts Options) {
-	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), opts)
+	benchRecordDB(b, mustOpenAt(b, filepath.Join(dir, "journal.db"), opts))
+}
+
+func benchRecordDB(b *testing.B, db *DB) {
 	ctx := context.Background()
 	for b.Loop() {
 		err := db.Update(ctx, false, func(tx plexus.StateTx) error {

@@ -87,6 +87,11 @@ type DB struct {
 	anchorPath string
 	chain      *chainer // nil for OpenReader, which never writes a row
 	group      group    // non-durable Updates waiting to be group-committed
+	// lastRow is the newest activity row this DB committed: the chain head
+	// the next transaction starts from, unless another process appended
+	// since (see tx.chainHead). Only the holder of the writer connection
+	// reads or writes it (and Open's migrations, before any other caller).
+	lastRow chainHead
 	// commits counts the transactions committed by w; the checkpointer
 	// runs only when it moved. stopCheckpoints ends the checkpointer and
 	// waits for it (nil for OpenReader).
@@ -423,11 +428,12 @@ func (db *DB) committed(rows []mirrorRow, durable bool) {
 	if len(rows) == 0 {
 		return
 	}
+	last := rows[len(rows)-1]
+	db.lastRow = chainHead{hash: last.Hash, id: last.ID, known: true}
 	if db.mirror != nil {
 		db.mirror.append(rows, durable)
 	}
 	if db.anchor != nil {
-		last := rows[len(rows)-1]
 		if err := db.anchor.advance(last.ID, last.Hash, durable); err != nil {
 			db.log.Error("journal anchor", "path", db.anchor.path, "row", last.ID, "err", err)
 		}

@@ -10,7 +10,7 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6}
 }
 
 // schemaKeyed is the version whose step keys the activity chain.
@@ -219,6 +219,20 @@ const schemaV5 = `
 CREATE INDEX activity_idem ON activity(json_extract(payload, '$.idemHash'))
 	WHERE action_type IN ('invoke.started', 'invoke.ok', 'invoke.failed')
 	  AND json_extract(payload, '$.idemHash') IS NOT NULL;
+`
+
+// schemaV6 trims what each activity row costs to insert. Every index is one
+// more B-tree page written to the WAL per commit (a lone /invoke commit wrote
+// six pages, one per index plus the table and sqlite_sequence); the journal's
+// own queries filter by agent alone, or by agent and action type together
+// (the last call of an agent), which one index on (agent_id, action_type)
+// serves. A filter on action_type alone is the CLI's, newest first with a
+// limit: it scans from the end and stops at the limit. The trace, ts and
+// idempotency indexes stay (`--trace`, `--since` and pruning, retries).
+const schemaV6 = `
+DROP INDEX activity_type;
+DROP INDEX activity_agent;
+CREATE INDEX activity_agent_type ON activity(agent_id, action_type);
 `
 
 // migrate applies the steps db has not run yet, each in its own write

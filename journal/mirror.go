@@ -52,7 +52,14 @@ type mirror struct {
 	f      *os.File // the open file of day, or nil
 	day    string
 	pruned string // the clock's date at the last retention pass
+	// buf is the lines of the batch being written, reused: every group
+	// commit appends its rows here.
+	buf []byte
 }
+
+// maxMirrorBuf bounds the line buffer kept between batches, so that one
+// batch of large rows does not pin its memory.
+const maxMirrorBuf = 64 << 10
 
 const mirrorDayLayout = "2006-01-02"
 
@@ -75,7 +82,8 @@ func openMirror(dir string, retention int, clock func() time.Time, log *slog.Log
 func (m *mirror) append(rows []mirrorRow, sync bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if today := m.clock().UTC().Format(mirrorDayLayout); today != m.pruned {
+	var today [len(mirrorDayLayout)]byte
+	if string(m.clock().UTC().AppendFormat(today[:0], mirrorDayLayout)) != m.pruned {
 		m.prune()
 	}
 	for len(rows) > 0 {
@@ -102,7 +110,12 @@ func rowDay(r mirrorRow) string {
 }
 
 func (m *mirror) write(day string, rows []mirrorRow, sync bool) error {
-	var buf []byte
+	buf := m.buf[:0]
+	defer func() {
+		if cap(buf) <= maxMirrorBuf {
+			m.buf = buf[:0]
+		}
+	}()
 	for i := range rows {
 		// Unescaped like the payload column, so a line carries the stored
 		// text byte for byte.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -120,81 +121,216 @@ func orDur(d, def time.Duration) time.Duration {
 	return d
 }
 
+// ErrPrefixUnverified is what a prune of rows that do not verify returns
+// (as a *[PrefixError]) unless the owner forces it.
+var ErrPrefixUnverified = errors.New("the rows to prune do not verify")
+
+// PrefixError refuses a prune: rows From..Through, which it would delete,
+// do not verify, and deleting them would erase the evidence. Nothing was
+// pruned.
+type PrefixError struct {
+	From, Through int64
+	Problems      []Problem
+}
+
+func (e *PrefixError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s): %d problem(s)\n", ErrPrefixUnverified, rowsLabel(e.From, e.Through), len(e.Problems))
+	for _, p := range e.Problems {
+		writeProblem(&b, p)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (e *PrefixError) Is(target error) bool { return target == ErrPrefixUnverified }
+
+// PruneRequest asks [DB.PruneActivity] to delete the activity rows written
+// before Before, at Now, on behalf of By (plexus.ActorHuman or
+// ActorSystem). Force prunes rows that do not verify; the journal.pruned
+// rows then record the problems and verify keeps reporting them.
+type PruneRequest struct {
+	Before, Now time.Time
+	By          string
+	Force       bool
+}
+
 // ActivityPruned is what [DB.PruneActivity] did: rows 1..Through are gone
-// (Rows of them by this prune), recorded by row Checkpoint.
+// (Rows of them by this prune), recorded by row Checkpoint (the last of
+// the prune's journal.pruned rows, one per batch). Unverified are the
+// problems of the pruned rows a forced prune deleted anyway.
 type ActivityPruned struct {
-	Rows       int64 `json:"rows"`
-	Through    int64 `json:"through"`
-	Checkpoint int64 `json:"checkpoint"`
+	Rows       int64     `json:"rows"`
+	Through    int64     `json:"through"`
+	Checkpoint int64     `json:"checkpoint"`
+	Unverified []Problem `json:"unverified,omitempty"`
 }
 
 // PruneActivity deletes the activity rows written before the cut-off (at
-// least [MinActivityAge] before now), as a
-// prefix of the chain: from the first row up to the last one before the
-// first row at or after before (a row out of time order stops it, so no row
-// at or after the cut-off is ever deleted). In the same durable transaction
-// it records an [ActionPruned] row naming the last deleted row and its hash,
-// and keeps that checkpoint in meta, so that `plexus journal verify` checks
-// the chain from the checkpoint on and still catches a row deleted from the
-// middle, a prefix cut further than recorded, or a forged checkpoint. Rows
-// already in the audit mirror stay there until its own retention. Nothing
-// to prune writes nothing.
-func (db *DB) PruneActivity(ctx context.Context, before, now time.Time, by string) (ActivityPruned, error) {
-	var out ActivityPruned
-	if before.After(now.Add(-MinActivityAge)) {
-		return out, fmt.Errorf("prune activity before %s: %w", before.UTC().Format(time.RFC3339), ErrPruneTooRecent)
+// least [MinActivityAge] before now), as a prefix of the chain: from the
+// first row up to the last one before the first row at or after before (a
+// row out of time order stops it, so no row at or after the cut-off is
+// ever deleted).
+//
+// It verifies the prefix first (its rows' hashes and links, the row after
+// it, their audit mirror lines) and refuses, with a *[PrefixError],
+// rows that do not verify unless req.Force: a prune must not launder
+// tampering. It then deletes in batches of pruneBatch rows, each its own
+// durable transaction, so that the daemon's writes go between them: each
+// batch records an [ActionPruned] row naming its last deleted row and its
+// hash, and keeps that checkpoint in meta, so that `plexus journal verify`
+// checks the chain from the newest checkpoint on and still catches a row
+// deleted from the middle, a prefix cut further than recorded, or a forged
+// checkpoint. Rows already in the audit mirror stay there until its own
+// retention, and verify checks their lines. Nothing to prune writes
+// nothing.
+func (db *DB) PruneActivity(ctx context.Context, req PruneRequest) (ActivityPruned, error) {
+	if req.Before.After(req.Now.Add(-MinActivityAge)) {
+		return ActivityPruned{}, fmt.Errorf("prune activity before %s: %w", req.Before.UTC().Format(time.RFC3339), ErrPruneTooRecent)
 	}
-	err := db.Update(ctx, true, func(st plexus.StateTx) error {
-		out = ActivityPruned{}
-		t := st.(*tx)
-		from, err := prunedThrough(t.q)
-		if err != nil {
-			return err
-		}
-		through, head, err := pruneEnd(t, before)
-		if err != nil || through <= from.id {
-			return err
-		}
-		a := &plexus.Activity{Actor: by, ActionType: ActionPruned, Target: "activity", Payload: map[string]any{
-			"throughId": through, "head": head, "before": fmtTime(before), "fromId": from.id + 1}}
-		if err := t.Record(a); err != nil {
-			return err
-		}
-		if err := t.SetMeta(metaPrunedThrough, strconv.FormatInt(through, 10)); err != nil {
-			return err
-		}
-		if err := t.SetMeta(metaPrunedHead, head); err != nil {
-			return err
-		}
-		res, err := t.exec(`DELETE FROM activity WHERE id <= ?`, through)
-		if err != nil {
-			return err
-		}
-		out.Rows, err = res.RowsAffected()
-		out.Through, out.Checkpoint = through, a.ID
-		return err
-	})
+	from, through, err := db.planPrune(ctx, req.Before)
+	if err != nil || through <= from {
+		return ActivityPruned{}, err
+	}
+	problems, err := db.verifyPrefix(ctx, from, through)
 	if err != nil {
 		return ActivityPruned{}, fmt.Errorf("prune activity: %w", err)
+	}
+	if len(problems) > 0 && !req.Force {
+		return ActivityPruned{}, fmt.Errorf("prune activity: %w", &PrefixError{From: from + 1, Through: through, Problems: problems})
+	}
+	out := ActivityPruned{Unverified: problems}
+	for {
+		n, err := db.pruneBatch(ctx, req, through, problems, &out)
+		if err != nil {
+			return out, fmt.Errorf("prune activity: %w", err)
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
+
+// planPrune reads, in one snapshot, where the last prune ended and the
+// last row this one may delete.
+func (db *DB) planPrune(ctx context.Context, before time.Time) (from, through int64, err error) {
+	q, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune activity: %w", err)
+	}
+	defer q.Rollback()
+	c, err := prunedThrough(q)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune activity: %w", err)
+	}
+	through, err = pruneEnd(q, before)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune activity: %w", err)
+	}
+	return c.id, through, nil
+}
+
+// verifyPrefix verifies the rows up to through (and the row after them,
+// which must chain to the last) under the journal's own key, anchor and
+// mirror, and returns the problems of rows from+1..through: those a prune
+// to through would delete.
+func (db *DB) verifyPrefix(ctx context.Context, from, through int64) ([]Problem, error) {
+	opts := VerifyOptions{AnchorPath: db.anchorPath}
+	if db.mirror != nil {
+		opts.AuditDir = db.mirror.dir
+	}
+	rep, err := db.verify(ctx, opts, db.chain, through)
+	if err != nil {
+		return nil, err
+	}
+	var out []Problem
+	for _, p := range rep.Problems {
+		// A key no row verifies under is the prefix's problem too; other
+		// journal-wide ones (the anchor) are not about these rows.
+		if p.ID > from && p.ID <= through || p.ID == 0 && p.Kind == ProblemKey {
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }
 
-// pruneEnd finds the last row of the prefix written before the cut-off, and
-// its hash (0 when there is none).
-func pruneEnd(t *tx, before time.Time) (int64, string, error) {
+// pruneBatch deletes up to pruneBatch rows after the current checkpoint
+// and not past through, in one durable transaction that records them
+// (ActionPruned, meta), and returns how many it deleted.
+func (db *DB) pruneBatch(ctx context.Context, req PruneRequest, through int64, problems []Problem, out *ActivityPruned) (int64, error) {
+	var n int64
+	err := db.Update(ctx, true, func(st plexus.StateTx) error {
+		t := st.(*tx)
+		from, err := prunedThrough(t.q)
+		if err != nil || from.id >= through {
+			return err
+		}
+		var end int64
+		var head string
+		err = t.queryRow(`SELECT id, hash FROM (SELECT id, hash FROM activity WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3)
+			ORDER BY id DESC LIMIT 1`, from.id, through, pruneBatch).Scan(&end, &head)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // nothing left up to through
+		}
+		if err != nil {
+			return err
+		}
+		var mine []Problem
+		for _, p := range problems {
+			if p.ID > from.id && p.ID <= end || p.ID == 0 {
+				mine = append(mine, p)
+			}
+		}
+		// Verify reports at most maxProblems: past the last one it listed,
+		// rows were not shown to verify either.
+		unlisted := len(problems) >= maxProblems && end > problems[len(problems)-1].ID
+		payload := map[string]any{"throughId": end, "head": head, "before": fmtTime(req.Before), "fromId": from.id + 1,
+			"prefixVerified": len(mine) == 0 && !unlisted}
+		if len(mine) > 0 {
+			payload["problems"] = mine
+		}
+		a := &plexus.Activity{Actor: req.By, ActionType: ActionPruned, Target: "activity", Payload: payload}
+		if err := t.Record(a); err != nil {
+			return err
+		}
+		if n, err = deletePrefix(t, end, head); err != nil {
+			return err
+		}
+		out.Rows += n
+		out.Through, out.Checkpoint = end, a.ID
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// deletePrefix moves the checkpoint in meta to end (whose hash is head) and
+// deletes the rows up to it.
+func deletePrefix(t *tx, end int64, head string) (int64, error) {
+	if err := t.SetMeta(metaPrunedThrough, strconv.FormatInt(end, 10)); err != nil {
+		return 0, err
+	}
+	if err := t.SetMeta(metaPrunedHead, head); err != nil {
+		return 0, err
+	}
+	res, err := t.exec(`DELETE FROM activity WHERE id <= ?`, end)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// pruneEnd finds the last row id of the prefix written before the cut-off
+// (0 when there is none).
+func pruneEnd(q rowQuerier, before time.Time) (int64, error) {
 	var through sql.NullInt64
-	err := t.queryRow(`SELECT COALESCE((SELECT MIN(id) FROM activity WHERE ts >= ?) - 1, (SELECT MAX(id) FROM activity))`,
+	err := q.QueryRow(`SELECT COALESCE((SELECT MIN(id) FROM activity WHERE ts >= ?) - 1, (SELECT MAX(id) FROM activity))`,
 		fmtTime(before)).Scan(&through)
 	if err != nil || !through.Valid || through.Int64 <= 0 {
-		return 0, "", err
+		return 0, err
 	}
-	var head string
-	err = t.queryRow(`SELECT hash FROM activity WHERE id <= ? ORDER BY id DESC LIMIT 1`, through.Int64).Scan(&head)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", nil // already pruned through there
-	}
-	return through.Int64, head, err
+	return through.Int64, nil
 }
 
 // checkpoint is where the chain starts after pruning: rows 1..id are gone
@@ -205,9 +341,7 @@ type checkpoint struct {
 }
 
 // prunedThrough reads the prune checkpoint from meta.
-func prunedThrough(q interface {
-	QueryRow(query string, args ...any) *sql.Row
-}) (checkpoint, error) {
+func prunedThrough(q rowQuerier) (checkpoint, error) {
 	var c checkpoint
 	var v string
 	err := q.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaPrunedThrough).Scan(&v)
@@ -288,6 +422,6 @@ func (p *Pruner) Pass(ctx context.Context) error {
 	if p.ActivityRetention <= 0 {
 		return nil
 	}
-	_, err := p.DB.PruneActivity(ctx, now.Add(-p.ActivityRetention), now, plexus.ActorSystem)
+	_, err := p.DB.PruneActivity(ctx, PruneRequest{Before: now.Add(-p.ActivityRetention), Now: now, By: plexus.ActorSystem})
 	return err
 }

@@ -33,11 +33,11 @@ func prunedDB(t *testing.T) *testDB {
 	td := mustOpen(t)
 	recordDays(t, td, 3, 4)
 	td.clock.Set(t0.Add(72 * time.Hour))
-	got, err := td.PruneActivity(context.Background(), t0.Add(48*time.Hour), td.clock.Now(), plexus.ActorHuman)
+	got, err := td.PruneActivity(context.Background(), PruneRequest{Before: t0.Add(48 * time.Hour), Now: td.clock.Now(), By: plexus.ActorHuman})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ActivityPruned{Rows: 8, Through: 8, Checkpoint: 13}); got != want {
+	if want := (ActivityPruned{Rows: 8, Through: 8, Checkpoint: 13}); !cmp.Equal(got, want) {
 		t.Fatalf("PruneActivity = %+v, want %+v", got, want)
 	}
 	return td
@@ -53,12 +53,12 @@ func TestPruneActivityVerifies(t *testing.T) {
 	if !rep.OK || rep.Rows != 5 || rep.PrunedThrough != 8 {
 		t.Fatalf("verify after prune = %+v, want ok over 5 rows from row 8", rep)
 	}
-	again, err := td.PruneActivity(context.Background(), t0.Add(48*time.Hour), td.clock.Now(), plexus.ActorHuman)
-	if err != nil || again != (ActivityPruned{}) {
+	again, err := td.PruneActivity(context.Background(), PruneRequest{Before: t0.Add(48 * time.Hour), Now: td.clock.Now(), By: plexus.ActorHuman})
+	if err != nil || !cmp.Equal(again, ActivityPruned{}) {
 		t.Fatalf("second prune = %+v, %v; want nothing done", again, err)
 	}
 	td.clock.Set(t0.Add(5 * 24 * time.Hour))
-	more, err := td.PruneActivity(context.Background(), t0.Add(4*24*time.Hour), td.clock.Now(), plexus.ActorSystem)
+	more, err := td.PruneActivity(context.Background(), PruneRequest{Before: t0.Add(4 * 24 * time.Hour), Now: td.clock.Now(), By: plexus.ActorSystem})
 	if err != nil || more.Rows != 5 || more.Through != 13 {
 		t.Fatalf("prune of the rest = %+v, %v", more, err)
 	}
@@ -83,7 +83,7 @@ func TestPruneActivityRefusesRecent(t *testing.T) {
 	recordDays(t, td, 1, 3)
 	now := td.clock.Now()
 	for _, before := range []time.Time{now.Add(time.Hour), now, now.Add(-MinActivityAge + time.Second)} {
-		if _, err := td.PruneActivity(context.Background(), before, now, plexus.ActorHuman); !errors.Is(err, ErrPruneTooRecent) {
+		if _, err := td.PruneActivity(context.Background(), PruneRequest{Before: before, Now: now, By: plexus.ActorHuman}); !errors.Is(err, ErrPruneTooRecent) {
 			t.Fatalf("prune before %s (now %s): err = %v, want ErrPruneTooRecent", before, now, err)
 		}
 	}
@@ -103,7 +103,7 @@ func TestPruneActivityOutOfOrder(t *testing.T) {
 			return tx.Record(&plexus.Activity{Actor: "a", ActionType: "invoke.ok"})
 		})
 	}
-	got, err := td.PruneActivity(context.Background(), t0.Add(150*time.Minute), t0.Add(48*time.Hour), plexus.ActorHuman)
+	got, err := td.PruneActivity(context.Background(), PruneRequest{Before: t0.Add(150 * time.Minute), Now: t0.Add(48 * time.Hour), By: plexus.ActorHuman})
 	if err != nil || got.Through != 2 {
 		t.Fatalf("prune = %+v, %v; want rows 1..2", got, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 )
 
 // Redacted replaces every value the redaction policy removes.
@@ -44,8 +45,15 @@ func RedactionPolicy() AuditRedactionPolicy {
 
 // sensitiveKey reports whether k names a value the policy removes. It must
 // list exactly RedactionPolicy().Keys, normalized (a test holds them equal).
+// It runs for every key of every payload, so it normalizes into a stack
+// buffer instead of allocating a lowered copy of each key.
 func sensitiveKey(k string) bool {
-	switch normKey(k) {
+	var buf [maxSensitiveKey]byte
+	n, ok := normKey(k, buf[:])
+	if !ok {
+		return false
+	}
+	switch string(buf[:n]) {
 	case "input", "rawinput", "arguments", "args", "output",
 		"token", "accesstoken", "pat", "code", "enrollcode",
 		"connectionkey", "key", "apikey", "secret", "password",
@@ -55,12 +63,41 @@ func sensitiveKey(k string) bool {
 	return false
 }
 
-func normKey(k string) string {
-	k = strings.ToLower(k)
-	if strings.ContainsAny(k, "_-") {
-		k = strings.NewReplacer("_", "", "-", "").Replace(k)
+// maxSensitiveKey is the length of the longest normalized sensitive key
+// ("authorization", "connectionkey").
+const maxSensitiveKey = 13
+
+// normKey writes k lowercased and without '_' and '-' into buf and returns
+// its length; ok is false when it does not fit, so k is no sensitive key. A
+// key with a non-ASCII byte takes the slow path through strings.ToLower,
+// which maps some of them to ASCII (the Kelvin sign to k): "\u212Aey" is a
+// key.
+func normKey(k string, buf []byte) (n int, ok bool) {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return normKeyUnicode(k, buf)
+		case c == '_' || c == '-':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if n == len(buf) {
+			return 0, false
+		}
+		buf[n] = c
+		n++
 	}
-	return k
+	return n, true
+}
+
+func normKeyUnicode(k string, buf []byte) (n int, ok bool) {
+	k = strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))
+	if len(k) > len(buf) {
+		return 0, false
+	}
+	return copy(buf, k), true
 }
 
 // Redact returns a redacted deep copy of payload; payload is not modified.

@@ -122,3 +122,26 @@ func TestRedactNamedStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestSensitiveKey: keys are matched case-insensitively and ignoring '_' and
+// '-' whatever their length or alphabet, and looking at an ordinary key
+// allocates nothing (it runs for every key of every row).
+func TestSensitiveKey(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{
+		{"inputHash", false}, {"sessionId", false}, {"durationMs", false}, {"", false},
+		{"Input", true}, {"API_KEY", true}, {"Connection-Key", true}, {"raw_input", true},
+		{"a_u_t_h_o_r_i_z_a_t_i_o_n", true}, {"authorizations", false}, {"xauthorization", false},
+		{"\u212Aey", true}, // the Kelvin sign lowers to k
+		{"clé", false}, {"ТOKEN", false},
+	} {
+		if got := sensitiveKey(tc.key); got != tc.want {
+			t.Errorf("sensitiveKey(%q) = %v, want %v", tc.key, got, tc.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { sensitiveKey("inputHash") }); n != 0 {
+		t.Errorf("sensitiveKey of an ordinary key allocates %v times, want 0", n)
+	}
+}

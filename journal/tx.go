@@ -35,11 +35,14 @@ type tx struct {
 	handedEvents []*plexus.Event
 }
 
-// chainHead is the hash of the newest activity row as the transaction sees
-// it, once known.
+// chainHead is the newest activity row as the transaction sees it, once
+// known: its hash and id. remembered marks one taken from [DB.lastRow]
+// rather than read in this transaction, which the next insert confirms.
 type chainHead struct {
-	hash  string
-	known bool
+	hash       string
+	id         int64
+	known      bool
+	remembered bool
 }
 
 // forget undoes what Record and Publish told the caller about rows that are

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -37,6 +38,9 @@ const (
 	ProblemMirror = "mirror"
 	// ProblemKey: the chain key is missing or is not this journal's.
 	ProblemKey = "key"
+	// ProblemUnverifiedPrune: the owner pruned rows that did not verify
+	// (journal prune --force); the journal.pruned row keeps what was wrong.
+	ProblemUnverifiedPrune = "unverified_prune"
 )
 
 // maxProblems bounds a report on a badly damaged journal; the first
@@ -94,32 +98,25 @@ type VerifyOptions struct {
 // written after their commit, so whatever they hold is in the snapshot even
 // while the daemon is writing.
 func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
-	var rep VerifyReport
-	v := &verifier{rep: &rep, opts: opts}
+	var chain *chainer
 	if opts.Key != nil {
 		c, err := newChainer(opts.Key)
 		if err != nil {
-			return rep, fmt.Errorf("verify: %w", err)
+			return VerifyReport{}, fmt.Errorf("verify: %w", err)
 		}
-		v.chain = c
+		chain = c
 	}
-	if opts.AnchorPath != "" {
-		// The daemon overwrites the anchor in place: a read racing that
-		// write can see a torn record, which a second read does not.
-		for range 3 {
-			v.anchor, v.anchorErr = readAnchor(opts.AnchorPath)
-			if v.anchorErr == nil && (v.chain == nil || hmacEqual(v.chain.anchorMAC(&v.anchor), v.anchor.MAC)) ||
-				errors.Is(v.anchorErr, errNoAnchor) {
-				break
-			}
-		}
-	}
-	if opts.AuditDir != "" {
-		m, err := readMirror(opts.AuditDir)
-		if err != nil {
-			return rep, fmt.Errorf("verify: %w", err)
-		}
-		v.mirror = m
+	return db.verify(ctx, opts, chain, 0)
+}
+
+// verify is Verify under chain (nil without a key). through > 0 ends the
+// walk at the first row after it: the prefix PruneActivity checks before
+// it cuts, with the row that must chain to it.
+func (db *DB) verify(ctx context.Context, opts VerifyOptions, chain *chainer, through int64) (VerifyReport, error) {
+	var rep VerifyReport
+	v := &verifier{rep: &rep, opts: opts, chain: chain, through: through}
+	if err := v.readWitnesses(); err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
 	}
 	sqltx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -134,6 +131,30 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, err
 	return rep, nil
 }
 
+// readWitnesses reads the anchor and the audit mirror, before the table's
+// snapshot (Verify says why).
+func (v *verifier) readWitnesses() error {
+	if v.opts.AnchorPath != "" {
+		// The daemon overwrites the anchor in place: a read racing that
+		// write can see a torn record, which a second read does not.
+		for range 3 {
+			v.anchor, v.anchorErr = readAnchor(v.opts.AnchorPath)
+			if v.anchorErr == nil && (v.chain == nil || hmacEqual(v.chain.anchorMAC(&v.anchor), v.anchor.MAC)) ||
+				errors.Is(v.anchorErr, errNoAnchor) {
+				break
+			}
+		}
+	}
+	if v.opts.AuditDir != "" {
+		m, err := readMirror(v.opts.AuditDir, v.chain)
+		if err != nil {
+			return err
+		}
+		v.mirror = m
+	}
+	return nil
+}
+
 // verifier is one run of Verify.
 type verifier struct {
 	rep       *VerifyReport
@@ -142,14 +163,17 @@ type verifier struct {
 	anchor    anchor
 	anchorErr error
 	mirror    *mirrorIndex // nil without an audit dir
+	through   int64        // > 0: walk only up to the first row after it
 
 	after      int64 // the keyed chain starts after this row
 	pruned     checkpoint
 	lastPruned *mirrorRow // the newest journal.pruned row that verifies
-	// mirrorPruned is the last row lastPruned says was pruned: mirror
-	// rows up to it may be missing from the table (never meta's word,
-	// which needs no key to change).
+	// mirrorPruned is the last row lastPruned says was pruned, and
+	// prunedHead its hash: mirror rows up to it may be missing from the
+	// table (never meta's word, which needs no key to change), and their
+	// lines there must still verify.
 	mirrorPruned int64
+	prunedHead   string
 	lastID       int64
 	anchorHash   string // the hash of the anchored row, when the walk met it
 	anchorSeen   bool
@@ -206,7 +230,11 @@ func (v *verifier) run(ctx context.Context, q *sql.Tx) error {
 		return err
 	}
 	v.checkBoundary()
-	v.checkPruned()
+	if v.through == 0 {
+		// A walk that stops early may not meet the newest journal.pruned
+		// row, which this compares meta with.
+		v.checkPruned()
+	}
 	anchorOK := v.checkAnchor()
 	v.reportBadRows(anchorOK)
 	if v.chain == nil && v.keyedRows > 0 {
@@ -219,14 +247,20 @@ func (v *verifier) run(ctx context.Context, q *sql.Tx) error {
 	}
 	if v.mirror != nil {
 		v.mirror.finish(v.rep, v.mirrorPruned)
+		v.mirror.checkPruned(v.rep, prunedCopy{through: v.mirrorPruned, head: v.prunedHead, after: v.after, keyed: v.chain != nil})
 	}
 	return nil
 }
 
 // walk reads the table in id order and checks each row's hash and link.
 func (v *verifier) walk(ctx context.Context, q *sql.Tx) error {
+	end := int64(math.MaxInt64)
+	if v.through > 0 {
+		end = v.through
+	}
 	rows, err := q.QueryContext(ctx, `SELECT id, ts, trace_id, actor, agent_id, action_type, target,
-		payload, prev_hash, hash FROM activity ORDER BY id`)
+		payload, prev_hash, hash FROM activity WHERE id <= COALESCE((SELECT MIN(id) FROM activity WHERE id > ?1), ?1)
+		ORDER BY id`, end)
 	if err != nil {
 		return err
 	}
@@ -266,6 +300,7 @@ func (v *verifier) walk(ctx context.Context, q *sql.Tx) error {
 		if r.ActionType == ActionPruned && contentOK {
 			p := r
 			v.lastPruned = &p
+			v.reportForcedPrune(&r)
 		}
 		if v.anchorErr == nil && r.ID == v.anchor.ID {
 			v.anchorHash, v.anchorSeen = r.Hash, true
@@ -382,13 +417,40 @@ func (v *verifier) checkPruned() {
 	}
 	err := json.Unmarshal(r.Payload, &rec)
 	if err == nil && rec.ThroughID != nil {
-		v.mirrorPruned = *rec.ThroughID
+		v.mirrorPruned, v.prunedHead = *rec.ThroughID, rec.Head
 	}
 	if err != nil || rec.ThroughID == nil || *rec.ThroughID != p.id || rec.Head != p.head {
 		v.rep.add(Problem{ID: r.ID, Kind: ProblemDeleted, Detail: fmt.Sprintf(
 			"row %d, the newest journal.pruned row, records another checkpoint than meta %s (%d): the checkpoint was moved or removed",
 			r.ID, metaPrunedThrough, p.id)})
 	}
+}
+
+// reportForcedPrune reports a journal.pruned row that records a prune forced
+// over rows that did not verify (PruneActivity with Force): the rows are
+// gone, and this row is what is left of the problems they had.
+func (v *verifier) reportForcedPrune(r *mirrorRow) {
+	var rec struct {
+		PrefixVerified *bool     `json:"prefixVerified"`
+		FromID         int64     `json:"fromId"`
+		ThroughID      int64     `json:"throughId"`
+		Problems       []Problem `json:"problems"`
+	}
+	if err := json.Unmarshal(r.Payload, &rec); err != nil || rec.PrefixVerified == nil || *rec.PrefixVerified {
+		return // rows from before prunes were checked say nothing
+	}
+	var b strings.Builder
+	if len(rec.Problems) == 0 {
+		b.WriteString("past the most problems one verify lists, so they were not shown to verify")
+	}
+	for i, p := range rec.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "row %d: %s — %s", p.ID, p.Kind, p.Detail)
+	}
+	v.rep.add(Problem{ID: r.ID, Kind: ProblemUnverifiedPrune, Detail: fmt.Sprintf(
+		"%s were pruned by force though they did not verify: %s", rowsLabel(rec.FromID, rec.ThroughID), b.String())})
 }
 
 // legacyLastID reads the last legacy row a journal.chain_keyed row records.

@@ -35,14 +35,20 @@ type mirrorIndex struct {
 	notes        []Problem
 	differ       []mirrorDiff
 	absent       []int64 // table rows missing from the mirror
+	chain        *chainer
 }
 
 type mirrorEntry struct {
-	sum     [sha256.Size]byte // the whole line
-	content [sha256.Size]byte // the hashed content alone
-	hash    string
-	file    string
-	seen    bool
+	sum      [sha256.Size]byte // the whole line
+	content  [sha256.Size]byte // the hashed content alone
+	hash     string
+	prevHash string
+	file     string
+	seen     bool
+	// keyed says the line's hash is its HMAC under the key, plain that it
+	// is its plain SHA-256: after a prune the mirror holds the only copy
+	// of the pruned rows, and checkPruned checks them.
+	keyed, plain bool
 }
 
 type mirrorDiff struct {
@@ -53,10 +59,11 @@ type mirrorDiff struct {
 // maxMirrorLine bounds one mirror line; Record's rows are far smaller.
 const maxMirrorLine = 16 << 20
 
-// readMirror reads every YYYY-MM-DD.jsonl file in dir, oldest first. A
-// missing dir is an empty mirror.
-func readMirror(dir string) (*mirrorIndex, error) {
-	m := &mirrorIndex{rows: map[int64]*mirrorEntry{}}
+// readMirror reads every YYYY-MM-DD.jsonl file in dir, oldest first,
+// checking each line's hash under chain (nil without the key). A missing
+// dir is an empty mirror.
+func readMirror(dir string, chain *chainer) (*mirrorIndex, error) {
+	m := &mirrorIndex{rows: map[int64]*mirrorEntry{}, chain: chain}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
@@ -128,7 +135,12 @@ func (m *mirrorIndex) add(r *mirrorRow, file string) {
 		}
 		return
 	}
-	m.rows[r.ID] = &mirrorEntry{sum: sum, content: content, hash: r.Hash, file: file}
+	e := &mirrorEntry{sum: sum, content: content, hash: r.Hash, prevHash: r.PrevHash, file: file}
+	if c, err := canonicalOf(r); err == nil {
+		e.keyed = m.chain != nil && hmacEqual(m.chain.rowHash(r.PrevHash, c), r.Hash)
+		e.plain = !e.keyed && legacyHash(r.PrevHash, c) == r.Hash
+	}
+	m.rows[r.ID] = e
 	if m.minID == 0 || r.ID < m.minID {
 		m.minID = r.ID
 	}
@@ -218,6 +230,52 @@ func (m *mirrorIndex) finish(rep *VerifyReport, prunedThrough int64) {
 		rep.Notes = append(rep.Notes, Problem{ID: r[0], Kind: ProblemMirror, Detail: fmt.Sprintf(
 			"%s not in the audit mirror: a crash between the commit and the mirror append, or a failed append (the database rows verify)",
 			rowsIs(r[0], r[1]))})
+	}
+}
+
+// prunedCopy is what checkPruned needs of the newest prune: rows up to
+// through are gone from the table and the last of them hashed to head; the
+// keyed chain starts after row after; keyed says the key is at hand.
+type prunedCopy struct {
+	through, after int64
+	head           string
+	keyed          bool
+}
+
+// checkPruned checks the mirror's lines of the rows pruned from the table,
+// now their only copy: each line's hash under its row's scheme, its link
+// to the line before, and the last one's hash against the checkpoint. An
+// edit there would otherwise pass unseen.
+func (m *mirrorIndex) checkPruned(rep *VerifyReport, p prunedCopy) {
+	var edited, unlinked []int64
+	for id, e := range m.rows {
+		if e.seen || id > p.through {
+			continue
+		}
+		ok := e.plain
+		if id > p.after {
+			ok = e.keyed || !p.keyed
+		}
+		if !ok {
+			edited = append(edited, id)
+		} else if prev, has := m.rows[id-1]; has && !prev.seen && prev.hash != e.prevHash {
+			unlinked = append(unlinked, id)
+		}
+	}
+	slices.Sort(edited)
+	slices.Sort(unlinked)
+	for _, r := range ranges(edited) {
+		rep.add(Problem{ID: r[0], Kind: ProblemMirror, Detail: fmt.Sprintf(
+			"the audit mirror's lines of %s (pruned from the database: the mirror is their only copy) do not match their hashes: edited [%s]",
+			rowsLabel(r[0], r[1]), m.rows[r[0]].file)})
+	}
+	for _, id := range unlinked {
+		rep.add(Problem{ID: id, Kind: ProblemMirror, Detail: fmt.Sprintf(
+			"row %d, pruned from the database, does not chain to row %d in the audit mirror: lines were replaced or reordered", id, id-1)})
+	}
+	if e, ok := m.rows[p.through]; ok && !e.seen && p.head != "" && e.hash != p.head {
+		rep.add(Problem{ID: p.through, Kind: ProblemMirror, Detail: fmt.Sprintf(
+			"row %d, the last pruned, has another hash in the audit mirror than the prune checkpoint records: its line was replaced", p.through)})
 	}
 }
 

@@ -42,10 +42,15 @@ type asker struct {
 	meta mcp.Meta
 	// regions counts the calls of "region" that reached the server.
 	regions atomic.Int64
+	// hostAsked is closed by a test's host when the sampling request of
+	// "ask-then-cancel" reached it; the server then withdraws it, and
+	// goes on working until hostDone is closed (the host's request ended)
+	// or a while has passed.
+	hostAsked, hostDone chan struct{}
 }
 
 func newAsker(t *testing.T, gate *barrier, meta mcp.Meta) *asker {
-	a := &asker{gate: gate, meta: meta}
+	a := &asker{gate: gate, meta: meta, hostAsked: make(chan struct{}), hostDone: make(chan struct{})}
 	s := a.server()
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(ts.Close)
@@ -82,6 +87,32 @@ func (a *asker) server() *mcp.Server {
 			return answer("", errors.New("no text in the sampling result"))
 		}
 		return answer("sampled: "+tc.Text+" by "+res.Model, nil)
+	})
+	// ask-then-cancel withdraws its sampling request once the host has it,
+	// as a server does that stops waiting (notifications/cancelled).
+	mcp.AddTool(s, &mcp.Tool{Name: "ask-then-cancel", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, in q) (*mcp.CallToolResult, any, error) {
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-a.hostAsked:
+				cancel()
+			case <-cctx.Done():
+			}
+		}()
+		_, err := req.Session.CreateMessage(cctx, &mcp.CreateMessageParams{MaxTokens: 50,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Q}}}})
+		if err == nil {
+			return answer("the host answered a withdrawn request", nil)
+		}
+		// The notifications/cancelled travels on this call's stream, so
+		// the tool keeps working (as a real one would) rather than end it.
+		select {
+		case <-a.hostDone:
+			return answer("withdrawn", nil)
+		case <-time.After(20 * time.Second):
+			return answer("withdrawn, and the host never heard", nil)
+		}
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "elicit", Annotations: ro}, func(ctx context.Context, req *mcp.CallToolRequest, in q) (*mcp.CallToolResult, any, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Q, RequestedSchema: map[string]any{
@@ -387,5 +418,38 @@ func TestRelaysOverStdio(t *testing.T) {
 		&mcp.ClientOptions{CreateMessageHandler: smp.handle}))
 	if got := text(call(t, cs, "mcp__asker__ask", map[string]any{"q": "over stdio"})); got != "sampled: 42 for over stdio by stdio-model" {
 		t.Errorf("ask = %q, want the host's sampled answer", got)
+	}
+}
+
+// TestRelayCancelledByTheServer: cancellation runs upstream → host too: a
+// server that withdraws the sampling request it sent during a call
+// (notifications/cancelled) has the host's pending request cancelled, and
+// the call completes with what the server answers then.
+func TestRelayCancelledByTheServer(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	a := newAsker(t, nil, nil)
+	f.ingest("asker", a.url)
+	cancelled := make(chan error, 1)
+	hostClient := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			defer close(a.hostDone)
+			close(a.hostAsked)
+			select {
+			case <-ctx.Done():
+				cancelled <- context.Cause(ctx)
+				return nil, ctx.Err()
+			case <-time.After(30 * time.Second):
+				cancelled <- nil
+				return nil, errors.New("never cancelled")
+			}
+		},
+	})
+	cs := f.connectClient(f.agent("claude"), hostClient)
+	res := call(t, cs, "mcp__asker__ask-then-cancel", map[string]any{"q": "still there?"})
+	if res.IsError || text(res) != "withdrawn" {
+		t.Errorf("the call = %q (isError %v), want the server's answer after withdrawing", text(res), res.IsError)
+	}
+	if err := <-cancelled; err == nil {
+		t.Error("the host's sampling request was never cancelled")
 	}
 }

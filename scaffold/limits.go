@@ -107,8 +107,8 @@ func (v *verifier) limits(path string, a AuthConfig) {
 		name string
 		ms   int64
 	}{{"windowMs", f.WindowMs}, {"backoffMs", f.BackoffMs}, {"maxBackoffMs", f.MaxBackoffMs}} {
-		if d.ms < 0 {
-			bad("failedCredentials."+d.name, d.ms, "set it to a positive number of milliseconds, or remove it for the default")
+		if d.ms < 0 || d.ms > plexus.MaxThrottleMs {
+			bad("failedCredentials."+d.name, d.ms, fmt.Sprintf("set it to a positive number of milliseconds up to %d (30 days), or remove it for the default", plexus.MaxThrottleMs))
 		}
 	}
 	if f.MaxBackoffMs > 0 && f.MaxBackoffMs < f.BackoffMs {

@@ -58,6 +58,10 @@ func TestAuthConfigLimitsInvalid(t *testing.T) {
 		{`{"failedCredentials": {"maxFailures": -1}}`, "failedCredentials.maxFailures is -1"},
 		{`{"failedCredentials": {"windowMs": -1}}`, "failedCredentials.windowMs is -1"},
 		{`{"failedCredentials": {"backoffMs": 5000, "maxBackoffMs": 10}}`, "failedCredentials.maxBackoffMs is 10"},
+		// Above 30 days the milliseconds overflowed and turned the throttle off.
+		{`{"failedCredentials": {"maxFailures": 3, "maxBackoffMs": 9223372036854775807}}`, "failedCredentials.maxBackoffMs is 9223372036854775807"},
+		{`{"failedCredentials": {"windowMs": 2592000001}}`, "failedCredentials.windowMs is 2592000001"},
+		{`{"failedCredentials": {"backoffMs": 10000000000000}}`, "up to 2592000000 (30 days)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -252,6 +252,7 @@ connection-key
 signing-key
 hash-key
 chain-key
+scrape-token
 secrets/
 journal.db*
 journal.anchor*

@@ -265,22 +265,23 @@ func TestLoad(t *testing.T) {
 			`{} {}`:                        "trailing data",
 			`{"maxStreamsPerAgent": -1}`:   "maxStreamsPerAgent -1",
 			`{"maxStreamsPerSession": -2}`: "maxStreamsPerSession is -2",
-			`{"scrapeToken": "short"}`:     "scrapeToken is too short",
-			`{"scrapeToken": "plx_live_0123456789abcdef0123456789abcdef"}`: "looks like a Plexus credential",
-			`{"activityRetentionDays": -1}`:                                "activityRetentionDays is -1",
-			`{"notifyWebhook": {"url": "ftp://ntfy.sh"}}`:                  "notifyWebhook.url",
-			`{"notifyWebhook": {"url": "https://me:pw@ntfy.sh"}}`:          "notifyWebhook.url",
-			`{"notifyWebhook": {"url": "/relative"}}`:                      "notifyWebhook.url",
-			`{"notifyWebhook": {"url": "https://ntfy.sh", "x": 1}}`:        "unknown field",
+			`{"scrapeToken": "0123456789abcdef0123456789abcdef"}`:   "scrapeToken no longer goes here",
+			`{"activityRetentionDays": -1}`:                         "activityRetentionDays is -1",
+			`{"activityRetentionDays": 36501}`:                      "up to 36500 (100 years)",
+			`{"activityRetentionDays": 200000000}`:                  "activityRetentionDays is 200000000",
+			`{"notifyWebhook": {"url": "ftp://ntfy.sh"}}`:           "notifyWebhook.url",
+			`{"notifyWebhook": {"url": "https://me:pw@ntfy.sh"}}`:   "notifyWebhook.url",
+			`{"notifyWebhook": {"url": "/relative"}}`:               "notifyWebhook.url",
+			`{"notifyWebhook": {"url": "https://ntfy.sh", "x": 1}}`: "unknown field",
 		} {
 			writeCfg(t, "auth-config.json", body)
 			if _, err := scaffold.Load(home); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: Load = %v, want %q", body, err, want)
 			}
 		}
-		writeCfg(t, "auth-config.json", `{"scrapeToken": "0123456789abcdef0123456789abcdef", "activityRetentionDays": 30}`)
-		if h, err := scaffold.Load(home); err != nil || h.Auth.ScrapeToken == "" || h.Auth.ActivityRetentionDays != 30 {
-			t.Errorf("a good scrapeToken and activityRetentionDays: Load = %+v, %v", h, err)
+		writeCfg(t, "auth-config.json", `{"activityRetentionDays": 30}`)
+		if h, err := scaffold.Load(home); err != nil || h.Auth.ActivityRetentionDays != 30 {
+			t.Errorf("a good activityRetentionDays: Load = %+v, %v", h, err)
 		}
 		writeCfg(t, "auth-config.json", `{"notifyWebhook": {"url": "https://ntfy.sh", "topic": "my-plexus"}}`)
 		if h, err := scaffold.Load(home); err != nil || h.Auth.NotifyWebhook == nil || h.Auth.NotifyWebhook.Topic != "my-plexus" {

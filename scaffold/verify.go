@@ -29,6 +29,11 @@ const (
 	DefaultPort             = 7077
 )
 
+// MaxActivityRetentionDays is the ceiling of ActivityRetentionDays: 100
+// years. Far above it the days overflow a time.Duration and the daemon
+// would prune rows the owner meant to keep.
+const MaxActivityRetentionDays = 36500
+
 // AuthConfig is auth-config.json. Load clamps TokenLifetimeMs into
 // [60000, 3600000] (0 or absent means 900000) and defaults a zero
 // MaxTrustWindowMs to 30 days; a negative MaxTrustWindowMs is a problem.
@@ -41,10 +46,11 @@ const (
 // (inbox.Webhook: ntfy's publish format).
 // MaxStreamsPerSession and MaxStreamsPerAgent cap the /events streams open
 // at once (absent or 0: the gateway's defaults, 8 and 32); a negative cap is
-// a problem. ScrapeToken, when set (32 characters or more, not a plx_
-// credential), lets a Prometheus scraper read /metrics and nothing else.
+// a problem. MovedScrapeToken is read only to refuse it: the scrape token
+// is in its own file now ([ReadScrapeToken]).
 // ActivityRetentionDays, when positive, has the daemon prune activity rows
-// older than that many days (absent or 0: activity is kept forever).
+// older than that many days (absent or 0: activity is kept forever; at most
+// MaxActivityRetentionDays).
 // RateLimit and FailedCredentials are the owner's limits
 // ([AuthConfig.Limits]); the daemon applies their edits while it runs.
 type AuthConfig struct {
@@ -55,7 +61,7 @@ type AuthConfig struct {
 	NotifyWebhook         *NotifyWebhook   `json:"notifyWebhook,omitempty"`
 	MaxStreamsPerSession  int              `json:"maxStreamsPerSession,omitempty"`
 	MaxStreamsPerAgent    int              `json:"maxStreamsPerAgent,omitempty"`
-	ScrapeToken           string           `json:"scrapeToken,omitempty"`
+	MovedScrapeToken      string           `json:"scrapeToken,omitempty"`
 	ActivityRetentionDays int              `json:"activityRetentionDays,omitempty"`
 	RateLimit             *RateLimitConfig `json:"rateLimit,omitempty"`
 	FailedCredentials     *ThrottleConfig  `json:"failedCredentials,omitempty"`
@@ -69,7 +75,7 @@ type NotifyWebhook struct {
 	Topic string `json:"topic,omitempty"`
 }
 
-// MinScrapeTokenLen is the shortest scrape token auth-config.json takes.
+// MinScrapeTokenLen is the shortest scrape token the scrape-token file takes.
 const MinScrapeTokenLen = 32
 
 // DefaultAuthConfig is what Init writes.
@@ -215,6 +221,7 @@ func Load(home string) (*Home, error) {
 	if b, ok := v.file(h.NetworkFile, FileNetwork, false); ok {
 		h.Network = v.network(h.NetworkFile, b)
 	}
+	v.scrapeToken()
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -370,15 +377,17 @@ func (v *verifier) authConfig(path string, b []byte) AuthConfig {
 	return a
 }
 
-// observability checks the scrape token and the activity retention.
+// observability refuses a scrape token in auth-config.json (it moved to
+// its own file) and checks the activity retention.
 func (v *verifier) observability(path string, a AuthConfig) {
-	if a.ScrapeToken != "" && (len(a.ScrapeToken) < MinScrapeTokenLen || strings.HasPrefix(a.ScrapeToken, "plx_")) {
-		v.add(path, fmt.Sprintf("%s: scrapeToken is too short or looks like a Plexus credential", FileAuthConfig),
-			fmt.Sprintf("set it to %d or more random characters (openssl rand -hex 32), or remove it", MinScrapeTokenLen))
+	if a.MovedScrapeToken != "" {
+		v.add(path, FileAuthConfig+": scrapeToken no longer goes here (this file may be committed to a repository)",
+			fmt.Sprintf("move the token into %s (chmod 600; .gitignore leaves it out) and remove scrapeToken from %s",
+				shq(filepath.Join(v.home, FileScrapeToken)), FileAuthConfig))
 	}
-	if a.ActivityRetentionDays < 0 {
+	if a.ActivityRetentionDays < 0 || a.ActivityRetentionDays > MaxActivityRetentionDays {
 		v.add(path, fmt.Sprintf("%s: activityRetentionDays is %d", FileAuthConfig, a.ActivityRetentionDays),
-			"set it to a positive number of days, or remove it to keep the activity journal forever")
+			fmt.Sprintf("set it to a positive number of days up to %d (100 years), or remove it to keep the activity journal forever", MaxActivityRetentionDays))
 	}
 }
 

@@ -57,10 +57,12 @@ type Probes struct {
 	AnchorErrors func() int
 }
 
-// SourceHealth is one source's id and health status.
+// SourceHealth is one source's id, health status, and the sessions or
+// processes it re-established after a loss (an MCP server's client).
 type SourceHealth struct {
-	ID     string
-	Status plexus.HealthStatus
+	ID       string
+	Status   plexus.HealthStatus
+	Restarts int
 }
 
 // Metrics is the daemon's Prometheus registry and the metrics it counts
@@ -132,7 +134,10 @@ func (m *Metrics) probes(p Probes) {
 	}
 	if p.Sources != nil {
 		m.reg.MustRegister(&sourceCollector{fn: p.Sources, desc: prometheus.NewDesc("plexus_source_health",
-			"Each source's last known health: 1 for its current status, 0 for the others.", []string{"source", "status"}, nil)})
+			"Each source's last known health: 1 for its current status, 0 for the others.", []string{"source", "status"}, nil),
+			reconnects: prometheus.NewDesc("plexus_source_reconnects_total",
+				"Sessions or processes a source re-established after a loss since it started (an MCP server's restarted process or re-opened HTTP session).",
+				[]string{"source"}, nil)})
 	}
 	gauge := func(name, help string, fn func() int) {
 		if fn != nil {
@@ -227,13 +232,14 @@ func (c *pendingCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
 }
 
-// sourceCollector reports each source's health as a state set.
+// sourceCollector reports each source's health as a state set, and the
+// reconnects of those that keep a session.
 type sourceCollector struct {
-	fn   func() []SourceHealth
-	desc *prometheus.Desc
+	fn               func() []SourceHealth
+	desc, reconnects *prometheus.Desc
 }
 
-func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.reconnects }
 
 func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.fn() {
@@ -243,6 +249,9 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 1
 			}
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, s.ID, string(st))
+		}
+		if s.Restarts > 0 {
+			ch <- prometheus.MustNewConstMetric(c.reconnects, prometheus.CounterValue, float64(s.Restarts), s.ID)
 		}
 	}
 }

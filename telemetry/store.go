@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,13 +23,23 @@ import (
 // may run on another caller's goroutine and be rolled back, so rows are
 // read after Update returns, from the last run of fn.
 func Observe(inner plexus.Store, m *Metrics, tracer trace.Tracer) plexus.Store {
-	return &observed{inner: inner, m: m, tracer: tracer}
+	s := &observed{inner: inner, m: m, tracer: tracer}
+	s.updates.New = func() any {
+		u := new(update)
+		u.runFn = u.run
+		return u
+	}
+	return s
 }
 
 type observed struct {
 	inner  plexus.Store
 	m      *Metrics
 	tracer trace.Tracer
+	// updates recycles the per-Update state (and its bound run func):
+	// every /invoke commits through here, and the two allocations it cost
+	// were a tenth of the journal's own.
+	updates sync.Pool
 }
 
 // update is one Update call's view of its transaction: it passes every
@@ -36,6 +47,7 @@ type observed struct {
 type update struct {
 	plexus.StateTx
 	fn    func(plexus.StateTx) error
+	runFn func(plexus.StateTx) error // u.run, bound once
 	fnErr error
 	rows  []*plexus.Activity
 	buf   [2]*plexus.Activity // most updates record one or two rows
@@ -57,9 +69,13 @@ func (u *update) Record(a *plexus.Activity) error {
 }
 
 func (s *observed) Update(ctx context.Context, durable bool, fn func(plexus.StateTx) error) error {
-	u := &update{fn: fn}
+	u, _ := s.updates.Get().(*update)
+	u.fn = fn
+	// The store returns only once fn has run (or never will): u is free
+	// again after the rows are read.
+	defer s.release(u)
 	start := time.Now()
-	err := s.inner.Update(ctx, durable, u.run)
+	err := s.inner.Update(ctx, durable, u.runFn)
 	end := time.Now()
 	if s.m != nil {
 		s.m.commit(durable, end.Sub(start), journalFailed(err, u.fnErr))
@@ -74,6 +90,14 @@ func (s *observed) Update(ctx context.Context, durable bool, fn func(plexus.Stat
 		s.trace(ctx, a, start, end)
 	}
 	return nil
+}
+
+// release clears what u holds of the caller's (its fn, rows and
+// transaction) and returns it to the pool.
+func (s *observed) release(u *update) {
+	clear(u.buf[:])
+	u.StateTx, u.fn, u.fnErr, u.rows = nil, nil, nil, nil
+	s.updates.Put(u)
 }
 
 func (s *observed) View(ctx context.Context, fn func(plexus.StateTx) error) error {

@@ -113,3 +113,31 @@ func TestDecisionRows(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkObserveUpdate compares an /invoke-sized update through the
+// decorator with the same update on the journal itself: the difference in
+// allocs/op is what the decorator costs each call.
+func BenchmarkObserveUpdate(b *testing.B) {
+	db := plexustest.MustOpenJournal(b)
+	fn := func(tx plexus.StateTx) error {
+		return tx.Record(&plexus.Activity{Actor: "agent-1", AgentID: "agent-1", ActionType: "invoke.ok",
+			Target: "fs.read", Payload: map[string]any{"ms": 3}})
+	}
+	for _, bc := range []struct {
+		name  string
+		store plexus.Store
+	}{
+		{"Bare", db},
+		{"Observed", telemetry.Observe(db, telemetry.NewMetrics(telemetry.Probes{}), nil)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bc.store.Update(ctx, false, fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -63,11 +63,25 @@ func NewOTLPTracing(ctx context.Context) (*Tracing, error) {
 }
 
 // NewTracing sends spans to exp in batches (tests pass an in-memory
-// exporter and read it after Shutdown).
+// exporter and read it after Shutdown). Every span is sampled: see
+// [ownerSampler].
 func NewTracing(exp sdktrace.SpanExporter) *Tracing {
 	res := resource.NewSchemaless(attribute.String("service.name", "plexus"), attribute.String("service.version", plexus.Version))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(ownerSampler()))
 	return &Tracing{tp: tp, shutdown: tp.Shutdown, enabled: true}
+}
+
+// ownerSampler samples every span, whatever a remote parent says. A client's
+// traceparent (an agent's, in params._meta) is still continued, so its calls
+// join its own trace, but its sampled flag decides nothing: with the SDK's
+// default (ParentBased) an agent sending "not sampled" kept its calls, and
+// the plexus.invoke spans under them, out of the owner's traces. It also
+// overrides OTEL_TRACES_SAMPLER: the owner's traces are the record of what
+// agents did, not a sample of it.
+func ownerSampler() sdktrace.Sampler {
+	return sdktrace.ParentBased(sdktrace.AlwaysSample(),
+		sdktrace.WithRemoteParentSampled(sdktrace.AlwaysSample()),
+		sdktrace.WithRemoteParentNotSampled(sdktrace.AlwaysSample()))
 }
 
 // NoTracing is the provider of a daemon that exports nothing.

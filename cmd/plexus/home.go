@@ -43,8 +43,13 @@ func gatewayAddr(cmd *cli.Command) (string, error) {
 	return addr, nil
 }
 
-// notRunning rewrites a failure to connect into the owner's next step.
+// notRunning rewrites a failure to connect, or a listener of another user
+// at the address, into the owner's next step.
 func notRunning(addr string, err error) error {
+	var fe *client.ForeignListenerError
+	if errors.As(err, &fe) {
+		return &codedError{code: exitError, msg: fe.Error()}
+	}
 	if errors.Is(err, client.ErrUnreachable) {
 		return &codedError{code: exitError, msg: fmt.Sprintf("Plexus is not running at %s; start it with: plexus serve", addr)}
 	}

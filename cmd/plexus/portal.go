@@ -40,14 +40,14 @@ func portalAddCommand() *cli.Command {
 				return err
 			}
 			sc, pc, err := portal.OwnerSource(path, alias)
-			if err != nil {
-				return err
+			if err == nil {
+				sc, err = adm.AddSource(ctx, sc)
 			}
-			if sc, err = adm.AddSource(ctx, sc); err != nil {
-				return err
+			if err != nil {
+				return created.undo(err)
 			}
 			w := cmd.Root().Writer
-			if created {
+			if created != nil {
 				fmt.Fprintf(w, "Created %s with %s in it.\n", pc.Path, portalFirstFile)
 			}
 			fmt.Fprintf(w, "Portal %q added: %s (source %s).\n", alias, pc.Path, dash(sc.ID))
@@ -60,31 +60,80 @@ func portalAddCommand() *cli.Command {
 // starts with, so an agent's first read has something to read.
 const portalFirstFile = "hello.md"
 
+// createdFolder is what createPortalFolder made: the folder, the first
+// missing folder on its way (top, possibly the folder itself) and its first
+// file. Nil when it made nothing.
+type createdFolder struct {
+	path, top, file string
+}
+
 // createPortalFolder creates path (0700) with a first file when nothing is
-// there, as on a fresh machine following the quick start; created says it
-// did. An existing folder is left exactly as it is: nothing the owner has
+// there, as on a fresh machine following the quick start, and says what it
+// made. An existing folder is left exactly as it is: nothing the owner has
 // is written to.
-func createPortalFolder(path, alias string) (created bool, err error) {
+func createPortalFolder(path, alias string) (*createdFolder, error) {
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		return false, nil // there (or unreadable): portal.OwnerSource says what is wrong
+		return nil, nil // there (or unreadable): portal.OwnerSource says what is wrong
 	}
+	c := &createdFolder{path: filepath.Clean(path), top: firstMissing(path)}
 	if err := os.MkdirAll(path, 0o700); err != nil {
-		return false, fmt.Errorf("create the portal folder: %w", err)
+		return nil, fmt.Errorf("create the portal folder: %w", err)
 	}
 	text := fmt.Sprintf("# Hello from Plexus\n\nThis folder is exposed to agents as the portal %q:\n"+
 		"portal.%s.list, .read and .search read it; portal.%s.write asks you first.\n", alias, alias, alias)
-	f, err := os.OpenFile(filepath.Join(path, portalFirstFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	c.file = filepath.Join(path, portalFirstFile)
+	f, err := os.OpenFile(c.file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return false, fmt.Errorf("create the portal folder: %w", err)
+		c.file = ""
+		return nil, c.undo(fmt.Errorf("create the portal folder: %w", err))
 	}
 	if _, err := f.WriteString(text); err != nil {
 		f.Close()
-		return false, fmt.Errorf("create the portal folder: %w", err)
+		return nil, c.undo(fmt.Errorf("create the portal folder: %w", err))
 	}
 	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("create the portal folder: %w", err)
+		return nil, c.undo(fmt.Errorf("create the portal folder: %w", err))
 	}
-	return true, nil
+	return c, nil
+}
+
+// firstMissing is the outermost folder of path that does not exist yet:
+// what MkdirAll is about to create first.
+func firstMissing(path string) string {
+	p := filepath.Clean(path)
+	for {
+		parent := filepath.Dir(p)
+		if parent == p {
+			return p
+		}
+		if _, err := os.Lstat(parent); !errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+		p = parent
+	}
+}
+
+// undo takes back what createPortalFolder made, after cause (the daemon
+// refusing the portal, or a failure half way), and returns cause. It
+// removes only what it made, folder by folder with os.Remove, so a folder
+// someone put anything into meanwhile stays, and says so.
+func (c *createdFolder) undo(cause error) error {
+	if c == nil {
+		return cause
+	}
+	if c.file != "" {
+		if err := os.Remove(c.file); err != nil {
+			return fmt.Errorf("%w (and %s, created for the portal, is left: %v)", cause, c.file, err)
+		}
+	}
+	for dir := c.path; ; dir = filepath.Dir(dir) {
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("%w (and %s, created for the portal, is left: %v)", cause, dir, err)
+		}
+		if dir == c.top || dir == filepath.Dir(dir) {
+			return cause
+		}
+	}
 }
 
 func portalListCommand() *cli.Command {

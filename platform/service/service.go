@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff"
 	"github.com/plexus-gw/plexus/platform"
@@ -79,6 +81,11 @@ func Render(kind Kind, userHome string, spec Spec) (Unit, error) {
 	for name, p := range map[string]string{"binary": spec.Binary, "home": spec.Home, "user home": userHome} {
 		if !filepath.IsAbs(p) {
 			return Unit{}, fmt.Errorf("render the service unit: the %s %q is not an absolute path", name, p)
+		}
+	}
+	for name, v := range map[string]string{"binary": spec.Binary, "home": spec.Home, "address": spec.Addr} {
+		if err := unitSafe(v); err != nil {
+			return Unit{}, fmt.Errorf("render the service unit: the %s %q %w: move it or pass another", name, v, err)
 		}
 	}
 	args := []string{spec.Binary, "--home", spec.Home}
@@ -211,6 +218,23 @@ func Uninstall(u Unit, force bool) (removed bool, err error) {
 func systemdQuote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "%", "%%", "$", "$$", "\n", `\n`)
 	return `"` + r.Replace(s) + `"`
+}
+
+// unitSafe refuses what neither file format can carry as written: control
+// characters (a \r or \n ends a systemd line, so a home could add its own
+// ExecStart=), text that is not UTF-8, and the characters XML 1.0 forbids
+// (xml.EscapeText would turn them into U+FFFD, so the plist would run
+// another path).
+func unitSafe(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("is not valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == 0xFFFE || r == 0xFFFF {
+			return fmt.Errorf("holds the control or non-XML character %U", r)
+		}
+	}
+	return nil
 }
 
 // xmlText escapes s for XML character data.

@@ -114,6 +114,43 @@ func TestRenderLaunchd(t *testing.T) {
 	}
 }
 
+// A control character (a \r or \n would start a line of the unit's own,
+// such as another ExecStart=), text that is not UTF-8 or a character XML
+// forbids is refused in every field and for both managers, naming the field.
+func TestRenderRefusesControlCharacters(t *testing.T) {
+	tests := []struct {
+		name, field string
+		spec        Spec
+	}{
+		{"CRInHome", "home", Spec{Binary: "/bin/plexus", Home: "/tmp/x\rExecStart=/usr/bin/touch /tmp/pwned\r#"}},
+		{"LFInHome", "home", Spec{Binary: "/bin/plexus", Home: "/tmp/x\nExecStart=/usr/bin/touch /tmp/pwned"}},
+		{"NULInBinary", "binary", Spec{Binary: "/bin/ple\x00xus", Home: "/h"}},
+		{"EscInBinary", "binary", Spec{Binary: "/bin/\x1bplexus", Home: "/h"}},
+		{"TabInAddr", "address", Spec{Binary: "/bin/plexus", Home: "/h", Addr: "127.0.0.1:7077\t"}},
+		{"DELInHome", "home", Spec{Binary: "/bin/plexus", Home: "/h\x7f"}},
+		{"C1InHome", "home", Spec{Binary: "/bin/plexus", Home: "/h\u0085"}},
+		{"NotUTF8", "home", Spec{Binary: "/bin/plexus", Home: "/h\xff"}},
+		{"XMLNonCharacter", "binary", Spec{Binary: "/bin/plexus\uFFFE", Home: "/h"}},
+	}
+	for _, tt := range tests {
+		for _, kind := range []Kind{Systemd, Launchd} {
+			t.Run(tt.name+"/"+string(kind), func(t *testing.T) {
+				u, err := Render(kind, "/u", tt.spec)
+				if err == nil {
+					t.Fatalf("Render accepted it:\n%s", u.Content)
+				}
+				if !strings.Contains(err.Error(), "the "+tt.field+" ") || strings.ContainsAny(err.Error(), "\r\n\x00\x1b") {
+					t.Errorf("error %q does not name the %s, or carries the raw character", err, tt.field)
+				}
+			})
+		}
+	}
+	// Spaces, quotes, '%', '$' and non-ASCII letters stay allowed: quoted.
+	if _, err := Render(Systemd, "/u", Spec{Binary: "/opt/my tools/plexus", Home: "/home/zoë/50% \"$x\""}); err != nil {
+		t.Errorf("a path with spaces and quotes refused: %v", err)
+	}
+}
+
 func TestRenderRefusesRelativePaths(t *testing.T) {
 	for _, s := range []Spec{{Binary: "plexus", Home: "/h"}, {Binary: "/bin/plexus", Home: "home"}} {
 		if _, err := Render(Systemd, "/u", s); err == nil {

@@ -107,10 +107,12 @@ type Client struct {
 	cur        listing // the latest listing of every primitive
 	lastStderr string  // the last stderr line of a server that failed to start
 
-	mu     sync.RWMutex
-	sess   *session      // the live session; nil while there is none
-	health plexus.Health // guarded by mu
-	view   view          // guarded by mu
+	mu        sync.RWMutex
+	sess      *session      // the live session; nil while there is none
+	health    plexus.Health // guarded by mu
+	restarts  int           // sessions established after the first; guarded by mu
+	connected bool          // a session was established once; guarded by mu
+	view      view          // guarded by mu
 }
 
 // view is what Scan, Definitions and Dispatch see.
@@ -318,6 +320,10 @@ func (c *Client) start(ctx context.Context) (*session, error) {
 	c.cur = l
 	c.mu.Lock()
 	c.sess = s
+	if c.connected {
+		c.restarts++
+	}
+	c.connected = true
 	c.mu.Unlock()
 	c.apply()
 	c.setHealth(plexus.HealthOK, "")
@@ -411,11 +417,13 @@ func signature(entries []plexus.Entry) [32]byte {
 func (c *Client) setHealth(st plexus.HealthStatus, detail string) {
 	c.mu.Lock()
 	changed := c.health.Status != st
-	c.health = plexus.Health{Status: st, Detail: detail}
+	h := plexus.Health{Status: st, Detail: detail, Restarts: c.restarts}
+	c.health = h
 	c.mu.Unlock()
 	if changed && c.opts.OnHealth != nil {
 		now := time.Now()
-		c.opts.OnHealth(plexus.Health{Status: st, Detail: detail, CheckedAt: &now})
+		h.CheckedAt = &now
+		c.opts.OnHealth(h)
 	}
 }
 

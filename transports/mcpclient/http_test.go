@@ -191,6 +191,9 @@ func TestStreamableHTTPSessionGone(t *testing.T) {
 	h := startClient(t, "web", mcpclient.ServerConfig{URL: ts.URL}, mcpclient.Options{})
 	h.waitReady(t)
 	h.ok(t, "mcp.web.ping", nil)
+	if n := h.c.Health(context.Background()).Restarts; n != 0 {
+		t.Errorf("restarts before any loss = %d, want 0", n)
+	}
 
 	mu.Lock()
 	req, _ := http.NewRequest(http.MethodDelete, ts.URL, nil)
@@ -208,5 +211,11 @@ func TestStreamableHTTPSessionGone(t *testing.T) {
 	})
 	eventually(t, 20*time.Second, "health ok again", func() bool { return h.c.Health(context.Background()).Status == plexus.HealthOK })
 	h.ok(t, "mcp.web.ping", nil)
+	if n := h.c.Health(context.Background()).Restarts; n != 1 {
+		t.Errorf("restarts after one reconnect = %d, want 1", n)
+	}
+	if hl := h.healthLog(); len(hl) == 0 || hl[len(hl)-1].Status != plexus.HealthOK || hl[len(hl)-1].Restarts != 1 {
+		t.Errorf("the last health reported = %+v, want ok with 1 restart", hl)
+	}
 	h.stop()
 }

@@ -2,7 +2,7 @@
 import { el, when } from "./dom.js";
 
 export function renderSources(list, sources) {
-  const head = el("tr", {}, ...["Source", "Provenance", "Entries", "Health", "Held for your decision"]
+  const head = el("tr", {}, ...["Source", "Provenance", "Entries", "Health", "Held for your decision", "Restarts"]
     .map((h) => el("th", { scope: "col" }, h)));
   const rows = sources.map((s) => {
     const h = s.health || {};
@@ -16,7 +16,8 @@ export function renderSources(list, sources) {
       el("td", {}, el("span", { class: `health ${h.status || ""}` }, h.status || "unknown"),
         h.detail ? el("div", { class: "meta" }, h.detail) : "",
         h.checkedAt ? el("div", { class: "meta" }, "checked ", when(h.checkedAt)) : ""),
-      el("td", {}, held));
+      el("td", {}, held),
+      el("td", { "data-restarts": String(h.restarts || 0) }, String(h.restarts || 0)));
   });
   list.replaceChildren(el("table", { class: "grants sources" }, el("thead", {}, head), el("tbody", {}, ...rows)));
 }
