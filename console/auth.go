@@ -16,9 +16,12 @@ const (
 	maxSessions = 32
 )
 
-// session is one signed-in browser. The cookie carries the session's id;
-// the store keeps only its hash.
+// session is one signed-in browser tab. The cookie carries the session's
+// id, the store keeps only its hash; the page secret travels only in the
+// sign-in redirect's fragment and then in a header the tab's script sends,
+// because a cookie is also sent to every other port of the same host.
 type session struct {
+	page    string   // the tab's secret, sent with every API call
 	csrf    string   // sent back by the page on every change
 	keySum  [32]byte // the connection-key it was opened under
 	expires time.Time
@@ -90,7 +93,7 @@ func (a *authStore) redeem(code string) ([32]byte, bool) {
 func (a *authStore) open(keySum [32]byte) (string, *session) {
 	id := secret()
 	now := a.now()
-	s := &session{csrf: secret(), keySum: keySum, expires: now.Add(a.sessionTTL)}
+	s := &session{page: secret(), csrf: secret(), keySum: keySum, expires: now.Add(a.sessionTTL)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for h, old := range a.sessions {

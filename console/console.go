@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"log/slog"
 	nethttp "net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -58,6 +59,12 @@ type Tokens interface {
 	MintedOnApproval(ctx context.Context, traceID, pendingID string) (string, error)
 }
 
+// Journal records the console's own rows (a sign-in, a sign-out);
+// *journal.DB implements it.
+type Journal interface {
+	Update(ctx context.Context, durable bool, fn func(tx plexus.StateTx) error) error
+}
+
 // Options configure a [Console]. Home, Owner, Grants, Agents, Status, Key
 // and Decider are required.
 type Options struct {
@@ -72,11 +79,13 @@ type Options struct {
 	Tokens Tokens
 	// Activity reads the journal for the Journal page; nil serves none.
 	Activity Activity
+	// Journal records sign-ins and sign-outs; nil records none.
+	Journal Journal
 	// PeerUID finds the OS user of a request's connection (ok false when
-	// it cannot tell); a request from another user than OwnerUID is
-	// refused, whatever cookie it carries: cookies are not kept apart by
-	// port, so another local server the owner's browser visits could be
-	// handed the session cookie. Nil checks nothing.
+	// it cannot tell); a request from another user than OwnerUID, or
+	// whose user cannot be told, is refused, whatever it carries. It is a
+	// layer under the page secret, for where the platform can tell (the
+	// daemon sets it on Linux only). Nil checks nothing.
 	PeerUID  func(r *nethttp.Request) (uid int, ok bool)
 	OwnerUID int
 	// Providers are the ipc tool providers; nil shows none.
@@ -141,19 +150,38 @@ func New(o Options) *Console {
 // Handler is the console's handler, for the daemon's mux at [Prefix].
 func (c *Console) Handler() nethttp.Handler { return securityHeaders(c.ownerOnly(c.mux)) }
 
-// ownerOnly refuses a request whose connection belongs to another OS user
-// than the owner's (Options.PeerUID).
+// ownerOnly refuses a request that does not come from a loopback address
+// (whatever network.json allows the rest of the gateway), and one whose
+// connection belongs to another OS user than the owner's, or to a user
+// that cannot be told (Options.PeerUID).
 func (c *Console) ownerOnly(next nethttp.Handler) nethttp.Handler {
-	if c.opts.PeerUID == nil {
-		return next
-	}
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		if uid, ok := c.opts.PeerUID(r); ok && uid != c.opts.OwnerUID {
-			writeError(w, nethttp.StatusForbidden, "the console answers only the owner's own OS user")
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err != nil || !ap.Addr().Unmap().IsLoopback() {
+			writeError(w, nethttp.StatusForbidden, "the console answers only this machine's loopback")
 			return
+		}
+		if c.opts.PeerUID != nil {
+			if uid, ok := c.opts.PeerUID(r); !ok || uid != c.opts.OwnerUID {
+				writeError(w, nethttp.StatusForbidden, "the console answers only the owner's own OS user")
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// journal records a row of the console's own (actor human); a failure is
+// logged, not the owner's problem.
+func (c *Console) journal(ctx context.Context, action string, payload map[string]any) {
+	if c.opts.Journal == nil {
+		return
+	}
+	err := c.opts.Journal.Update(ctx, true, func(tx plexus.StateTx) error {
+		return tx.Record(&plexus.Activity{Actor: plexus.ActorHuman, ActionType: action, Target: "console", Payload: payload})
+	})
+	if err != nil {
+		c.log.Warn("console: journal "+action, "err", err)
+	}
 }
 
 // Changed tells every open console page that what it shows may have
@@ -165,7 +193,8 @@ func (c *Console) routes() {
 	m.HandleFunc("POST "+Prefix+"link", c.handleLink)
 	m.HandleFunc("GET "+Prefix+"signin", c.handleSignInPage)
 	m.Handle("POST "+Prefix+"signin", c.mutating(nethttp.HandlerFunc(c.handleSignIn)))
-	m.Handle("POST "+Prefix+"signout", c.mutating(c.signedIn(c.handleSignOut)))
+	m.Handle("POST "+Prefix+"api/signout", c.mutating(c.signedIn(c.handleSignOut)))
+	m.Handle("GET "+Prefix+"api/session", c.signedIn(c.handleSession))
 	m.Handle("GET "+Prefix+"static/", c.static)
 	m.Handle("GET "+Prefix+"{$}", c.signedInPage(c.handleApp))
 	m.Handle("GET "+Prefix+"api/pending", c.signedIn(c.handlePending))

@@ -36,6 +36,15 @@ type DecisionView struct {
 	Title        string           `json:"title"`
 	Capabilities []CapabilityView `json:"capabilities"`
 	Sections     []Section        `json:"sections"`
+	// Definition is a changed definition's whole before and now, from the
+	// pending decision (its file cuts long ones): approving pins all of New.
+	Definition *DefinitionView `json:"definition,omitempty"`
+}
+
+// DefinitionView is a changed definition, each side as indented JSON.
+type DefinitionView struct {
+	Old string `json:"old"`
+	New string `json:"new"`
 }
 
 // CapabilityView is one capability of a decision file.
@@ -83,13 +92,38 @@ func (c *Console) handlePending(w nethttp.ResponseWriter, r *nethttp.Request, o 
 		if err != nil {
 			continue
 		}
-		v, err := decisionView(b)
-		if err != nil || v.ID != p.ID {
+		v, err := pendingView(p, b)
+		if err != nil {
 			continue
 		}
 		out.Pending = append(out.Pending, v)
 	}
 	writeJSON(w, nethttp.StatusOK, out)
+}
+
+// pendingView is pending decision p as its file b tells it, with the
+// whole of a changed definition from p itself.
+func pendingView(p plexus.Pending, b []byte) (DecisionView, error) {
+	v, err := decisionView(b)
+	if err != nil {
+		return v, err
+	}
+	if v.ID != p.ID {
+		return v, fmt.Errorf("the file of %s names %s", p.ID, v.ID)
+	}
+	if d := p.Definition; d != nil {
+		v.Definition = &DefinitionView{Old: indentJSON(d.Old), New: indentJSON(d.New)}
+	}
+	return v, nil
+}
+
+// indentJSON is raw indented, or as it is when it is not JSON.
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // decisionView reads decision file b.
@@ -180,6 +214,10 @@ func (c *Console) handleDecide(w nethttp.ResponseWriter, r *nethttp.Request, o *
 		writeError(w, nethttp.StatusBadRequest, err.Error())
 		return
 	}
+	if err := c.sameAsShown(r.PathValue("id"), req); err != nil {
+		writeError(w, nethttp.StatusConflict, err.Error())
+		return
+	}
 	stamp.DecidedBy, stamp.Via = c.opts.Decider(), plexus.ViaConsole
 	var out bytes.Buffer
 	m := &inbox.OwnerMove{Home: c.opts.Home, ID: r.PathValue("id"), Approve: action == "approve", Stamp: stamp, Out: &out}
@@ -197,6 +235,45 @@ func (c *Console) handleDecide(w nethttp.ResponseWriter, r *nethttp.Request, o *
 		c.Changed()
 		writeJSON(w, nethttp.StatusOK, DecideResponse{Message: strings.TrimSpace(out.String())})
 	}
+}
+
+// errFileChanged is the answer to an approval naming what the decision's
+// file no longer holds.
+var errFileChanged = errors.New("the file changed since the page showed it; look again")
+
+// sameAsShown refuses an approval whose capabilities and verbs (the page
+// sends all it showed and left ticked) are not all in decision id's file
+// now: the owner would approve something else than what was shown.
+func (c *Console) sameAsShown(id string, req DecideRequest) error {
+	if req.Keep == nil && req.Verbs == nil || !inbox.ValidID(id) {
+		return nil // nothing shown to hold to, or OwnerMove refuses the id
+	}
+	b, err := inbox.ReadFile(filepath.Join(c.opts.Home, plexus.FolderInbox, inbox.FileName(id)))
+	if err != nil {
+		return nil // OwnerMove says what became of it
+	}
+	f, err := inbox.Parse(b)
+	if err != nil {
+		return nil // OwnerMove refuses a file that does not parse
+	}
+	has := map[string][]plexus.Verb{}
+	for _, fc := range f.Capabilities {
+		has[fc.ID] = fc.Verbs
+	}
+	for _, id := range req.Keep {
+		if _, ok := has[id]; !ok {
+			return errFileChanged
+		}
+	}
+	for id, vs := range req.Verbs {
+		fv, ok := has[id]
+		for _, v := range vs {
+			if !ok || !slices.Contains(fv, v) {
+				return errFileChanged
+			}
+		}
+	}
+	return nil
 }
 
 // stampOptions checks req for an approval or a denial.

@@ -3,8 +3,11 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	nethttp "net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,11 +17,18 @@ import (
 
 // The cookies: the session's id, and the sign-in form's CSRF value (the
 // form is posted before any session exists). Both are HttpOnly,
-// SameSite=Strict and scoped to the console.
+// SameSite=Strict, scoped to the console and named with the listener's
+// port (cookieName), so two daemons on one host keep theirs apart. A
+// cookie is not enough to use the console: every API call also carries
+// the tab's page secret (pageHeader), which no other port can read.
 const (
 	sessionCookie = "plexus_console"
 	signinCookie  = "plexus_console_signin"
 	csrfHeader    = "X-Plexus-CSRF"
+	pageHeader    = "X-Plexus-Console"
+	// secretFragment starts the fragment of the redirect after sign-in:
+	// the page's script moves the secret into sessionStorage and clears it.
+	secretFragment = "#session="
 	// maxBody caps the body of every change.
 	maxBody = 64 << 10
 )
@@ -64,62 +74,85 @@ func (c *Console) handleLink(w nethttp.ResponseWriter, r *nethttp.Request) {
 // form to paste the connection-key into.
 func (c *Console) handleSignInPage(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if !r.URL.Query().Has("code") {
-		c.signInForm(w, nethttp.StatusOK, "")
+		problem := ""
+		if r.URL.Query().Has("tab") {
+			problem = "This tab is not signed in (a console session belongs to the tab it was opened in). " +
+				"Run plexus console again, or paste the connection-key below."
+		}
+		c.signInForm(w, r, nethttp.StatusOK, problem)
 		return
 	}
 	keySum, ok := c.auth.redeem(r.URL.Query().Get("code"))
+	c.dropLinkFile(r.URL.Query().Get("code"))
 	if ok {
 		key, err := c.opts.Key()
 		ok = err == nil && sum(key) == keySum
 	}
 	if !ok {
-		c.signInForm(w, nethttp.StatusForbidden, "This sign-in link was used already or has expired. "+
+		c.signInForm(w, r, nethttp.StatusForbidden, "This sign-in link was used already or has expired. "+
 			"Run plexus console again, or paste the connection-key below.")
 		return
 	}
-	c.startSession(w, r, keySum)
+	c.startSession(w, r, keySum, "link")
 }
 
 // handleSignIn takes the connection-key pasted into the form.
 func (c *Console) handleSignIn(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if err := r.ParseForm(); err != nil {
-		c.signInForm(w, nethttp.StatusBadRequest, "The form could not be read.")
+		c.signInForm(w, r, nethttp.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	ck, err := r.Cookie(signinCookie)
-	if err != nil || !sameSecret(ck.Value, r.PostForm.Get("csrf")) {
-		c.signInForm(w, nethttp.StatusForbidden, "This form has expired; try again.")
+	if !anyCookie(r, cookieName(r, signinCookie), func(v string) bool { return sameSecret(v, r.PostForm.Get("csrf")) }) {
+		c.signInForm(w, r, nethttp.StatusForbidden, "This form has expired; try again.")
 		return
 	}
 	key := strings.TrimSpace(r.PostForm.Get("key"))
 	if err := c.opts.Owner.AdminCheck(r.Context(), gateway.Credentials{ConnectionKey: key, Remote: r.RemoteAddr}); err != nil {
-		c.signInForm(w, nethttp.StatusUnauthorized, "That is not the connection-key (plexus key show prints it).")
+		c.signInForm(w, r, nethttp.StatusUnauthorized, "That is not the connection-key (plexus key show prints it).")
 		return
 	}
-	nethttp.SetCookie(w, cookie(signinCookie, "", -1))
-	c.startSession(w, r, sum(key))
+	nethttp.SetCookie(w, cookie(cookieName(r, signinCookie), "", -1))
+	c.startSession(w, r, sum(key), "key")
 }
 
-func (c *Console) startSession(w nethttp.ResponseWriter, r *nethttp.Request, keySum [32]byte) {
-	id, _ := c.auth.open(keySum)
-	nethttp.SetCookie(w, cookie(sessionCookie, id, int(c.opts.SessionTTL/time.Second)))
-	nethttp.Redirect(w, r, Prefix, nethttp.StatusSeeOther)
+// startSession opens a session and sends the browser to the console with
+// the tab's page secret in the fragment, which the browser never sends to
+// a server.
+func (c *Console) startSession(w nethttp.ResponseWriter, r *nethttp.Request, keySum [32]byte, how string) {
+	id, s := c.auth.open(keySum)
+	nethttp.SetCookie(w, cookie(cookieName(r, sessionCookie), id, int(c.opts.SessionTTL/time.Second)))
+	c.journal(r.Context(), "console.signin", map[string]any{"with": how, "remote": r.RemoteAddr})
+	nethttp.Redirect(w, r, Prefix+secretFragment+s.page, nethttp.StatusSeeOther)
 }
 
-func (c *Console) signInForm(w nethttp.ResponseWriter, status int, problem string) {
+func (c *Console) signInForm(w nethttp.ResponseWriter, r *nethttp.Request, status int, problem string) {
 	csrf := secret()
-	nethttp.SetCookie(w, cookie(signinCookie, csrf, int(time.Hour/time.Second)))
+	nethttp.SetCookie(w, cookie(cookieName(r, signinCookie), csrf, int(time.Hour/time.Second)))
 	c.page(w, status, "signin.html", map[string]string{"CSRF": csrf, "Problem": problem})
 }
 
 func (c *Console) handleSignOut(w nethttp.ResponseWriter, r *nethttp.Request, o *owner) {
 	c.auth.close(o.id)
-	nethttp.SetCookie(w, cookie(sessionCookie, "", -1))
-	nethttp.Redirect(w, r, Prefix+"signin", nethttp.StatusSeeOther)
+	nethttp.SetCookie(w, cookie(cookieName(r, sessionCookie), "", -1))
+	c.journal(r.Context(), "console.signout", map[string]any{"remote": r.RemoteAddr})
+	writeJSON(w, nethttp.StatusOK, DecideResponse{Message: "Signed out."})
 }
 
+// SessionResponse is the body of GET /console/api/session: what the page
+// needs besides its page secret, handed out only with it.
+type SessionResponse struct {
+	CSRF    string    `json:"csrf"`
+	Expires time.Time `json:"expires"`
+}
+
+func (c *Console) handleSession(w nethttp.ResponseWriter, r *nethttp.Request, o *owner) {
+	writeJSON(w, nethttp.StatusOK, SessionResponse{CSRF: o.sess.csrf, Expires: o.sess.expires})
+}
+
+// handleApp serves the page to a session's cookie: it holds no data, and
+// its script signs the tab in again when the tab has no page secret.
 func (c *Console) handleApp(w nethttp.ResponseWriter, r *nethttp.Request, o *owner) {
-	c.page(w, nethttp.StatusOK, "app.html", map[string]string{"CSRF": o.sess.csrf})
+	c.page(w, nethttp.StatusOK, "app.html", nil)
 }
 
 func (c *Console) page(w nethttp.ResponseWriter, status int, name string, data any) {
@@ -138,38 +171,82 @@ func cookie(name, value string, maxAge int) *nethttp.Cookie {
 // errSignedOut is what a request without a live session learns.
 var errSignedOut = errors.New("not signed in to the console (or the session ended): open it again with plexus console")
 
-// signIn finds the request's live session from its cookie alone (an
-// Authorization header, an agent's token included, is never read), and
-// for a request that changes something checks its CSRF token.
-func (c *Console) signIn(r *nethttp.Request) (*owner, int, error) {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
-		return nil, nethttp.StatusUnauthorized, errSignedOut
+// errNoPageSecret is what a request with a session's cookie but without
+// its tab's page secret learns: a cookie alone never opens the console.
+var errNoPageSecret = errors.New("this tab is not signed in to the console: open it again with plexus console")
+
+// cookieName is base named with the port of the listener r came in on:
+// browsers keep cookies by host, not port, so two daemons on one host
+// would otherwise overwrite each other's.
+func cookieName(r *nethttp.Request, base string) string {
+	if a, ok := r.Context().Value(nethttp.LocalAddrContextKey).(net.Addr); ok {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			return base + "_" + strconv.Itoa(int(ap.Port()))
+		}
 	}
+	if _, port, err := net.SplitHostPort(r.Host); err == nil {
+		return base + "_" + port
+	}
+	return base
+}
+
+// anyCookie reports whether any cookie of r named name has a value ok
+// takes. Every one is tried: a page on another port of the host can set a
+// same-named cookie with a longer Path, which the browser sends first.
+func anyCookie(r *nethttp.Request, name string, ok func(v string) bool) bool {
+	for _, ck := range r.CookiesNamed(name) {
+		if ck.Value != "" && ok(ck.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// session finds the live session of r's cookies.
+func (c *Console) session(r *nethttp.Request, keySum [32]byte) (string, *session) {
+	var id string
+	var s *session
+	anyCookie(r, cookieName(r, sessionCookie), func(v string) bool {
+		found, ok := c.auth.lookup(v, keySum)
+		if ok {
+			id, s = v, found
+		}
+		return ok
+	})
+	return id, s
+}
+
+// signIn finds the request's live session from its cookie (an
+// Authorization header, an agent's token included, is never read). Unless
+// cookieOnly (the page itself, which holds no data), the request must
+// also carry the tab's page secret, and one that changes something its
+// CSRF token.
+func (c *Console) signIn(r *nethttp.Request, cookieOnly bool) (*owner, int, error) {
 	key, err := c.opts.Key()
 	if err != nil {
 		return nil, nethttp.StatusInternalServerError, errors.New("the connection-key cannot be read")
 	}
-	s, ok := c.auth.lookup(ck.Value, sum(key))
-	if !ok {
+	id, s := c.session(r, sum(key))
+	if s == nil {
 		return nil, nethttp.StatusUnauthorized, errSignedOut
 	}
-	if r.Method != nethttp.MethodGet && r.Method != nethttp.MethodHead {
-		tok := r.Header.Get(csrfHeader)
-		if tok == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-			tok = r.PostFormValue("csrf")
-		}
-		if !sameSecret(s.csrf, tok) {
-			return nil, nethttp.StatusForbidden, errors.New("this change lacks the console's CSRF token; reload the page")
-		}
+	o := &owner{id: id, sess: s, creds: gateway.Credentials{ConnectionKey: key, Remote: r.RemoteAddr, Via: plexus.ViaConsole}}
+	if cookieOnly {
+		return o, 0, nil
 	}
-	return &owner{id: ck.Value, sess: s, creds: gateway.Credentials{ConnectionKey: key, Remote: r.RemoteAddr, Via: plexus.ViaConsole}}, 0, nil
+	if !sameSecret(s.page, r.Header.Get(pageHeader)) {
+		return nil, nethttp.StatusUnauthorized, errNoPageSecret
+	}
+	if r.Method != nethttp.MethodGet && r.Method != nethttp.MethodHead && !sameSecret(s.csrf, r.Header.Get(csrfHeader)) {
+		return nil, nethttp.StatusForbidden, errors.New("this change lacks the console's CSRF token; reload the page")
+	}
+	return o, 0, nil
 }
 
 // signedIn serves h to a signed-in owner, and answers anyone else in JSON.
 func (c *Console) signedIn(h func(nethttp.ResponseWriter, *nethttp.Request, *owner)) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		o, status, err := c.signIn(r)
+		o, status, err := c.signIn(r, false)
 		if err != nil {
 			writeError(w, status, err.Error())
 			return
@@ -181,7 +258,7 @@ func (c *Console) signedIn(h func(nethttp.ResponseWriter, *nethttp.Request, *own
 // signedInPage is signedIn for a page: anyone else goes to the sign-in page.
 func (c *Console) signedInPage(h func(nethttp.ResponseWriter, *nethttp.Request, *owner)) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		o, _, err := c.signIn(r)
+		o, _, err := c.signIn(r, true)
 		if err != nil {
 			nethttp.Redirect(w, r, Prefix+"signin", nethttp.StatusSeeOther)
 			return

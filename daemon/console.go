@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"runtime"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/console"
@@ -21,7 +22,18 @@ func (d *Daemon) newConsole(o Options) {
 	d.console = console.New(console.Options{Home: dir, Owner: d.gw, Grants: d.gw, Agents: d.gw, Status: d.gw, Tokens: d.db, Decider: o.Owner, Clock: o.Clock, Logger: d.log,
 		Key:      func() (string, error) { return scaffold.ReadConnectionKey(dir) },
 		Activity: d.activity, Changes: d.gw.Changes, Providers: d.providers,
-		PeerUID: func(r *http.Request) (int, bool) { return plexushttp.PeerUID(r)() }, OwnerUID: os.Getuid()})
+		Journal: d.db, PeerUID: consolePeerUID(), OwnerUID: os.Getuid()})
+}
+
+// consolePeerUID is the console's OS-user check, kept as a layer under its
+// page secret where the platform can tell a connection's user (Linux, by
+// /proc): there a request whose user cannot be told is refused. Elsewhere
+// there is no such layer, rather than one that refuses every request.
+func consolePeerUID() func(r *http.Request) (int, bool) {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	return func(r *http.Request) (int, bool) { return plexushttp.PeerUID(r)() }
 }
 
 // activity reads the journal for the console's Journal page.

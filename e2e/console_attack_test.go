@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,12 +13,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/console"
+	"github.com/plexus-gw/plexus/journal"
 )
 
 func TestConsoleSignIn(t *testing.T) {
@@ -28,24 +32,23 @@ func TestConsoleSignIn(t *testing.T) {
 		c := browser(t)
 		link := e.link(t)
 		resp, _ := do(t, c, "GET", link, nil, "")
-		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
-			t.Fatalf("sign in: status %d, Location %q, want 303 to /console/ (without the code)", resp.StatusCode, resp.Header.Get("Location"))
-		}
+		secret := pageSecret(t, resp)
 		var ck *http.Cookie
 		for _, k := range resp.Cookies() {
-			if k.Name == "plexus_console" {
+			if k.Name == e.cookieName() {
 				ck = k
 			}
 		}
 		if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" || ck.Value == "" {
 			t.Fatalf("session cookie = %+v, want HttpOnly, SameSite=Strict, Path=/console/", ck)
 		}
-		if strings.Contains(ck.Value, strings.TrimPrefix(link, base+"/console/signin?code=")) {
-			t.Error("the session cookie carries the link's code")
+		code := strings.TrimPrefix(link, base+"/console/signin?code=")
+		if strings.Contains(ck.Value, code) || strings.Contains(secret, code) || secret == ck.Value {
+			t.Error("the session cookie or the page secret carries the link's code, or they are one")
 		}
 		resp, body := do(t, c, "GET", base+"/console/", nil, "")
 		csp := resp.Header.Get("Content-Security-Policy")
-		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "plexus-csrf") {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "app.js") {
 			t.Fatalf("console page: status %d", resp.StatusCode)
 		}
 		for _, want := range []string{"script-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "default-src 'none'"} {
@@ -115,10 +118,9 @@ func TestConsoleSignIn(t *testing.T) {
 	})
 	t.Run("SignOut", func(t *testing.T) {
 		c, csrf := e.signedIn(t)
-		form := url.Values{"csrf": {csrf}}.Encode()
-		resp, _ := do(t, c, "POST", base+"/console/signout", map[string]string{"Origin": e.origin(),
-			"Content-Type": "application/x-www-form-urlencoded"}, form)
-		if resp.StatusCode != http.StatusSeeOther {
+		resp, _ := do(t, c, "POST", base+"/console/api/signout", map[string]string{"Origin": e.origin(),
+			"X-Plexus-CSRF": csrf, "Content-Type": "application/json"}, "{}")
+		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("sign out: status %d", resp.StatusCode)
 		}
 		if resp, _ := do(t, c, "GET", base+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusUnauthorized {
@@ -154,6 +156,7 @@ func pasteKey(t *testing.T, e *consoleEnv, key string) *http.Client {
 	if resp.StatusCode != http.StatusSeeOther {
 		return nil
 	}
+	withPage(c, pageSecret(t, resp))
 	if resp, _ := do(t, c, "GET", e.td.BaseURL()+"/console/api/pending", nil, ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("signed in by the form, but pending answers %d", resp.StatusCode)
 	}
@@ -239,7 +242,7 @@ func TestConsoleAttacks(t *testing.T) {
 	t.Run("ErrCrossOriginSignIn", func(t *testing.T) {
 		resp, _ := do(t, browser(t), "POST", e.td.BaseURL()+"/console/signin", map[string]string{"Origin": "http://evil.example",
 			"Content-Type": "application/x-www-form-urlencoded"}, url.Values{"key": {e.td.key}}.Encode())
-		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) > 0 && resp.Cookies()[0].Name == "plexus_console" {
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) > 0 && strings.HasPrefix(resp.Cookies()[0].Name, "plexus_console_") {
 			t.Errorf("cross-origin sign-in: status %d, cookies %v", resp.StatusCode, resp.Cookies())
 		}
 	})
@@ -301,9 +304,8 @@ func TestConsoleEventsEndOnSignOut(t *testing.T) {
 			t.Fatal("the stream ended before its first event")
 		}
 	}
-	form := url.Values{"csrf": {csrf}}.Encode()
-	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/signout", map[string]string{"Origin": e.origin(),
-		"Content-Type": "application/x-www-form-urlencoded"}, form); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/api/signout", map[string]string{"Origin": e.origin(),
+		"X-Plexus-CSRF": csrf, "Content-Type": "application/json"}, "{}"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("sign out: status %d", resp.StatusCode)
 	}
 	e.ask(t, "portal.notes.write") // a change: the stream wakes, and ends
@@ -318,10 +320,9 @@ func TestConsoleEventsEndOnSignOut(t *testing.T) {
 	}
 }
 
-// TestConsoleOtherUser: the owner's session cookie, handed to a process of
-// another OS user (a local server the owner's browser visited on another
-// port of 127.0.0.1 receives it: cookies are not kept apart by port), opens
-// nothing: the console answers only the owner's own OS user.
+// TestConsoleOtherUser: the owner's session cookie and even its page
+// secret, in the hands of a process of another OS user, open nothing on
+// Linux: the console answers only the owner's own OS user.
 func TestConsoleOtherUser(t *testing.T) {
 	if runtime.GOOS != "linux" || os.Getuid() != 0 {
 		t.Skip("runs curl as another user (nobody): needs Linux and root, as CI has")
@@ -332,21 +333,12 @@ func TestConsoleOtherUser(t *testing.T) {
 	}
 	e := newConsoleEnv(t)
 	c, _ := e.signedIn(t)
-	u, err := url.Parse(e.td.BaseURL() + "/console/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cookie string
-	for _, k := range c.Jar.Cookies(u) {
-		if k.Name == "plexus_console" {
-			cookie = k.Name + "=" + k.Value
-		}
-	}
-	if cookie == "" {
-		t.Fatal("no session cookie")
-	}
+	ck := e.sessionCookie(t, c)
+	cookie := ck.Name + "=" + ck.Value
+	secret := c.Transport.(pageTransport).secret
 	status := func(uid uint32) string {
-		cmd := exec.Command(curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Cookie: "+cookie, e.td.BaseURL()+"/console/api/pending")
+		cmd := exec.Command(curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Cookie: "+cookie,
+			"-H", "X-Plexus-Console: "+secret, e.td.BaseURL()+"/console/api/pending")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 		out, err := cmd.Output()
 		if err != nil {
@@ -359,5 +351,113 @@ func TestConsoleOtherUser(t *testing.T) {
 	}
 	if got := status(0); got != "200" {
 		t.Errorf("the owner's own user with the cookie: status %s, want 200", got)
+	}
+}
+
+// TestConsoleDecideWords: what the console says after a decision names its
+// channel, a refused window is worded for the page, an approval naming what
+// the file does not hold is refused as a changed file, and sign-ins and
+// sign-outs are journaled without their secrets.
+func TestConsoleDecideWords(t *testing.T) {
+	e := newConsoleEnv(t)
+	c, csrf := e.signedIn(t)
+	h := map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": "application/json"}
+	approve := func(pid string) string { return e.td.BaseURL() + "/console/api/pending/" + pid + "/approve" }
+
+	pid := e.ask(t, "portal.notes.write")
+	for _, tc := range []struct{ body, want string }{
+		{`{"window":"30d"}`, "the window you picked: window 30d is longer"},
+		{`{"keep":["portal.notes.write","portal.docs.write"],"verbs":{"portal.notes.write":["write"]}}`, "the file changed since the page showed it"},
+		{`{"keep":["portal.notes.write"],"verbs":{"portal.notes.write":["write","execute"]}}`, "the file changed since the page showed it"},
+	} {
+		resp, b := do(t, c, "POST", approve(pid), h, tc.body)
+		if resp.StatusCode < 400 || !strings.Contains(b, tc.want) {
+			t.Errorf("%s: status %d %s, want %q", tc.body, resp.StatusCode, b, tc.want)
+		}
+		e.stillPending(t, pid)
+	}
+	resp, b := do(t, c, "POST", approve(pid), h, `{"keep":["portal.notes.write"],"verbs":{"portal.notes.write":["write"]}}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(b, "via console") || strings.Contains(b, "via cli") {
+		t.Errorf("approve: status %d %s, want it said via console", resp.StatusCode, b)
+	}
+
+	secret := c.Transport.(pageTransport).secret
+	ck := e.sessionCookie(t, c)
+	if resp, _ := do(t, c, "POST", e.td.BaseURL()+"/console/api/signout", h, "{}"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign out: status %d", resp.StatusCode)
+	}
+	in := e.td.activity(t, journal.Filter{Type: "console.signin"})
+	out := e.td.activity(t, journal.Filter{Type: "console.signout"})
+	if len(in) != 1 || len(out) != 1 || in[0].Actor != plexus.ActorHuman || out[0].Actor != plexus.ActorHuman {
+		t.Fatalf("console rows: %d sign-ins %+v, %d sign-outs %+v, want one each by a human", len(in), in, len(out), out)
+	}
+	for _, r := range append(in, out...) {
+		row := fmt.Sprint(r.Payload, r.Target)
+		if strings.Contains(row, secret) || strings.Contains(row, csrf) || strings.Contains(row, ck.Value) {
+			t.Errorf("%s row carries a secret: %s", r.ActionType, row)
+		}
+	}
+}
+
+// TestConsoleLinkRace: a one-time link redeemed by many clients at once
+// signs in exactly one.
+func TestConsoleLinkRace(t *testing.T) {
+	e := newConsoleEnv(t)
+	for round := range 3 {
+		link := e.link(t)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				resp, err := browser(t).Get(link)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if resp.StatusCode == http.StatusSeeOther {
+					wins.Add(1)
+				}
+				if err := resp.Body.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Errorf("round %d: one link signed in %d clients, want 1", round, n)
+		}
+	}
+}
+
+// TestConsoleNarrowWidens: every approval from the console that would
+// widen what was asked (a longer window, another capability, another verb,
+// nothing at all, a field spelled otherwise or given twice) is refused and
+// changes nothing.
+func TestConsoleNarrowWidens(t *testing.T) {
+	e := newConsoleEnv(t)
+	pid := e.ask(t, "portal.notes.write")
+	c, csrf := e.signedIn(t)
+	u := e.td.BaseURL() + "/console/api/pending/" + pid + "/approve"
+	h := map[string]string{"Origin": e.origin(), "X-Plexus-CSRF": csrf, "Content-Type": "application/json"}
+	for _, body := range []string{
+		`{"window":"7d"}`,
+		`{"window":"forever"}`,
+		`{"window":"30d"}`,
+		`{"keep":["portal.notes.write","portal.docs.write"]}`,
+		`{"keep":["portal.docs.write"]}`,
+		`{"verbs":{"portal.notes.write":["write","execute"]}}`,
+		`{"verbs":{"portal.notes.write":["execute"]}}`,
+		`{"verbs":{"portal.docs.write":["write"]}}`,
+		`{"keep":[]}`,
+		`{"verbs":{"portal.notes.write":[]}}`,
+		`{"keep":["portal.notes.write"],"verbs":{"portal.docs.write":["read"]}}`,
+		`{"Keep":["portal.docs.write"]}`,
+		`{"keep":["portal.notes.write"],"keep":["portal.docs.write"]}`,
+	} {
+		resp, b := do(t, c, "POST", u, h, body)
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+			t.Errorf("%s: status %d %s, want it refused", body, resp.StatusCode, strings.TrimSpace(b))
+		}
+		e.stillPending(t, pid)
 	}
 }

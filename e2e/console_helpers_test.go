@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/console"
 	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/internal/plexustest"
 )
@@ -111,22 +111,80 @@ func do(t *testing.T, c *http.Client, method, u string, hdr map[string]string, b
 	return resp, string(b)
 }
 
-var csrfMeta = regexp.MustCompile(`<meta name="plexus-csrf" content="([^"]+)">`)
+// pageSecret is the tab's page secret in the fragment of the redirect
+// after a sign-in (resp), which the page's script keeps.
+func pageSecret(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	loc := resp.Header.Get("Location")
+	s, ok := strings.CutPrefix(loc, "/console/#session=")
+	if resp.StatusCode != http.StatusSeeOther || !ok || s == "" {
+		t.Fatalf("sign in: status %d, Location %q, want 303 to /console/#session=…", resp.StatusCode, loc)
+	}
+	return s
+}
 
-// signedIn signs a new browser in with a one-time link and returns it with
-// the page's CSRF token.
+// withPage sends, on each request of c, the page secret the page's script
+// sends: c is then a signed-in tab.
+func withPage(c *http.Client, secret string) *http.Client {
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = pageTransport{next: next, secret: secret}
+	return c
+}
+
+type pageTransport struct {
+	next   http.RoundTripper
+	secret string
+}
+
+func (p pageTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if r.Header.Get("X-Plexus-Console") == "" {
+		r.Header.Set("X-Plexus-Console", p.secret)
+	}
+	return p.next.RoundTrip(r)
+}
+
+// signedIn signs a new browser tab in with a one-time link and returns it
+// (sending its page secret) with the CSRF token it is handed.
 func (e *consoleEnv) signedIn(t *testing.T) (*http.Client, string) {
 	t.Helper()
 	c := browser(t)
-	if resp, body := do(t, c, "GET", e.link(t), nil, ""); resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("sign in: status %d: %s", resp.StatusCode, body)
+	resp, _ := do(t, c, "GET", e.link(t), nil, "")
+	withPage(c, pageSecret(t, resp))
+	var s console.SessionResponse
+	resp, body := do(t, c, "GET", e.td.BaseURL()+"/console/api/session", nil, "")
+	if err := json.Unmarshal([]byte(body), &s); resp.StatusCode != http.StatusOK || err != nil || s.CSRF == "" {
+		t.Fatalf("console session: status %d, no CSRF token: %s", resp.StatusCode, body)
 	}
-	resp, body := do(t, c, "GET", e.td.BaseURL()+"/console/", nil, "")
-	m := csrfMeta.FindStringSubmatch(body)
-	if resp.StatusCode != http.StatusOK || m == nil {
-		t.Fatalf("console page: status %d, no CSRF token: %s", resp.StatusCode, body)
+	return c, s.CSRF
+}
+
+// sessionCookie is the console's session cookie in c's jar.
+func (e *consoleEnv) sessionCookie(t *testing.T, c *http.Client) *http.Cookie {
+	t.Helper()
+	u, err := url.Parse(e.td.BaseURL() + "/console/")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c, m[1]
+	for _, k := range c.Jar.Cookies(u) {
+		if k.Name == e.cookieName() {
+			return k
+		}
+	}
+	t.Fatalf("no cookie %s", e.cookieName())
+	return nil
+}
+
+// cookieName is the session cookie's name: it carries the daemon's port.
+func (e *consoleEnv) cookieName() string {
+	u, err := url.Parse(e.td.BaseURL())
+	if err != nil {
+		panic(err)
+	}
+	return "plexus_console_" + u.Port()
 }
 
 // origin is the console's own origin, as the browser sends it.

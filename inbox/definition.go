@@ -12,7 +12,8 @@ import (
 )
 
 // maxShownJSON caps each before/after block of a changed definition: the
-// journal keeps both whole; the file is for reading.
+// pending decision keeps both whole (the journal only their hashes), and
+// the console shows them whole; the file is for reading.
 const maxShownJSON = 6000
 
 // definition writes what changed in an ingested definition, top-level field
@@ -93,7 +94,7 @@ func fenced(raw json.RawMessage) []string {
 	}
 	s := strings.ToValidUTF8(buf.String(), "\uFFFD")
 	if len(s) > maxShownJSON {
-		s = strings.ToValidUTF8(s[:maxShownJSON], "") + "\n… (cut; the journal keeps the whole definition)"
+		s = strings.ToValidUTF8(s[:maxShownJSON], "") + "\n… (cut here; the console shows the whole definition, which approving pins)"
 	}
 	// Control and format characters (bidi overrides among them) could
 	// disguise the text: show them as JSON escapes.

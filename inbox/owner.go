@@ -86,6 +86,9 @@ func (m *OwnerMove) Run(ctx context.Context, connect func() (Daemon, error)) err
 	var pe *ParseError
 	switch {
 	case errors.As(err, &we):
+		if m.Stamp.via() == plexus.ViaConsole {
+			return refuse("the window you picked: %v; nothing was moved", we)
+		}
 		return refuse("--window: %v; nothing was moved", we)
 	case errors.As(err, &pe):
 		return refuse("%s cannot be read, so nothing was moved: %v\nFix it, then run this again.", m.rel(plexus.FolderInbox), pe)

@@ -266,8 +266,8 @@ func DescribeDecision(p plexus.Pending) string {
 	return s
 }
 
-// WriteDecided says what a decision by, made with the command line, did to
-// p, and where its file now is. An approved grant's token is the caller's
+// WriteDecided says what a decision by did to p (made through the channel
+// p.Via names), and where its file now is. An approved grant's token is the caller's
 // to report: it is read from the journal.
 func WriteDecided(w io.Writer, p plexus.Pending, by, file string) {
 	switch {
@@ -277,15 +277,15 @@ func WriteDecided(w io.Writer, p plexus.Pending, by, file string) {
 			what = "the extension " + p.Extension.Source + " is not registered"
 		}
 		fmt.Fprintf(w, "Rejected %s for %s: %s.\n", p.ID, dash(p.AgentID), what)
-		fmt.Fprintf(w, "Denied by %s via cli: %s; the file is in %s.\n", by, p.Reason, file)
+		fmt.Fprintf(w, "Denied by %s via %s: %s; the file is in %s.\n", by, dash(p.Via), p.Reason, file)
 		fmt.Fprintln(w, "The agent is told with grant_resolved.")
 	case p.Extension != nil:
 		fmt.Fprintf(w, "Approved %s for %s: the extension %s is registered (%d entries, extension provenance).\n",
 			p.ID, dash(p.AgentID), p.Extension.Source, len(p.Extension.Capabilities))
-		fmt.Fprintf(w, "Approved by %s via cli; the file stands in %s while it is installed.\n", by, file)
+		fmt.Fprintf(w, "Approved by %s via %s; the file stands in %s while it is installed.\n", by, dash(p.Via), file)
 	default:
 		fmt.Fprintf(w, "Approved %s for %s: %s.\n", p.ID, dash(p.AgentID), describeItems(p.Items))
-		fmt.Fprintf(w, "Approved by %s via cli; the file is in %s.\n", by, file)
+		fmt.Fprintf(w, "Approved by %s via %s; the file is in %s.\n", by, dash(p.Via), file)
 	}
 }
 

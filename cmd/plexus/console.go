@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/console"
 	"github.com/urfave/cli/v3"
 )
 
@@ -27,7 +28,13 @@ func consoleCommand() *cli.Command {
 				fmt.Fprintln(w, link.URL)
 				return nil
 			}
-			if err := openBrowser(link.URL); err != nil {
+			// The opener gets a private file's path, not the link: a command
+			// line is readable by every local user.
+			page, err := console.LinkFile(cmd.String("home"), link.URL, time.Now())
+			if err == nil {
+				err = openBrowser(page)
+			}
+			if err != nil {
 				fmt.Fprintf(w, "Could not open a browser (%v). Open this link yourself; it works once, for %s:\n%s\n", err, left, link.URL)
 				return nil
 			}
@@ -37,18 +44,18 @@ func consoleCommand() *cli.Command {
 	}
 }
 
-// openBrowser hands url to the desktop's opener, which returns once the
+// openBrowser hands the page at path to the desktop's opener, which returns once the
 // browser has it; the opener is not waited for past its start.
-func openBrowser(url string) error {
+func openBrowser(path string) error {
 	opener := "xdg-open"
 	if runtime.GOOS == "darwin" {
 		opener = "open"
 	}
-	path, err := exec.LookPath(opener)
+	bin, err := exec.LookPath(opener)
 	if err != nil {
 		return err
 	}
-	c := exec.Command(path, url)
+	c := exec.Command(bin, path)
 	if err := c.Start(); err != nil {
 		return err
 	}

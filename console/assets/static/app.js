@@ -7,7 +7,13 @@ import { renderTimeline, renderStory } from "./journal.js";
 import { renderAgents } from "./agents.js";
 import { renderSources, renderProviders } from "./sources.js";
 
-const csrf = document.querySelector('meta[name="plexus-csrf"]').content;
+// The tab's page secret: the sign-in redirect brings it in the fragment
+// (never sent to a server); it is moved into sessionStorage, which no
+// other port and no other tab reads, and sent with every call. A cookie
+// alone opens nothing: another port of this host receives it too.
+const secret = pageSecret();
+if (!secret) location.replace("/console/signin?tab=new");
+let session = null; // the promise of GET /console/api/session: the CSRF token
 const list = document.getElementById("pending-list");
 const statusLine = document.getElementById("status");
 const empty = document.getElementById("empty");
@@ -16,17 +22,32 @@ const notifyButton = document.getElementById("notify");
 const windows = ["once", "1h", "1d", "7d"];
 let seen = null; // ids shown so far; null before the first load
 
+function pageSecret() {
+  const m = /^#session=([A-Za-z0-9]+)$/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem("plexus-console", m[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("plexus-console");
+}
+
+function signedOut() {
+  sessionStorage.removeItem("plexus-console");
+  location.assign("/console/signin");
+}
+
 async function api(path, body) {
-  const opts = { credentials: "same-origin", headers: {} };
+  const opts = { credentials: "same-origin", headers: { "X-Plexus-Console": secret } };
   if (body !== undefined) {
+    session ||= api("session");
     opts.method = "POST";
     opts.headers["Content-Type"] = "application/json";
-    opts.headers["X-Plexus-CSRF"] = csrf;
+    opts.headers["X-Plexus-CSRF"] = (await session).csrf;
     opts.body = JSON.stringify(body);
   }
   const r = await fetch("/console/api/" + path, opts);
   const data = await r.json().catch(() => ({}));
-  if (r.status === 401) location.assign("/console/signin");
+  if (r.status === 401) signedOut();
   if (!r.ok) throw new Error((data.error && data.error.message) || r.statusText);
   return data;
 }
@@ -66,15 +87,27 @@ function sections(d) {
   return out;
 }
 
-// narrowing reads the form: only what the owner unticked or picked is sent.
+// definition shows a changed definition whole, before and now: the file
+// cuts a long one, and approving serves all of it.
+function definition(d) {
+  if (!d.definition) return "";
+  return el("details", { class: "definition" },
+    el("summary", {}, "The whole definition, before and now (approving serves all of Now)"),
+    el("p", {}, "Before:"), el("pre", {}, d.definition.old),
+    el("p", {}, "Now:"), el("pre", {}, d.definition.new));
+}
+
+// narrowing reads the form: the capabilities and verbs the card showed and
+// the owner left ticked, always in full, so that the approval is what the
+// owner saw (the daemon refuses it when the file changed since).
 function narrowing(card, d) {
   const body = {};
   const kept = [...card.querySelectorAll("input[data-cap]:not([data-verb])")].filter((i) => i.checked).map((i) => i.dataset.cap);
-  if (kept.length !== d.capabilities.length) body.keep = kept;
+  if (d.capabilities.length > 0) body.keep = kept;
   for (const c of d.capabilities) {
     if (!kept.includes(c.id)) continue;
     const vs = [...card.querySelectorAll(`input[data-verb][data-cap="${CSS.escape(c.id)}"]`)].filter((i) => i.checked).map((i) => i.dataset.verb);
-    if (vs.length !== c.verbs.length) (body.verbs ||= {})[c.id] = vs;
+    (body.verbs ||= {})[c.id] = vs;
   }
   const w = card.querySelector("select.window");
   if (w && w.value) body.window = w.value;
@@ -122,6 +155,7 @@ function card(d) {
     d.problem ? el("p", { class: "problem", role: "alert" }, d.problem) : "",
     d.sameUser ? el("p", { class: "warn" }, "This agent runs as your own user: it could move this file itself.") : "",
     ...sections(d),
+    definition(d),
     narrowable ? capabilities(d) : "",
     el("div", { class: "decide" },
       ...(narrowable ? [el("label", { htmlFor: windowId }, "Window "), select] : []),
@@ -286,12 +320,49 @@ function changed() {
   refresh();
 }
 
-function live() {
-  const es = new EventSource("/console/api/events");
-  es.addEventListener("changed", changed);
-  es.addEventListener("error", () => { statusLine.textContent = "Reconnecting to Plexus…"; });
-  es.addEventListener("open", () => { if (statusLine.textContent.startsWith("Reconnecting")) statusLine.textContent = ""; });
+// live reads the daemon's event stream (server-sent events, read with
+// fetch so that it carries the page secret) and reconnects when it ends.
+async function live() {
+  for (;;) {
+    try {
+      const r = await fetch("/console/api/events", { credentials: "same-origin", headers: { "X-Plexus-Console": secret } });
+      if (r.status === 401) return signedOut();
+      if (!r.ok || !r.body) throw new Error(r.statusText);
+      if (statusLine.textContent.startsWith("Reconnecting")) statusLine.textContent = "";
+      await frames(r.body, (f) => { if (/^event: changed$/m.test(f)) changed(); });
+    } catch {
+      // the daemon went away, or the stream broke: try again below
+    }
+    statusLine.textContent = "Reconnecting to Plexus…";
+    await new Promise((ok) => setTimeout(ok, 1000));
+  }
 }
+
+// frames calls fn with each event-stream frame of body until it ends.
+async function frames(body, fn) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value.replaceAll("\r\n", "\n");
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      fn(buf.slice(0, i));
+      buf = buf.slice(i + 2);
+    }
+  }
+}
+
+document.getElementById("signout").addEventListener("click", async () => {
+  try {
+    await api("signout", {});
+  } catch (e) {
+    statusLine.textContent = e.message;
+    return;
+  }
+  signedOut();
+});
 
 if ("Notification" in window && Notification.permission === "default") {
   notifyButton.hidden = false;
@@ -305,5 +376,7 @@ document.getElementById("journal-filter").addEventListener("submit", (ev) => {
   ev.preventDefault();
   loadJournal();
 });
-show();
-live();
+if (secret) {
+  show();
+  live();
+}
