@@ -48,6 +48,9 @@ func TestCLIFoundWithoutFlags(t *testing.T) {
 	if !strings.Contains(banner, "Plexus is listening on http://"+p.addr+" (home "+home+")") {
 		t.Errorf("the banner does not name the real address and home:\n%s", banner)
 	}
+	if !strings.Contains(banner, "plexus console (opens http://"+p.addr+"/console/") {
+		t.Errorf("the banner does not say where the console is:\n%s", banner)
+	}
 	fi, err := os.Stat(addrFile)
 	if err != nil {
 		t.Fatal(err)

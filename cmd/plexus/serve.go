@@ -46,6 +46,7 @@ func serveCommand() *cli.Command {
 			fmt.Fprintf(w, "  discovery:      %s/.well-known/plexus\n", d.BaseURL())
 			fmt.Fprintf(w, "  connect agent:  plexus agents connect <agent-id>\n")
 			fmt.Fprintf(w, "  expose folder:  plexus portal add <path> <alias>\n")
+			fmt.Fprintf(w, "  console:        plexus console (opens %s/console/, signed in by a one-time link)\n", d.BaseURL())
 			fmt.Fprintf(w, "  journal:        plexus journal --follow\n")
 			fmt.Fprintln(w, "Stop with Ctrl-C.")
 			if f, ok := w.(*os.File); ok {
