@@ -81,6 +81,9 @@ type Options struct {
 	Activity Activity
 	// Journal records sign-ins and sign-outs; nil records none.
 	Journal Journal
+	// JournalFailed reports a row Journal could not write (the gateway's:
+	// logged once, counted for plexus status); nil logs it.
+	JournalFailed func(what string, err error)
 	// PeerUID finds the OS user of a request's connection (ok false when
 	// it cannot tell); a request from another user than OwnerUID, or
 	// whose user cannot be told, is refused, whatever it carries. It is a
@@ -171,7 +174,8 @@ func (c *Console) ownerOnly(next nethttp.Handler) nethttp.Handler {
 }
 
 // journal records a row of the console's own (actor human); a failure is
-// logged, not the owner's problem.
+// reported as every journal failure is (JournalFailed: logged once and
+// counted for plexus status), and does not undo the sign-in or sign-out.
 func (c *Console) journal(ctx context.Context, action string, payload map[string]any) {
 	if c.opts.Journal == nil {
 		return
@@ -179,7 +183,11 @@ func (c *Console) journal(ctx context.Context, action string, payload map[string
 	err := c.opts.Journal.Update(ctx, true, func(tx plexus.StateTx) error {
 		return tx.Record(&plexus.Activity{Actor: plexus.ActorHuman, ActionType: action, Target: "console", Payload: payload})
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+	case c.opts.JournalFailed != nil:
+		c.opts.JournalFailed(action, err)
+	default:
 		c.log.Warn("console: journal "+action, "err", err)
 	}
 }

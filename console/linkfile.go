@@ -103,7 +103,7 @@ func (c *Console) dropLinkFile(code string) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.log.Warn("console: remove sign-in page", "err", err)
 	}
-	if err := removeLinkFiles(c.opts.Home, time.Now().Add(-c.opts.LinkTTL)); err != nil {
+	if err := removeLinkFiles(c.opts.Home, c.opts.Clock().Add(-c.opts.LinkTTL)); err != nil {
 		c.log.Warn("console: remove sign-in pages", "err", err)
 	}
 }

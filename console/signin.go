@@ -82,9 +82,10 @@ func (c *Console) handleSignInPage(w nethttp.ResponseWriter, r *nethttp.Request)
 		c.signInForm(w, r, nethttp.StatusOK, problem)
 		return
 	}
-	keySum, ok := c.auth.redeem(r.URL.Query().Get("code"))
-	c.dropLinkFile(r.URL.Query().Get("code"))
-	if ok {
+	code := r.URL.Query().Get("code")
+	keySum, ok := c.auth.redeem(code)
+	if ok { // only a real link has a page to drop: a made-up code costs no file work
+		c.dropLinkFile(code)
 		key, err := c.opts.Key()
 		ok = err == nil && sum(key) == keySum
 	}

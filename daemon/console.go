@@ -22,7 +22,7 @@ func (d *Daemon) newConsole(o Options) {
 	d.console = console.New(console.Options{Home: dir, Owner: d.gw, Grants: d.gw, Agents: d.gw, Status: d.gw, Tokens: d.db, Decider: o.Owner, Clock: o.Clock, Logger: d.log,
 		Key:      func() (string, error) { return scaffold.ReadConnectionKey(dir) },
 		Activity: d.activity, Changes: d.gw.Changes, Providers: d.providers,
-		Journal: d.db, PeerUID: consolePeerUID(), OwnerUID: os.Getuid()})
+		Journal: d.db, JournalFailed: d.gw.JournalFailed, PeerUID: consolePeerUID(), OwnerUID: os.Getuid()})
 }
 
 // consolePeerUID is the console's OS-user check, kept as a layer under its

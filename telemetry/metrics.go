@@ -78,8 +78,10 @@ type Metrics struct {
 	restarts    *prometheus.CounterVec
 	failures    *prometheus.CounterVec
 	commits     *prometheus.HistogramVec
-	commitErrs  prometheus.Counter
-	streams     prometheus.Gauge
+	// commitLone and commitDurable are commits' two series.
+	commitLone, commitDurable prometheus.Observer
+	commitErrs                prometheus.Counter
+	streams                   prometheus.Gauge
 
 	mu      sync.Mutex // guards started
 	started map[string]bool
@@ -118,6 +120,9 @@ func NewMetrics(p Probes) *Metrics {
 		Help: "Time a journal update took as its caller saw it (queueing for the writer included), by durability.", Buckets: commitBuckets()},
 		[]string{"durable"})
 	m.reg.MustRegister(m.commits)
+	// Every journal update observes one of these two: resolved once, so a
+	// commit pays no label lookup.
+	m.commitLone, m.commitDurable = m.commits.WithLabelValues("false"), m.commits.WithLabelValues("true")
 	m.commitErrs = f.counter("plexus_journal_commit_errors_total", "Journal updates that failed in the journal itself (not a refusal of the operation).")
 	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "plexus_event_streams_open", Help: "Open /events streams."})
 	m.reg.MustRegister(m.streams)

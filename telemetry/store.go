@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,7 +137,11 @@ func journalFailed(err, fnErr error) bool {
 
 // commit records one update's latency, and its failure.
 func (m *Metrics) commit(durable bool, d time.Duration, failed bool) {
-	m.commits.WithLabelValues(strconv.FormatBool(durable)).Observe(d.Seconds())
+	obs := m.commitLone
+	if durable {
+		obs = m.commitDurable
+	}
+	obs.Observe(d.Seconds())
 	if failed {
 		m.commitErrs.Inc()
 	}
