@@ -127,21 +127,9 @@ func (c *Console) handleRevokeAgent(w nethttp.ResponseWriter, r *nethttp.Request
 		writeError(w, nethttp.StatusBadRequest, "say which agent to revoke")
 		return
 	}
-	reason := strings.TrimSpace(req.Reason)
-	if reason == "" {
-		reason = "revoked by the owner in the console"
-	}
+	reason := revokeReason(req.Reason)
 	resp, err := c.opts.Agents.RevokeAgent(r.Context(), o.creds, plexus.AgentRevokeRequest{AgentID: req.AgentID, Reason: reason})
-	if err != nil {
-		status := nethttp.StatusBadGateway
-		if plexus.CodeOf(err) == plexus.CodeNotFound {
-			status = nethttp.StatusNotFound
-		}
-		writeError(w, status, err.Error())
-		return
-	}
-	c.Changed()
-	writeJSON(w, nethttp.StatusOK, resp)
+	c.revoked(w, resp, err)
 }
 
 // count reads a summary row's count as the journal gives it back (a JSON

@@ -47,11 +47,22 @@ func (c *Console) handleRevoke(w nethttp.ResponseWriter, r *nethttp.Request, o *
 		writeError(w, nethttp.StatusBadRequest, "say which agent's grant on which capability to revoke")
 		return
 	}
-	reason := strings.TrimSpace(req.Reason)
-	if reason == "" {
-		reason = "revoked by the owner in the console"
-	}
+	reason := revokeReason(req.Reason)
 	resp, err := c.opts.Grants.Revoke(r.Context(), o.creds, plexus.RevokeRequest{AgentID: req.AgentID, CapabilityID: req.CapabilityID, Reason: reason})
+	c.revoked(w, resp, err)
+}
+
+// revokeReason is the owner's reason for a revoke, or the console's.
+func revokeReason(given string) string {
+	if r := strings.TrimSpace(given); r != "" {
+		return r
+	}
+	return "revoked by the owner in the console"
+}
+
+// revoked answers a revoke the gateway did (resp) or refused (err: an
+// unknown agent or grant is 404), and wakes the open pages when it did.
+func (c *Console) revoked(w nethttp.ResponseWriter, resp any, err error) {
 	if err != nil {
 		status := nethttp.StatusBadGateway
 		if plexus.CodeOf(err) == plexus.CodeNotFound {
