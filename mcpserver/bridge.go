@@ -286,7 +286,8 @@ func (b *bridge) close() {
 // bearerRoundTripper adds the agent's PAT to each request to the daemon;
 // for the fast path's connection (bridgepump.go), which speaks in a
 // session its client session opened, also the session's id and protocol
-// version, and it notes when the daemon no longer knows the session.
+// version, and it notes when the daemon no longer knows the session and
+// never sends the DELETE that would end it.
 type bearerRoundTripper struct {
 	pat  string
 	base http.RoundTripper
@@ -299,6 +300,12 @@ func (t bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+t.pat)
 	if t.session != "" {
+		if r.Method == http.MethodDelete {
+			// The session is its client session's to end, not this
+			// connection's, which closes when it fails or is replaced.
+			return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		}
 		r.Header.Set(sessionHeader, t.session)
 		if r.Header.Get("Mcp-Protocol-Version") == "" {
 			r.Header.Set("Mcp-Protocol-Version", t.version)

@@ -232,12 +232,13 @@ type pumpConn struct {
 }
 
 // pumpConn is the fast path's connection to the daemon session of up,
-// opened when there is none for it; one for a session up replaced is
-// closed. It is up's for as long as up is the bridge's.
+// opened when there is none for it, or the one there is failed (the SDK's
+// connection fails for good on an answer it cannot take); one for a
+// session up replaced is closed.
 func (b *bridge) pumpConn(up *mcp.ClientSession, ss *mcp.ServerSession) (*pumpConn, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.pc != nil && b.pc.up == up {
+	if b.pc != nil && b.pc.up == up && b.pc.failure() == nil {
 		return b.pc, nil
 	}
 	if old := b.pc; old != nil {
