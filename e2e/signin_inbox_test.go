@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/daemon"
+	"github.com/plexus-gw/plexus/journal"
+)
+
+// A remote MCP server's sign-in request, end to end on the real daemon:
+// filed through the gateway as the OAuth client files it, written into
+// inbox/ by the reconciler, decided by the owner moving the file (seen by
+// the real watcher), started through the daemon's starter, the page to
+// open written into the file in active/, and journaled, while no agent can
+// see, poll, approve or hear of it.
+
+// recordingStarter stands for the OAuth client's Login: it records each
+// server it starts and answers the authorization URL.
+type recordingStarter struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+const signInPage = "https://auth.example.test/authorize?client_id=plexus&code_challenge=E9Mel&code_challenge_method=S256&state=e2e-state-canary"
+
+func (s *recordingStarter) StartSignIn(_ context.Context, server string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, server)
+	return signInPage, nil
+}
+
+func (s *recordingStarter) started() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// signInEnv is a filesEnv whose daemon starts sign-ins through starter.
+func signInEnv(t *testing.T, starter *recordingStarter) *filesEnv {
+	t.Helper()
+	e := &filesEnv{clock: newFakeClock()}
+	e.testDaemon = startTestDaemon(t, daemon.Options{Clock: e.clock.Now, Owner: func() string { return filesOwner }, SignIn: starter})
+	addPortal(t, e.testDaemon, "notes")
+	e.pat, e.sid = enrolledAgent(t, e.testDaemon, "claude")
+	e.events = e.openEvents(t, e.sid, "")
+	return e
+}
+
+func githubRequest() plexus.SignInRequest {
+	return plexus.SignInRequest{Server: "github", Resource: "https://api.githubcopilot.com/mcp/", Issuer: "https://github.com/login/oauth",
+		Scopes: []string{"repo", "read:org"}, Reason: "the server answered 401"}
+}
+
+// TestSignInInbox: the request's file appears in inbox/ naming the server,
+// the issuer, the resource and the scopes; the owner moves it to active/;
+// the starter is called once for the server and the page to open is in the
+// file; the journal holds signin.requested then signin.approved (via file,
+// by the owner), and no row holds the page's one-use state. A second
+// request while the first waits files nothing new.
+func TestSignInInbox(t *testing.T) {
+	ctx := context.Background()
+	st := &recordingStarter{}
+	e := signInEnv(t, st)
+	id, err := e.Gateway().RequestSignIn(ctx, githubRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := e.Gateway().RequestSignIn(ctx, githubRequest()); err != nil || again != id {
+		t.Fatalf("a second request while %s waits = %s, %v; want %s", id, again, err, id)
+	}
+	f, b := e.waitFile(t, plexus.FolderInbox, id, stateIs(plexus.StatePending))
+	if f.Type != plexus.PendingSignIn || f.Agent != "" {
+		t.Errorf("file type %q agent %q; want a sign-in no agent owns", f.Type, f.Agent)
+	}
+	for _, w := range []string{"server: github", "issuer: https://github.com/login/oauth", "resource: https://api.githubcopilot.com/mcp/",
+		"`read:org`, `repo`", "No agent asked for this"} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("inbox file lacks %q:\n%s", w, b)
+		}
+	}
+	if len(st.started()) != 0 {
+		t.Fatal("the starter ran before the owner decided")
+	}
+
+	move(t, e.path(plexus.FolderInbox, id), e.path(plexus.FolderActive, id))
+	_, b = e.waitFile(t, plexus.FolderActive, id, stateIs(plexus.StateApproved))
+	if !strings.Contains(string(b), "<"+signInPage+">") || !strings.Contains(string(b), "## Finish signing in") {
+		t.Errorf("active file lacks the page to open:\n%s", b)
+	}
+	if got := st.started(); !slices.Equal(got, []string{"github"}) {
+		t.Errorf("starter calls = %v; want [github]", got)
+	}
+	e.onlyIn(t, id, plexus.FolderActive)
+
+	rows := e.activity(t, journal.Filter{Type: "signin."})
+	var acts []string
+	for _, r := range rows {
+		acts = append(acts, r.ActionType)
+	}
+	if !slices.Equal(acts, []string{"signin.requested", "signin.approved"}) {
+		t.Fatalf("sign-in rows = %v; want requested, approved", acts)
+	}
+	checkPayload(t, rows[0], map[string]any{"server": "github", "issuer": "https://github.com/login/oauth",
+		"resource": "https://api.githubcopilot.com/mcp/", "scopes": []any{"read:org", "repo"}})
+	checkPayload(t, rows[1], map[string]any{"server": "github", "via": plexus.ViaFile, "decidedBy": filesOwner})
+	for _, r := range e.activity(t, journal.Filter{}) {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "e2e-state-canary") {
+			t.Errorf("journal row %s holds the authorization URL: %s", r.ActionType, raw)
+		}
+	}
+}
+
+// TestSignInInboxDeny: the owner moves the request to rejected/ with a
+// reason: nothing starts, and signin.denied keeps the reason.
+func TestSignInInboxDeny(t *testing.T) {
+	ctx := context.Background()
+	st := &recordingStarter{}
+	e := signInEnv(t, st)
+	id, err := e.Gateway().RequestSignIn(ctx, githubRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b := e.waitFile(t, plexus.FolderInbox, id, nil)
+	ownerWrite(t, e.path(plexus.FolderInbox, id), edit(t, b, `reason: ""`, "reason: not on this machine"))
+	move(t, e.path(plexus.FolderInbox, id), e.path(plexus.FolderRejected, id))
+	e.waitFile(t, plexus.FolderRejected, id, stateIs(plexus.StateDenied))
+	if got := st.started(); len(got) != 0 {
+		t.Errorf("starter calls = %v; want none", got)
+	}
+	rows := e.activity(t, journal.Filter{Type: "signin.denied"})
+	if len(rows) != 1 {
+		t.Fatalf("signin.denied rows = %d; want 1", len(rows))
+	}
+	checkPayload(t, rows[0], map[string]any{"server": "github", "reason": "not on this machine", "via": plexus.ViaFile})
+}
+
+// TestAttackSignInAgentBlind: an agent cannot create, see, poll, approve
+// or hear of a sign-in request. No agent route files one (only the daemon
+// calls RequestSignIn); polling its id answers not_found; the owner's
+// routes refuse the agent's PAT and session; and after the owner approves
+// it, the agent's /events carry nothing of it before the agent's own next
+// event.
+func TestAttackSignInAgentBlind(t *testing.T) {
+	ctx := context.Background()
+	st := &recordingStarter{}
+	e := signInEnv(t, st)
+	// A first event of the agent's own: the replay below starts after it.
+	firstEvents := eventsUntil(t, e.events, e.deniedAsk(t, "first"))
+	first := firstEvents[len(firstEvents)-1].ID
+	id, err := e.Gateway().RequestSignIn(ctx, githubRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFile(t, plexus.FolderInbox, id, nil)
+
+	var perr plexus.ErrorResponse
+	if code := e.call(t, "GET", "/grants/status?pendingId="+id, session(e.sid), nil, &perr); code != http.StatusNotFound {
+		t.Errorf("the agent polling the sign-in: status %d %+v; want 404", code, perr)
+	}
+	for _, h := range []map[string]string{bearer(e.pat), session(e.sid)} {
+		if code := e.call(t, "GET", "/admin/api/pending", h, nil, nil); code != http.StatusUnauthorized {
+			t.Errorf("the agent listing pending decisions: status %d; want 401", code)
+		}
+		if code := e.call(t, "GET", "/admin/api/pending/"+id, h, nil, nil); code != http.StatusUnauthorized {
+			t.Errorf("the agent reading the sign-in: status %d; want 401", code)
+		}
+		if code := e.call(t, "POST", "/admin/api/pending/"+id+"/approve", h, map[string]any{}, nil); code != http.StatusUnauthorized {
+			t.Errorf("the agent approving the sign-in: status %d; want 401", code)
+		}
+	}
+	if len(st.started()) != 0 {
+		t.Fatal("the agent's attempts started a sign-in")
+	}
+
+	// The owner approves; then the agent asks for something that pends and
+	// the owner denies it: that grant_resolved is the agent's next event,
+	// and nothing about the sign-in may come before it, live or replayed
+	// (as a reconnecting agent gets them) from the agent's first event on.
+	if _, err := e.Gateway().Decide(ctx, plexus.Decision{PendingID: id, Approve: true, Via: plexus.ViaAdminAPI}); err != nil {
+		t.Fatal(err)
+	}
+	last := e.deniedAsk(t, "last")
+	live := eventsUntil(t, e.events, last)
+	replayed := eventsUntil(t, e.openEvents(t, e.sid, first), last)
+	for _, ev := range append(live, replayed...) {
+		if strings.Contains(ev.Data, id) || strings.Contains(ev.Data, "github") || strings.Contains(ev.Data, "e2e-state-canary") {
+			t.Errorf("the agent heard of the sign-in: %s %s", ev.Type, ev.Data)
+		}
+	}
+	var poll plexus.ErrorResponse
+	if code := e.call(t, "GET", "/grants/status?pendingId="+id, session(e.sid), nil, &poll); code != http.StatusNotFound {
+		t.Errorf("the agent polling the approved sign-in: status %d; want 404", code)
+	}
+}
+
+// deniedAsk has the agent ask for a grant that pends and the owner deny
+// it, and answers the pending id; its grant_resolved is the agent's next
+// event.
+func (e *filesEnv) deniedAsk(t *testing.T, reason string) string {
+	t.Helper()
+	a := e.ask(t, "", "portal.notes.write")
+	if _, err := e.Gateway().Decide(context.Background(), plexus.Decision{PendingID: a.ID, Via: plexus.ViaAdminAPI, Reason: reason}); err != nil {
+		t.Fatal(err)
+	}
+	return a.ID
+}
+
+// eventsUntil reads ch up to and including the grant_resolved of
+// pendingID and answers every event read (a generous deadline bounds the
+// wait: liveness, not timing).
+func eventsUntil(t *testing.T, ch <-chan sseEvent, pendingID string) []sseEvent {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	var out []sseEvent
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("the event stream ended before the grant_resolved of %s", pendingID)
+			}
+			out = append(out, ev)
+			if ev.Type == plexus.EventGrantResolved && strings.Contains(ev.Data, pendingID) {
+				return out
+			}
+		case <-deadline:
+			t.Fatalf("no grant_resolved of %s within 10s; read %+v", pendingID, out)
+		}
+	}
+}
