@@ -530,8 +530,12 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			if err := tx.PutPending(cur); err != nil {
 				return err
 			}
+			payload := map[string]any{"capabilities": pendingIDs(cur)}
+			if s := cur.SignIn; s != nil {
+				payload = signInPayload(s.SignInRequest, nil)
+			}
 			if err := tx.Record(&plexus.Activity{TraceID: cur.TraceID, Actor: plexus.ActorSystem, AgentID: cur.AgentID,
-				ActionType: actionOf(cur.Kind, "expired"), Target: cur.ID, Payload: map[string]any{"capabilities": pendingIDs(cur)}}); err != nil {
+				ActionType: actionOf(cur.Kind, "expired"), Target: cur.ID, Payload: payload}); err != nil {
 				return err
 			}
 			expired = true

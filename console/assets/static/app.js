@@ -170,7 +170,7 @@ function card(d) {
 
 function announce(fresh) {
   if (!("Notification" in window) || Notification.permission !== "granted") return;
-  for (const d of fresh) new Notification(`Plexus: ${d.agent} asks`, { body: d.title, tag: d.id });
+  for (const d of fresh) new Notification(d.agent ? `Plexus: ${d.agent} asks` : "Plexus asks", { body: d.title, tag: d.id });
 }
 
 async function load() {
