@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/daemon"
+	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/journal"
 )
 
@@ -44,15 +46,21 @@ func (s *recordingStarter) started() []string {
 	return slices.Clone(s.calls)
 }
 
-// signInEnv is a filesEnv whose daemon starts sign-ins through starter.
-func signInEnv(t *testing.T, starter *recordingStarter) *filesEnv {
+// signInEnv is a filesEnv whose daemon starts sign-ins through starter
+// and logs into log (nil: the default).
+func signInEnv(t *testing.T, starter *recordingStarter, log *slog.Logger) *filesEnv {
 	t.Helper()
 	e := &filesEnv{clock: newFakeClock()}
-	e.testDaemon = startTestDaemon(t, daemon.Options{Clock: e.clock.Now, Owner: func() string { return filesOwner }, SignIn: starter})
+	e.testDaemon = startTestDaemon(t, daemon.Options{Clock: e.clock.Now, Owner: func() string { return filesOwner }, SignIn: starter,
+		Logger: log})
 	addPortal(t, e.testDaemon, "notes")
 	e.pat, e.sid = enrolledAgent(t, e.testDaemon, "claude")
 	e.events = e.openEvents(t, e.sid, "")
 	return e
+}
+
+func (e *filesEnv) adminCreds() gateway.Credentials {
+	return gateway.Credentials{ConnectionKey: e.key}
 }
 
 func githubRequest() plexus.SignInRequest {
@@ -69,7 +77,8 @@ func githubRequest() plexus.SignInRequest {
 func TestSignInInbox(t *testing.T) {
 	ctx := context.Background()
 	st := &recordingStarter{}
-	e := signInEnv(t, st)
+	var logged syncBuffer
+	e := signInEnv(t, st, slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	id, err := e.Gateway().RequestSignIn(ctx, githubRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +121,25 @@ func TestSignInInbox(t *testing.T) {
 	checkPayload(t, rows[0], map[string]any{"server": "github", "issuer": "https://github.com/login/oauth",
 		"resource": "https://api.githubcopilot.com/mcp/", "scopes": []any{"read:org", "repo"}})
 	checkPayload(t, rows[1], map[string]any{"server": "github", "via": plexus.ViaFile, "decidedBy": filesOwner})
+
+	// Done with it, the owner puts the file away: nothing is revoked (signing
+	// out is plexus mcp logout), and it stays where they put it.
+	move(t, e.path(plexus.FolderActive, id), e.path(plexus.FolderArchive, id))
+	e.settle(t)
+	e.settle(t)
+	if b := e.onlyIn(t, id, plexus.FolderArchive); !strings.Contains(string(b), signInPage) {
+		t.Errorf("the archived file was rewritten:\n%s", b)
+	}
+	if strings.Contains(logged.String(), "inbox:") {
+		t.Errorf("the reconciler reported a problem:\n%s", logged.String())
+	}
+	if p, err := e.Gateway().AdminShowPending(ctx, e.adminCreds(), id); err != nil || p.State != plexus.StateApproved {
+		t.Errorf("after the file was put away: %+v, %v; want still approved", p.State, err)
+	}
 	for _, r := range e.activity(t, journal.Filter{}) {
+		if r.ActionType == "decision.revoked" || r.ActionType == "inbox.refused" || r.ActionType == "inbox.moved" {
+			t.Errorf("putting the file away journaled %s %v", r.ActionType, r.Payload)
+		}
 		raw, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +155,7 @@ func TestSignInInbox(t *testing.T) {
 func TestSignInInboxDeny(t *testing.T) {
 	ctx := context.Background()
 	st := &recordingStarter{}
-	e := signInEnv(t, st)
+	e := signInEnv(t, st, nil)
 	id, err := e.Gateway().RequestSignIn(ctx, githubRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +183,7 @@ func TestSignInInboxDeny(t *testing.T) {
 func TestAttackSignInAgentBlind(t *testing.T) {
 	ctx := context.Background()
 	st := &recordingStarter{}
-	e := signInEnv(t, st)
+	e := signInEnv(t, st, nil)
 	// A first event of the agent's own: the replay below starts after it.
 	firstEvents := eventsUntil(t, e.events, e.deniedAsk(t, "first"))
 	first := firstEvents[len(firstEvents)-1].ID
