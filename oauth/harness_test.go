@@ -36,6 +36,7 @@ type harness struct {
 	as    *oauthtest.Server
 	m     *oauth.Manager
 	store *platform.Services
+	home  string
 	clock *plexustest.Clock
 	cb    *httptest.Server
 
@@ -66,7 +67,8 @@ func (s *syncBuffer) String() string {
 func newHarness(t *testing.T, opts oauthtest.Options) *harness {
 	t.Helper()
 	h := &harness{t: t, as: oauthtest.New(t, opts), clock: plexustest.NewClock(time.Now())}
-	h.store = platform.New(platform.Options{Home: plexustest.TempHome(t).Dir})
+	h.home = plexustest.TempHome(t).Dir
+	h.store = platform.New(platform.Options{Home: h.home})
 	h.newManager()
 	return h
 }
