@@ -90,7 +90,7 @@ func (m *Manager) Login(ctx context.Context, server string) (*Flow, error) {
 func (m *Manager) loginClientCredentials(ctx context.Context, s *source) (*Flow, error) {
 	s.fetchMu.Lock()
 	s.mu.Lock()
-	s.dead, s.retried, s.rec = false, "", nil
+	s.dead, s.forced, s.rec = false, "", nil
 	s.mu.Unlock()
 	_, err := s.fetchClientCredentials(ctx)
 	s.fetchMu.Unlock()
@@ -332,7 +332,7 @@ func (s *source) finishLogin(l *login, err error) {
 		return
 	}
 	s.loaded, s.rec = true, l.rec
-	s.needs, s.reason, s.notified, s.dead, s.retried, s.widen = false, "", false, false, "", nil
+	s.needs, s.reason, s.notified, s.dead, s.forced, s.widen = false, "", false, false, "", nil
 }
 
 // probe asks the server, without a token, for its challenge.
