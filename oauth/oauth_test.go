@@ -33,6 +33,7 @@ func TestLogin(t *testing.T) {
 		client       func(h *harness) string // the client_id the token endpoint must see
 		method       string                  // the client authentication it must see
 		registration int                     // DCR requests after one login
+		scopes       []string                // the scopes asked; default the challenge's plus offline_access
 	}{
 		{
 			name: "DynamicRegistration",
@@ -60,6 +61,42 @@ func TestLogin(t *testing.T) {
 			method: "none",
 		},
 		{
+			name: "ClientIDMetadataDocumentNotOffered",
+			cfg: func(*testing.T) oauth.Config {
+				return oauth.Config{ClientMetadataURL: "https://plexus.example/client.json", ClientID: "plexus-pre", ClientSecret: "pre-secret"}
+			},
+			client: func(*harness) string { return "plexus-pre" },
+			method: "client_secret_post",
+		},
+		{
+			name: "OpenIDDiscovery",
+			opts: oauthtest.Options{OpenIDOnly: true},
+			cfg:  func(*testing.T) oauth.Config { return oauth.Config{} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1,
+		},
+		{
+			name: "WellKnownResourceMetadata",
+			opts: oauthtest.Options{NoChallengeMetadata: true, NoChallengeScope: true},
+			cfg:  func(*testing.T) oauth.Config { return oauth.Config{} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1,
+			scopes: []string{"mcp:read", "mcp:write", "offline_access"}, // scopes_supported
+		},
+		{
+			name: "EntryScopes",
+			cfg:  func(*testing.T) oauth.Config { return oauth.Config{Scopes: []string{"mcp:read", "mcp:write"}} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1,
+			scopes: []string{"mcp:read", "mcp:write", "offline_access"},
+		},
+		{
 			name: "CallbackPort",
 			cfg:  func(t *testing.T) oauth.Config { return oauth.Config{CallbackPort: freePort(t)} },
 			client: func(h *harness) string {
@@ -78,12 +115,16 @@ func TestLogin(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connect after sign-in: %v", err)
 			}
-			if got, want := strings.Fields(scopes), []string{"mcp:read", "offline_access"}; !cmp.Equal(got, want, sortStrings) {
-				t.Errorf("token scopes = %v, want %v (challenge scope plus offline_access)", got, want)
+			wantScopes := tc.scopes
+			if wantScopes == nil {
+				wantScopes = []string{"mcp:read", "offline_access"}
+			}
+			if got := strings.Fields(scopes); !cmp.Equal(got, wantScopes, sortStrings) {
+				t.Errorf("token scopes = %v, want %v", got, wantScopes)
 			}
 			reqs := h.as.TokenRequests()
 			want := oauthtest.TokenRequest{Grant: "authorization_code", ClientID: tc.client(h), AuthMethod: tc.method,
-				Resource: h.as.URL, Scopes: []string{"mcp:read", "offline_access"}}
+				Resource: h.as.URL, Scopes: wantScopes}
 			if len(reqs) != 1 || !cmp.Equal(reqs[0], want, sortStrings) {
 				t.Errorf("token requests = %+v, want [%+v]", reqs, want)
 			}
