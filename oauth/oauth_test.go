@@ -358,17 +358,22 @@ func pemKey(t *testing.T, key any) string {
 // revocation, and deletes the stored sign-in either way.
 func TestLogout(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		opts oauthtest.Options
+		name    string
+		opts    oauthtest.Options
+		removed bool // the entry is gone (mcp remove after a restart): only the store knows the sign-in
 	}{
-		{"Revocation", oauthtest.Options{}},
-		{"NoRevocation", oauthtest.Options{NoRevocation: true}},
+		{"Revocation", oauthtest.Options{}, false},
+		{"NoRevocation", oauthtest.Options{NoRevocation: true}, false},
+		{"EntryRemoved", oauthtest.Options{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.opts)
 			oh := h.handler(oauth.Config{})
 			h.login()
 			blob := h.stored()
+			if tc.removed {
+				h.newManager()
+			}
 			if err := h.m.Logout(t.Context(), server); err != nil {
 				t.Fatalf("Logout: %v", err)
 			}
@@ -384,6 +389,9 @@ func TestLogout(t *testing.T) {
 			}
 			if !h.hasRow("oauth.signout") {
 				t.Errorf("journal = %v, want an oauth.signout row", h.journalRows())
+			}
+			if tc.removed {
+				return
 			}
 			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
 				t.Errorf("connect after Logout: err = %v, want ErrNeedsSignIn", err)
