@@ -9,9 +9,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -585,5 +587,28 @@ func TestHandlerSameEntry(t *testing.T) {
 	}
 	if got := h.needsRequests(); len(got) != 2 || !cmp.Equal(got[1].Scopes, []string{"mcp:write"}) {
 		t.Errorf("NeedsSignIn calls = %+v, want a second one asking for the entry's scopes", got)
+	}
+}
+
+// TestClose ends a sign-in waiting for its browser, frees its callback
+// port, and refuses new sign-ins.
+func TestClose(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	port := freePort(t)
+	h.handler(oauth.Config{CallbackPort: port})
+	flow, err := h.m.Login(t.Context(), server)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	h.m.Close()
+	if err := <-flow.Done; err == nil {
+		t.Errorf("the flow ended without error after Close")
+	}
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+		c.Close()
+		t.Errorf("the callback port still listens after Close")
+	}
+	if _, err := h.m.Login(t.Context(), server); err == nil {
+		t.Errorf("Login after Close succeeded")
 	}
 }
