@@ -108,10 +108,15 @@ func TestSignInInbox(t *testing.T) {
 		t.Fatal("the starter ran before the owner decided")
 	}
 
+	// The owner keeps a note in the frontmatter, then moves the file.
+	ownerWrite(t, e.path(plexus.FolderInbox, id), edit(t, b, "reason: \"\"\n", "reason: \"\"\nmy_note: the work account\n"))
 	move(t, e.path(plexus.FolderInbox, id), e.path(plexus.FolderActive, id))
 	_, b = e.waitFile(t, plexus.FolderActive, id, stateIs(plexus.StateApproved))
 	if !strings.Contains(string(b), "<"+signInPage+">") || !strings.Contains(string(b), "## Finish signing in") {
 		t.Errorf("active file lacks the page to open:\n%s", b)
+	}
+	if !strings.Contains(string(b), "my_note: the work account") {
+		t.Errorf("the owner's note was dropped:\n%s", b)
 	}
 	if got := st.started(); !slices.Equal(got, []string{"github"}) {
 		t.Errorf("starter calls = %v; want [github]", got)
