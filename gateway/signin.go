@@ -88,7 +88,6 @@ func fileSignIn(tx plexus.StateTx, req plexus.SignInRequest, now time.Time) (sig
 	if err != nil {
 		return signInFiled{}, err
 	}
-	var out signInFiled
 	for _, p := range list {
 		if p.SignIn == nil || p.SignIn.Server != req.Server {
 			continue
@@ -98,20 +97,9 @@ func fileSignIn(tx plexus.StateTx, req plexus.SignInRequest, now time.Time) (sig
 		}
 	}
 	p := signInPending(req, now)
-	for _, old := range list {
-		if old.SignIn == nil || old.SignIn.Server != req.Server {
-			continue
-		}
-		old.State, old.DecidedAt, old.DecidedBy, old.Via = plexus.StateWithdrawn, &now, plexus.ActorSystem, plexus.ViaSystem
-		old.Reason = "superseded by " + p.ID + ", which asks for more scopes"
-		if err := tx.PutPending(&old); err != nil {
-			return signInFiled{}, err
-		}
-		if err := tx.Record(&plexus.Activity{TraceID: old.TraceID, Actor: plexus.ActorSystem, ActionType: "signin.withdrawn",
-			Target: old.ID, Payload: signInPayload(old.SignIn.SignInRequest, map[string]any{"reason": old.Reason})}); err != nil {
-			return signInFiled{}, err
-		}
-		out.touched = append(out.touched, old.ID)
+	withdrawn, err := withdrawSignIns(tx, list, req.Server, "superseded by "+p.ID+", which asks for more scopes", now)
+	if err != nil {
+		return signInFiled{}, err
 	}
 	if err := tx.PutPending(p); err != nil {
 		return signInFiled{}, err
@@ -120,8 +108,50 @@ func fileSignIn(tx plexus.StateTx, req plexus.SignInRequest, now time.Time) (sig
 		Target: p.ID, Payload: signInPayload(req, map[string]any{"reason": req.Reason})}); err != nil {
 		return signInFiled{}, err
 	}
-	out.id = p.ID
-	out.touched = append(out.touched, p.ID)
+	return signInFiled{id: p.ID, touched: append(withdrawn, p.ID)}, nil
+}
+
+// WithdrawSignIn withdraws the sign-in request waiting for server, if
+// any, with why (journaled as signin.withdrawn): the owner signed in
+// another way (`plexus mcp login`), or the server left mcp.json. No
+// request waiting is not an error.
+func (g *Gateway) WithdrawSignIn(ctx context.Context, server, why string) error {
+	now := g.now()
+	var withdrawn []string
+	err := g.update(ctx, true, func(tx plexus.StateTx) error {
+		list, err := tx.PendingList(plexus.StatePending)
+		if err != nil {
+			return err
+		}
+		withdrawn, err = withdrawSignIns(tx, list, server, auth.CleanPurpose(why), now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("withdraw the sign-in request of %s: %w", server, err)
+	}
+	g.touch(withdrawn...)
+	return nil
+}
+
+// withdrawSignIns withdraws, inside tx, each sign-in request of list
+// waiting for server, with why and its signin.withdrawn row, and answers
+// their ids.
+func withdrawSignIns(tx plexus.StateTx, list []plexus.Pending, server, why string, now time.Time) ([]string, error) {
+	var out []string
+	for _, p := range list {
+		if p.SignIn == nil || p.SignIn.Server != server || p.State != plexus.StatePending {
+			continue
+		}
+		p.State, p.DecidedAt, p.DecidedBy, p.Via, p.Reason = plexus.StateWithdrawn, &now, plexus.ActorSystem, plexus.ViaSystem, why
+		if err := tx.PutPending(&p); err != nil {
+			return nil, err
+		}
+		if err := tx.Record(&plexus.Activity{TraceID: p.TraceID, Actor: plexus.ActorSystem, ActionType: "signin.withdrawn",
+			Target: p.ID, Payload: signInPayload(p.SignIn.SignInRequest, map[string]any{"reason": why})}); err != nil {
+			return nil, err
+		}
+		out = append(out, p.ID)
+	}
 	return out, nil
 }
 
@@ -332,7 +362,9 @@ func (g *Gateway) startSignIn(ctx context.Context, p plexus.Pending) plexus.Pend
 		authURL = ""
 	}
 	out := p
-	err = g.update(ctx, true, func(tx plexus.StateTx) error {
+	// The approval is committed: what came of it is kept even when the
+	// channel that approved has gone away meanwhile.
+	err = g.update(context.WithoutCancel(ctx), true, func(tx plexus.StateTx) error {
 		cur, err := tx.Pending(p.ID)
 		if err != nil {
 			return err

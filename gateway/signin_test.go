@@ -393,3 +393,37 @@ func assertNoEvents(t *testing.T, db *journal.DB) {
 		t.Errorf("events published: %+v; want none", evs)
 	}
 }
+
+// TestWithdrawSignIn: signing in another way withdraws the request
+// waiting for that server (journaled with why), and only that one; with
+// none waiting it does nothing.
+func TestWithdrawSignIn(t *testing.T) {
+	ctx := context.Background()
+	g, db, _ := signInGateway(t, nil)
+	gh, err := g.RequestSignIn(ctx, githubSignIn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := githubSignIn()
+	other.Server = "linear"
+	lin, err := g.RequestSignIn(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WithdrawSignIn(ctx, "github", "signed in with plexus mcp login"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WithdrawSignIn(ctx, "github", "again"); err != nil {
+		t.Fatal(err)
+	}
+	if p := mustPending(t, db, gh); p.State != plexus.StateWithdrawn || p.Reason != "signed in with plexus mcp login" {
+		t.Errorf("github's request = %s %q; want withdrawn with why", p.State, p.Reason)
+	}
+	if p := mustPending(t, db, lin); p.State != plexus.StatePending {
+		t.Errorf("linear's request = %s; want still pending", p.State)
+	}
+	want := []string{"signin.requested", "signin.requested", "signin.withdrawn"}
+	if got := actions(t, db); !slices.Equal(got, want) {
+		t.Errorf("rows = %v; want %v", got, want)
+	}
+}
