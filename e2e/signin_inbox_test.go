@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -417,4 +418,46 @@ func callProtected(t *testing.T, endpoint string, handler auth.OAuthHandler) (st
 		return "", err
 	}
 	return res.Content[0].(*mcp.TextContent).Text, nil
+}
+
+// TestConsoleBrowserSignInRequest: the console's Pending page shows a
+// sign-in request as a card with no agent and nothing to narrow, saying
+// no agent asked and what approving signs in to; Approve starts the
+// sign-in once and the page says where to finish it.
+func TestConsoleBrowserSignInRequest(t *testing.T) {
+	st := &recordingStarter{}
+	clock := newFakeClock()
+	e := &consoleEnv{td: startTestDaemon(t, daemon.Options{Clock: clock.Now, SignIn: st}), clock: clock}
+	p := newPage(t)
+	e.signIn(t, p)
+
+	id, err := e.td.Gateway().RequestSignIn(context.Background(), githubRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncInbox(t, e.td)
+	p.do(chromedp.WaitVisible(chromedp.CSS(card(id))))
+	text := run(p, chromedp.Text(chromedp.CSS(card(id))))
+	for _, want := range []string{"github asks you to sign in to it", "Who asks", "No agent asked for this",
+		"https://api.githubcopilot.com/mcp/", "https://github.com/login/oauth", "read:org", "put up "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the card lacks %q:\n%s", want, text)
+		}
+	}
+	if n := run(p, chromedp.Evaluate[int](`document.querySelectorAll("`+card(id)+` select.window, `+card(id)+` input[data-cap]").length`)); n != 0 {
+		t.Errorf("the card offers %d narrowing controls; want none (a sign-in is decided as a whole)", n)
+	}
+	p.shot("pending-signin")
+
+	p.do(chromedp.Click(chromedp.CSS(card(id)+" button.approve")), chromedp.WaitNotPresent(chromedp.CSS(card(id))))
+	// The card leaves as soon as the file moves; the answer comes after.
+	waitFor(t, 10*time.Second, "the page to open, in the status line", func() string {
+		if status := run(p, chromedp.Text(chromedp.CSS("#status"))); !strings.Contains(status, signInPage) {
+			return "the status line says " + status
+		}
+		return ""
+	})
+	if got := st.started(); !slices.Equal(got, []string{"github"}) {
+		t.Errorf("starter calls = %v; want [github]", got)
+	}
 }

@@ -120,7 +120,7 @@ async function decide(card, d, action) {
   const reason = card.querySelector("textarea").value.trim();
   const body = action === "approve" ? narrowing(card, d) : { reason };
   if (action === "deny" && !reason) {
-    say(card, "Say why you deny: the agent is told.");
+    say(card, d.agent ? "Say why you deny: the agent is told." : "Say why you deny: it is kept in the journal.");
     card.querySelector("textarea").focus();
     return;
   }
