@@ -127,6 +127,11 @@ func checkOAuth(s Server) string {
 	if s.URL == "" {
 		return `"oauth" signs in to a remote server: only a "url" server takes it`
 	}
+	for k := range s.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return `headers.Authorization and "oauth" both authorize the server: keep one`
+		}
+	}
 	for _, sec := range []struct{ key, v string }{{"clientSecret", o.ClientSecret}, {"privateKey", o.PrivateKey}} {
 		if p := secretOnly(sec.key, sec.v); p != "" {
 			return p

@@ -39,6 +39,7 @@ func TestParseOAuth(t *testing.T) {
 		{name: "SecretInsideValue", raw: `{` + url + `,"oauth":{"privateKey":"x${secret:k}"}}`, problem: "oauth.privateKey must name a secret"},
 		{name: "BadSecretName", raw: `{` + url + `,"oauth":{"clientSecret":"${secret:../k}"}}`, problem: "not a secret name"},
 		{name: "StdioServer", raw: `{"command":"x","oauth":{"clientId":"c"}}`, problem: `only a "url" server`},
+		{name: "HeaderAndOAuth", raw: `{` + url + `,"headers":{"authorization":"Bearer ${secret:t}"},"oauth":{}}`, problem: "keep one"},
 		{name: "NotObject", raw: `{` + url + `,"oauth":"yes"}`, problem: `"oauth" must be an object`},
 		{name: "PortType", raw: `{` + url + `,"oauth":{"callbackPort":"80"}}`, problem: "oauth.callbackPort must be int"},
 		{name: "PortRange", raw: `{` + url + `,"oauth":{"callbackPort":70000}}`, problem: "oauth.callbackPort must be a port"},
