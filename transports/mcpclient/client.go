@@ -101,12 +101,12 @@ type Client struct {
 	minBack, maxBack, grace time.Duration
 	httpBase                *http.Transport // url servers: one per client, closed by Run
 
-	ready     chan struct{}
-	readyOnce sync.Once
+	ready      chan struct{}
+	readyOnce  sync.Once
 	wake       chan struct{} // capacity 1: the owner signed in (SignedIn)
 	signInLost atomic.Bool   // a call found the session needs sign-in
-	running   atomic.Bool
-	tokens    atomic.Uint64 // progress tokens handed out
+	running    atomic.Bool
+	tokens     atomic.Uint64 // progress tokens handed out
 
 	// owned by Run's goroutine
 	cur        listing // the latest listing of every primitive
