@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/plexus-gw/plexus/platform"
+	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
 // The grants an "oauth" object may name.
@@ -232,4 +233,66 @@ func (s Server) oauthSecrets() map[string]string {
 		return nil
 	}
 	return map[string]string{"oauth.clientSecret": s.OAuth.ClientSecret, "oauth.privateKey": s.OAuth.PrivateKey}
+}
+
+// SignInConfig is a server's "oauth" object with its secrets resolved,
+// for the OAuth client alone: ClientSecret and PrivateKey are values and
+// never go to a log, an error or the journal.
+type SignInConfig struct {
+	ClientID, ClientSecret, PrivateKey string
+	CallbackPort                       int
+	AuthServerMetadataURL              string
+	ClientMetadataURL                  string
+	Scopes                             []string
+	Grant                              string
+}
+
+// signIn is server s's OAuth plumbing for its client: every url server
+// without its own Authorization header signs in when it asks (with its
+// "oauth" object, or by discovery and registration alone). Its secrets
+// are read now, like env and headers.
+func (m *Manager) signIn(s Server) (*mcpclient.SignIn, error) {
+	if m.cfg.SignIns == nil || s.URL == "" {
+		return nil, nil
+	}
+	for k := range s.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return nil, nil // the owner's header is the credential
+		}
+	}
+	var cfg SignInConfig
+	if o := s.OAuth; o != nil {
+		sec, err := ResolveSecrets(s.oauthSecrets(), m.cfg.Secret)
+		if err != nil {
+			return nil, err
+		}
+		cfg = SignInConfig{ClientID: o.ClientID, ClientSecret: sec["oauth.clientSecret"], PrivateKey: sec["oauth.privateKey"],
+			CallbackPort: o.CallbackPort, AuthServerMetadataURL: o.AuthServerMetadataURL, ClientMetadataURL: o.ClientMetadataURL,
+			Scopes: slices.Clone(o.Scopes), Grant: o.GrantOrDefault()}
+	}
+	if cfg.Grant == "" {
+		cfg.Grant = GrantAuthorizationCode
+	}
+	return &mcpclient.SignIn{Handler: m.cfg.SignIns.Handler(s.Name, s.URL, cfg), Needed: m.cfg.SignIns.Needed}, nil
+}
+
+// SignedIn tells server name's client that the owner signed in: a client
+// waiting for it connects at once. An unknown name is ignored.
+func (m *Manager) SignedIn(name string) {
+	m.mu.Lock()
+	run := m.servers[name]
+	m.mu.Unlock()
+	if run != nil {
+		run.client.SignedIn()
+	}
+}
+
+// SignsIn reports whether server name runs and signs in with OAuth (a
+// url server without its own Authorization header): only then is there
+// a sign-in to start.
+func (m *Manager) SignsIn(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	run := m.servers[name]
+	return run != nil && run.signsIn
 }

@@ -57,10 +57,12 @@ func mcpCommand() *cli.Command {
 			},
 			{
 				Name:      "remove",
-				Usage:     "remove a server; its entries leave the manifest and its pins are forgotten",
+				Usage:     "remove a server; its entries leave the manifest, its pins are forgotten and its sign-in tokens revoked and deleted",
 				ArgsUsage: "<name>",
 				Action:    mcpRemove,
 			},
+			mcpLoginCommand(),
+			mcpLogoutCommand(),
 			mcpServeCommand(),
 			mcpImportCommand(),
 		},
@@ -254,9 +256,56 @@ func mcpRemove(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	doc, err := mcphost.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, ok := doc.Entry(name); !ok {
+		return mcphost.Remove(path, name) // says there is no such server
+	}
+	signedOut, err := mcpSignOut(ctx, cmd, name)
+	if err != nil {
+		return err
+	}
 	if err := mcphost.Remove(path, name); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Removed the MCP server %s from %s; a running Plexus stops it and drops its entries.\n", name, path)
+	if signedOut != "" {
+		fmt.Fprintln(cmd.Root().Writer, signedOut)
+	}
 	return nil
 }
+
+// mcpSignOut ends the sign-in of a server being removed: through a
+// running daemon (which revokes the tokens at the server), else by
+// deleting the stored tokens. It says what it did ("" when there was
+// nothing to sign out of).
+func mcpSignOut(ctx context.Context, cmd *cli.Command, name string) (string, error) {
+	if adm, ok := ownerAdmin(cmd); ok {
+		_, err := adm.LogoutMCP(ctx, name)
+		var pe *plexus.Error
+		switch {
+		case err == nil:
+			return "Its sign-in tokens are revoked and deleted.", nil
+		case errors.As(err, &pe) && pe.Code == plexus.CodeNotFound:
+			return "", nil // not a server that signs in
+		case !errors.Is(err, client.ErrUnreachable):
+			return "", err
+		}
+	}
+	pf, err := newPlatform(cmd)
+	if err != nil {
+		return "", err
+	}
+	if err := pf.RemoveSecret(mcpTokensSecret(name)); err != nil {
+		if errors.Is(err, plexus.ErrNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	return "Its sign-in tokens are deleted (Plexus is not running, so they were not revoked at the server).", nil
+}
+
+// mcpTokensSecret is the secret that holds server name's OAuth tokens.
+func mcpTokensSecret(name string) string { return "oauth." + name }
