@@ -242,6 +242,10 @@ func (m *Manager) start(ctx context.Context, s Server) {
 		return
 	}
 	var c *mcpclient.Client
+	// Closed when the server first asks for sign-in: its source is
+	// registered then (unavailable, with the fix), not after mcpReadyWait.
+	needsSignIn := make(chan struct{})
+	var signInOnce sync.Once
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c, err = mcpclient.New(s.Name, mcpclient.ServerConfig{Command: s.Command, Args: s.Args, Env: env, URL: s.URL, Headers: s.Headers},
 		mcpclient.Options{Logger: m.log, Env: slices.Clone(m.cfg.Env), Processes: m.cfg.Processes, SignIn: signIn,
@@ -251,6 +255,9 @@ func (m *Manager) start(ctx context.Context, s Server) {
 				// not an outage: its source goes with it.
 				if rctx.Err() == nil {
 					m.cfg.Registry.ReportHealth(c.ID(), h)
+				}
+				if h.NeedsSignIn {
+					signInOnce.Do(func() { close(needsSignIn) })
 				}
 			},
 		})
@@ -279,6 +286,7 @@ func (m *Manager) start(ctx context.Context, s Server) {
 		defer wg.Done()
 		select {
 		case <-c.Ready():
+		case <-needsSignIn:
 		case <-time.After(mcpReadyWait):
 		case <-rctx.Done():
 			return

@@ -296,3 +296,14 @@ func (m *Manager) SignsIn(name string) bool {
 	run := m.servers[name]
 	return run != nil && run.signsIn
 }
+
+// SignedOut tells server name's client that its tokens are gone: it drops
+// its session and waits for a new sign-in. An unknown name is ignored.
+func (m *Manager) SignedOut(name string) {
+	m.mu.Lock()
+	run := m.servers[name]
+	m.mu.Unlock()
+	if run != nil {
+		run.client.SignedOut()
+	}
+}

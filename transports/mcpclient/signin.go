@@ -97,3 +97,15 @@ func (c *Client) lostToSignIn(s *session) {
 		c.log.Debug("mcp: closing a session that needs sign-in", "err", err)
 	}
 }
+
+// SignedOut tells the client its tokens were revoked and deleted: a live
+// session ends, and the client waits for a new sign-in. Safe to call at
+// any time, from any goroutine.
+func (c *Client) SignedOut() {
+	c.mu.RLock()
+	s := c.sess
+	c.mu.RUnlock()
+	if s != nil {
+		c.lostToSignIn(s)
+	}
+}
