@@ -87,7 +87,9 @@ func (o *oauthEnv) login() (cliRun, string, string) {
 	argv := []string{"plexus", "--home", o.e.home, "--addr", o.e.addr, "--agent-home", o.e.agentHome, "mcp", "login", "fx", "--no-browser"}
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- runPlexus(context.Background(), o.t, deciderEnv(), strings.NewReader(""), argv, out, errOut) }()
+	go func() {
+		done <- runPlexus(context.Background(), o.t, deciderEnv(), strings.NewReader(""), argv, out, errOut)
+	}()
 	var authURL string
 	waitFor(o.t, 20*time.Second, "the authorization URL printed", holds(func() bool {
 		m := authURLRe.FindStringSubmatch(out.String())
@@ -135,6 +137,7 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	secrets := map[string]string{"client secret": clientSecretCanary}
 
 	o.waitNeedsSignIn()
+	quietFixture(t, fx)
 	if r := e.ok("mcp", "list"); !strings.Contains(r.stdout, "needs sign-in: run plexus mcp login fx") {
 		t.Errorf("mcp list does not say fx needs sign-in:\n%s", r)
 	}
@@ -146,6 +149,7 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	if run.code != exitOK || !strings.Contains(run.stdout, "Signed in to fx; its source mcp:fx is connected") {
 		t.Fatalf("%s\ncallback page: %s", run, page)
 	}
+	checkNoSecret(t, "mcp login's output", []byte(run.stdout+run.stderr+page), map[string]string{"code": code}, http.StatusOK)
 	secrets["authorization code"] = code
 	for i, v := range fx.Issued() {
 		secrets["token "+string(rune('a'+i))] = v
@@ -173,11 +177,7 @@ func TestMCPOAuthSignIn(t *testing.T) {
 			t.Fatalf("invoke with the tokens refused: %d %s", st, raw)
 		}
 		o.waitNeedsSignIn()
-		counts := fxCounts(fx)
-		time.Sleep(500 * time.Millisecond) // many reconnect backoffs' worth
-		if got := fxCounts(fx); !slices.Equal(got, counts) {
-			t.Errorf("requests at the fixture went %v → %v while fx waited for sign-in", counts, got)
-		}
+		quietFixture(t, fx)
 		fx.RefuseRefresh(false)
 		run, code, page := o.login()
 		if run.code != exitOK {
@@ -211,6 +211,18 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	t.Run("NoSecretLeaks", func(t *testing.T) {
 		checkOAuthCanary(t, o, secrets)
 	})
+}
+
+// quietFixture checks that nothing reaches the server or its
+// authorization server for a while (many of the client's reconnect
+// backoffs, which start at 200 ms) while fx waits for sign-in.
+func quietFixture(t *testing.T, fx *oauthtest.Server) {
+	t.Helper()
+	counts := fxCounts(fx)
+	time.Sleep(time.Second)
+	if got := fxCounts(fx); !slices.Equal(got, counts) {
+		t.Errorf("requests at the fixture went %v → %v while fx waited for sign-in", counts, got)
+	}
 }
 
 // fxCounts is how many requests each of the fixture's endpoints got.
