@@ -178,6 +178,10 @@ func TestMCPOAuthSignIn(t *testing.T) {
 		}
 		o.waitNeedsSignIn()
 		quietFixture(t, fx)
+		if ent, ok := manifestEntry(t, td, sid, "mcp.fx.echo"); !ok || ent.Health == nil || !ent.Health.NeedsSignIn ||
+			!strings.Contains(ent.Health.Detail, "plexus mcp login fx") {
+			t.Errorf("the agent's manifest entry does not show fx needs sign-in: %+v", ent.Health)
+		}
 		fx.RefuseRefresh(false)
 		run, code, page := o.login()
 		if run.code != exitOK {
