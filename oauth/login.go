@@ -90,7 +90,7 @@ func (m *Manager) Login(ctx context.Context, server string) (*Flow, error) {
 func (m *Manager) loginClientCredentials(ctx context.Context, s *source) (*Flow, error) {
 	s.fetchMu.Lock()
 	s.mu.Lock()
-	s.dead, s.retried, s.rec = false, "", nil
+	s.dead, s.forced, s.rec = false, "", nil
 	s.mu.Unlock()
 	_, err := s.fetchClientCredentials(ctx)
 	s.fetchMu.Unlock()
@@ -141,7 +141,22 @@ func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateLifetime)
 	l.cancel = cancel
-	s.setLogin(l)
+	// Under m.mu so that Close either sees this login or refuses it.
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.logins.Add(1)
+		s.setLogin(l)
+	}
+	m.mu.Unlock()
+	if closed {
+		cancel()
+		resp.Body.Close()
+		if srv != nil {
+			m.shutdown(srv)
+		}
+		return nil, fmt.Errorf("sign in to %s: the OAuth manager is closed", s.name)
+	}
 	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": d.asm.Issuer, "resource": d.resource})
 	go l.run(lctx, h, req, resp, srv)
 	return l, nil
@@ -252,6 +267,7 @@ func (l *login) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.
 
 // run is the login's goroutine: the SDK's flow, then the outcome.
 func (l *login) run(ctx context.Context, h *auth.AuthorizationCodeHandler, req *http.Request, resp *http.Response, srv *http.Server) {
+	defer l.m.logins.Done()
 	defer l.cancel()
 	err := h.Authorize(ctx, req, resp)
 	if err == nil && l.rec == nil {
@@ -261,25 +277,31 @@ func (l *login) run(ctx context.Context, h *auth.AuthorizationCodeHandler, req *
 		err = fmt.Errorf("sign in to %s: %w", l.src.name, clean(err))
 	}
 	l.src.finishLogin(l, err)
+	l.report(context.WithoutCancel(ctx), err)
 	l.err = err
 	close(l.finished)
 	l.done <- err
 	if srv != nil {
 		l.m.shutdown(srv)
 	}
-	bg := context.WithoutCancel(ctx)
+}
+
+// report journals the outcome and tells the daemon, before Done does: a
+// caller that saw Done finds both.
+func (l *login) report(ctx context.Context, err error) {
 	if err != nil {
-		l.m.journal(bg, "oauth.signin.failed", l.src.name, map[string]any{"error": err.Error()})
+		l.m.journal(ctx, "oauth.signin.failed", l.src.name, map[string]any{"error": err.Error()})
 		return
 	}
-	l.m.journal(bg, "oauth.signin.completed", l.src.name, map[string]any{
+	l.m.journal(ctx, "oauth.signin.completed", l.src.name, map[string]any{
 		"issuer": l.rec.Issuer, "resource": l.rec.Resource, "scopes": l.rec.Scopes})
 	if l.m.opts.SignedIn != nil {
 		l.m.opts.SignedIn(l.src.name)
 	}
 }
 
-// setLogin makes l the server's running login, ending any other.
+// setLogin makes l the server's running login, ending any other. The
+// caller holds m.mu (lock order: m.mu, then s.mu).
 func (s *source) setLogin(l *login) {
 	s.mu.Lock()
 	old := s.login
@@ -310,7 +332,7 @@ func (s *source) finishLogin(l *login, err error) {
 		return
 	}
 	s.loaded, s.rec = true, l.rec
-	s.needs, s.reason, s.notified, s.dead, s.retried, s.widen = false, "", false, false, "", nil
+	s.needs, s.reason, s.notified, s.dead, s.forced, s.widen = false, "", false, false, "", nil
 }
 
 // probe asks the server, without a token, for its challenge.

@@ -518,3 +518,23 @@ func TestPlainHTTPRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestHandlerSameEntry: asking again for the same entry (a reconnect) keeps
+// the episode: the owner is asked once. A changed entry starts afresh.
+func TestHandlerSameEntry(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	for i := range 2 {
+		if _, err := h.connect(h.handler(oauth.Config{})); !errors.Is(err, oauth.ErrNeedsSignIn) {
+			t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+		}
+	}
+	if got := len(h.needsRequests()); got != 1 {
+		t.Errorf("NeedsSignIn calls = %d, want 1 across reconnects", got)
+	}
+	if _, err := h.connect(h.handler(oauth.Config{Scopes: []string{"mcp:write"}})); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("connect with a changed entry: err = %v, want ErrNeedsSignIn", err)
+	}
+	if got := h.needsRequests(); len(got) != 2 || !cmp.Equal(got[1].Scopes, []string{"mcp:write"}) {
+		t.Errorf("NeedsSignIn calls = %+v, want a second one asking for the entry's scopes", got)
+	}
+}
