@@ -361,6 +361,9 @@ func (d *Daemon) closeStarted() {
 	if d.ln != nil {
 		d.ln.Close()
 	}
+	if d.signIn != nil {
+		d.signIn.oauth.Close()
+	}
 	if d.providers != nil {
 		d.providers.Hub().Close()
 	}
@@ -433,6 +436,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel()
 		}
 	}
+	d.signIn.oauth.Close() // the sign-ins under way end; their journal rows are written first
 	d.rest.Close()
 	if err := d.stdio.Close(); err != nil {
 		d.log.Warn("stop stdio tools", "err", err)
