@@ -201,6 +201,9 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another plexus running? set --addr or network.json)", addr, err)
 	}
+	// Before the gateway, which starts the sign-ins the owner approves in
+	// the inbox through it.
+	d.newSignIns(o)
 	if err := d.newGateway(o, deps); err != nil {
 		return err
 	}
@@ -208,7 +211,6 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.watchLimits(); err != nil {
 		return err
 	}
-	d.newSignIns(o)
 	// Before any child starts: what a crashed run left goes first.
 	d.reapChildren(ctx)
 	if err := d.newServices(o, mcpTransport); err != nil {
