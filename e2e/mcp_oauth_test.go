@@ -279,3 +279,33 @@ func checkOAuthCanary(t *testing.T, o *oauthEnv, secrets map[string]string) {
 	}
 	checkNoSecret(t, "the daemon's log", o.logs.Bytes(), secrets, http.StatusOK)
 }
+
+// TestMCPOAuthClientCredentials: a server whose entry says grant
+// client_credentials signs in with no person, at start, with the client
+// secret from the secrets store; its calls succeed through /invoke.
+func TestMCPOAuthClientCredentials(t *testing.T) {
+	fx := oauthtest.New(t, oauthtest.Options{})
+	fx.RegisterClient(oauthtest.Client{ID: "svc", Secret: clientSecretCanary})
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
+	if r := e.runStdin(context.Background(), strings.NewReader(clientSecretCanary), "secrets", "set", "svc-secret"); r.code != exitOK {
+		t.Fatalf("%s", r)
+	}
+	r := e.ok("mcp", "add", "svc", "--url", fx.URL, "--oauth-grant", "client_credentials", "--oauth-client-id", "svc",
+		"--oauth-client-secret", "${secret:svc-secret}")
+	if !strings.Contains(r.stdout, "Plexus serves") {
+		t.Fatalf("the server did not come up without a person:\n%s", r)
+	}
+	_, sid := enrolledAgent(t, td, "claude")
+	tok := grantAllowed(t, td, sid, map[string]any{"mcp.svc.echo": map[string]any{"decision": "allow", "verbs": []string{"write"}}})
+	if _, resp, raw := td.invoke(t, tok, plexus.InvokeRequest{ID: "mcp.svc.echo", Input: map[string]any{"text": "no person"}}); !resp.OK {
+		t.Fatalf("invoke: %s", raw)
+	}
+	reqs := fx.TokenRequests()
+	if len(reqs) == 0 || reqs[0].Grant != "client_credentials" || reqs[0].ClientID != "svc" {
+		t.Errorf("token requests = %+v, want client_credentials for svc", reqs)
+	}
+	if fx.Count(oauthtest.EndpointAuthorize) != 0 {
+		t.Errorf("a person was sent to the authorization endpoint")
+	}
+}
