@@ -106,21 +106,52 @@ func (m *Manager) loginClientCredentials(ctx context.Context, s *source) (*Flow,
 }
 
 // startLogin prepares everything that can fail before the owner is sent
-// anywhere: the challenge, discovery (an issuer mismatch stops here), the
-// SDK handler, the loopback listener. Then it starts the flow.
+// anywhere (the challenge, discovery, the SDK handler, the loopback
+// listener), then starts the flow.
 func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 	req, resp, err := m.probe(ctx, s.url)
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
 	}
+	started := false
+	defer func() {
+		if !started {
+			resp.Body.Close()
+		}
+	}()
+	l, h, err := m.prepareLogin(ctx, s, resp)
+	if err != nil {
+		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+	}
+	srv, err := m.listen(s.cfg.CallbackPort)
+	if err != nil {
+		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateLifetime)
+	l.cancel = cancel
+	if !m.track(s, l) {
+		cancel()
+		if srv != nil {
+			m.shutdown(srv)
+		}
+		return nil, fmt.Errorf("sign in to %s: the OAuth manager is closed", s.name)
+	}
+	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": l.d.asm.Issuer, "resource": l.d.resource})
+	started = true
+	go l.run(lctx, h, req, resp, srv)
+	return l, nil
+}
+
+// prepareLogin reads the challenge, discovers the authorization server (an
+// issuer mismatch stops here) and builds the SDK's handler for the login.
+func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Response) (*login, *auth.AuthorizationCodeHandler, error) {
 	ch, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
 		ch = nil // an unreadable challenge: discovery falls back to the well-known paths
 	}
 	d, err := m.discover(ctx, s.url, ch, "")
 	if err != nil {
-		resp.Body.Close()
-		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+		return nil, nil, err
 	}
 	rec, err := s.record()
 	if err != nil {
@@ -131,35 +162,23 @@ func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 		urlCh: make(chan string, 1), done: make(chan error, 1), finished: make(chan struct{})}
 	h, err := auth.NewAuthorizationCodeHandler(l.sdkConfig(rec))
 	if err != nil {
-		resp.Body.Close()
-		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+		return nil, nil, err
 	}
-	srv, err := m.listen(s.cfg.CallbackPort)
-	if err != nil {
-		resp.Body.Close()
-		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
-	}
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateLifetime)
-	l.cancel = cancel
-	// Under m.mu so that Close either sees this login or refuses it.
+	return l, h, nil
+}
+
+// track makes l the server's running login, counted for Close, unless the
+// Manager is closed. Under m.mu, so Close either sees the login or refuses
+// it.
+func (m *Manager) track(s *source, l *login) bool {
 	m.mu.Lock()
-	closed := m.closed
-	if !closed {
-		m.logins.Add(1)
-		s.setLogin(l)
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
 	}
-	m.mu.Unlock()
-	if closed {
-		cancel()
-		resp.Body.Close()
-		if srv != nil {
-			m.shutdown(srv)
-		}
-		return nil, fmt.Errorf("sign in to %s: the OAuth manager is closed", s.name)
-	}
-	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": d.asm.Issuer, "resource": d.resource})
-	go l.run(lctx, h, req, resp, srv)
-	return l, nil
+	m.logins.Add(1)
+	s.setLogin(l)
+	return true
 }
 
 // sdkConfig is the SDK handler for this login: registration by Client ID

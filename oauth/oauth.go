@@ -66,7 +66,7 @@ type Config struct {
 	Grant string
 }
 
-// Store keeps the tokens. [platform.Services] fits. Its methods may be
+// Store keeps the tokens; platform.Services fits. Its methods may be
 // called from any goroutine.
 type Store interface {
 	Secret(name string) (string, error)
@@ -122,8 +122,12 @@ func (m *Manager) Close() {
 	m.logins.Wait()
 }
 
-// New returns a Manager.
+// New returns a Manager. It panics when Store or CallbackURL is missing:
+// a wiring bug.
 func New(o Options) *Manager {
+	if o.Store == nil || o.CallbackURL == nil {
+		panic("oauth.New: Options.Store and Options.CallbackURL are required")
+	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = ProtectRedirects(http.DefaultClient)
 	}
