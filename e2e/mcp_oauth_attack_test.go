@@ -63,6 +63,17 @@ func TestAttackOAuthCallback(t *testing.T) {
 		}
 	})
 
+	t.Run("ConsoleSessionCannotStart", func(t *testing.T) {
+		ce := &consoleEnv{td: td}
+		c, csrf := ce.signedIn(t)
+		for _, path := range []string{"/admin/api/mcp/fx/login", "/admin/api/mcp/fx/logout"} {
+			resp, body := do(t, c, http.MethodPost, td.BaseURL()+path, map[string]string{"X-CSRF-Token": csrf, "Origin": ce.origin()}, "")
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("POST %s from a signed-in console tab: %d %s, want 401", path, resp.StatusCode, body)
+			}
+		}
+	})
+
 	loc := startLogin(t, o, "fx")
 	q := loc.Query()
 
