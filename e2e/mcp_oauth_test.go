@@ -40,16 +40,23 @@ const clientSecretCanary = "CANARY-CLIENT-SECRET-3f9a1c7e5b2d4a68"
 // with a pre-registered confidential client, through plexus mcp add.
 func newOAuthEnv(t *testing.T) *oauthEnv {
 	t.Helper()
+	o := startOAuthEnv(t)
+	o.fx.RegisterClient(oauthtest.Client{ID: "plexus-e2e", Secret: clientSecretCanary})
+	if r := o.e.runStdin(context.Background(), strings.NewReader(clientSecretCanary), "secrets", "set", "fx-oauth"); r.code != exitOK {
+		t.Fatalf("%s", r)
+	}
+	o.e.ok("mcp", "add", "fx", "--url", o.fx.URL, "--oauth-client-id", "plexus-e2e",
+		"--oauth-client-secret", "${secret:fx-oauth}", "--wait", "1s")
+	return o
+}
+
+// startOAuthEnv starts the fixture and a daemon logging to a buffer.
+func startOAuthEnv(t *testing.T) *oauthEnv {
+	t.Helper()
 	fx := oauthtest.New(t, oauthtest.Options{})
-	fx.RegisterClient(oauthtest.Client{ID: "plexus-e2e", Secret: clientSecretCanary})
 	logs := &lockedBuffer{}
 	td := startTestDaemon(t, daemon.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
-	if r := e.runStdin(context.Background(), strings.NewReader(clientSecretCanary), "secrets", "set", "fx-oauth"); r.code != exitOK {
-		t.Fatalf("%s", r)
-	}
-	e.ok("mcp", "add", "fx", "--url", fx.URL, "--oauth-client-id", "plexus-e2e",
-		"--oauth-client-secret", "${secret:fx-oauth}", "--wait", "1s")
 	return &oauthEnv{t: t, fx: fx, td: td, e: e, logs: logs}
 }
 
@@ -308,4 +315,33 @@ func TestMCPOAuthClientCredentials(t *testing.T) {
 	if fx.Count(oauthtest.EndpointAuthorize) != 0 {
 		t.Errorf("a person was sent to the authorization endpoint")
 	}
+}
+
+// TestMCPOAuthDynamicRegistration: a url server added with nothing but
+// its URL signs in when it asks, Plexus registering itself (RFC 7591);
+// the registered client's secret is a secret like the tokens.
+func TestMCPOAuthDynamicRegistration(t *testing.T) {
+	o := startOAuthEnv(t)
+	o.e.ok("mcp", "add", "fx", "--url", o.fx.URL, "--wait", "1s")
+	o.waitNeedsSignIn()
+	run, code, page := o.login()
+	if run.code != exitOK {
+		t.Fatalf("%s\ncallback page: %s", run, page)
+	}
+	if got := o.fx.Count(oauthtest.EndpointRegister); got != 1 {
+		t.Errorf("registrations = %d, want 1", got)
+	}
+	secrets := map[string]string{"authorization code": code}
+	for _, id := range o.fx.Clients() {
+		if sec := o.fx.ClientSecret(id); sec != "" {
+			secrets["registered client secret"] = sec
+		}
+	}
+	for i, v := range o.fx.Issued() {
+		secrets["token "+string(rune('a'+i))] = v
+	}
+	if len(secrets) < 3 {
+		t.Fatalf("secrets to look for: %v; want the code, tokens and the client's secret", secrets)
+	}
+	checkOAuthCanary(t, o, secrets)
 }
