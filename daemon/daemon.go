@@ -132,6 +132,9 @@ type Daemon struct {
 	rateLimit  float64 // Options.RateLimit, applied at each edit too
 	// console is the owner's web console at /console/.
 	console *console.Console
+	// signIn is the OAuth client of remote MCP servers and the owner's
+	// sign-in to them (signin.go).
+	signIn *signIns
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -202,6 +205,9 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another plexus running? set --addr or network.json)", addr, err)
 	}
+	// Before the gateway, which starts the sign-ins the owner approves in
+	// the inbox through it.
+	d.newSignIns(o)
 	if err := d.newGateway(o, deps); err != nil {
 		return err
 	}
@@ -221,7 +227,8 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	d.obs.gw = d.gw
 	d.newConsole(o)
 	d.srv = plexushttp.New(d.observeHTTP(httpBackend(d.gw)), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler()})
+		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler(),
+		SignIn: d.signIn, OAuthCallback: d.signIn.oauth.Callback()})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -349,7 +356,7 @@ func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error
 		return err
 	}
 	d.mcp, err = mcphost.New(mcphost.Config{Home: home.Dir, Registry: d.reg, Journal: d.gw, Pins: d.checkPins,
-		Transport: mcpTransport, Secret: d.plat.Secret, Env: d.plat.Env(), Processes: d.plat, Logger: d.log})
+		Transport: mcpTransport, Secret: d.plat.Secret, Env: d.plat.Env(), Processes: d.plat, Logger: d.log, SignIns: d.signIn})
 	return err
 }
 
@@ -360,6 +367,9 @@ func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error
 func (d *Daemon) closeStarted() {
 	if d.ln != nil {
 		d.ln.Close()
+	}
+	if d.signIn != nil {
+		d.signIn.oauth.Close()
 	}
 	if d.providers != nil {
 		d.providers.Hub().Close()
@@ -433,6 +443,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel()
 		}
 	}
+	d.signIn.oauth.Close() // the sign-ins under way end; their journal rows are written first
 	d.rest.Close()
 	if err := d.stdio.Close(); err != nil {
 		d.log.Warn("stop stdio tools", "err", err)
