@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -459,5 +462,106 @@ func TestConsoleBrowserSignInRequest(t *testing.T) {
 	})
 	if got := st.started(); !slices.Equal(got, []string{"github"}) {
 		t.Errorf("starter calls = %v; want [github]", got)
+	}
+}
+
+var authorizationURLRe = regexp.MustCompile(`(?m)^  authorization_url: (\S+)$`)
+
+// TestSignInInboxDaemon is the owner's story through the inbox on the
+// daemon as wired: a server added with plexus mcp add answers 401, and its
+// sign-in request appears in inbox/ by itself, once; the owner moves it to
+// active/; the daemon's OAuth client starts the sign-in and its
+// authorization URL is in the file; the owner opens it (the test as the
+// browser, redirected to the daemon's own /oauth/callback) and the source
+// connects. The journal tells it: signin.requested, signin.approved, and
+// the OAuth client's rows; no row holds the URL, a token or the code.
+func TestSignInInboxDaemon(t *testing.T) {
+	o := newOAuthEnv(t)
+	fe, id := fxSignInRequest(t, o)
+	_, b := fe.waitFile(t, plexus.FolderInbox, id, stateIs(plexus.StatePending))
+	for _, w := range []string{"server: fx", "resource: " + o.fx.URL, "issuer: http://127.0.0.1:", "No agent asked for this"} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("inbox file lacks %q:\n%s", w, b)
+		}
+	}
+
+	move(t, fe.path(plexus.FolderInbox, id), fe.path(plexus.FolderActive, id))
+	_, b = fe.waitFile(t, plexus.FolderActive, id, stateIs(plexus.StateApproved))
+	m := authorizationURLRe.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("the active file shows no authorization URL:\n%s", b)
+	}
+	authURL := string(m[1])
+	if !strings.Contains(string(b), "<"+authURL+">") {
+		t.Errorf("the body does not link the URL:\n%s", b)
+	}
+	redirect := oauthtest.AuthorizeRedirect(t, authURL)
+	if !strings.HasPrefix(redirect, o.td.BaseURL()+"/oauth/callback?") {
+		t.Fatalf("the authorization server redirects to %s; want the daemon's callback", redirect)
+	}
+	page := browserGet(t, redirect)
+	waitFor(t, 20*time.Second, "fx connected", holds(func() bool {
+		it := o.item()
+		return it.Source != nil && it.Source.Health.Status == plexus.HealthOK && !it.Source.Health.NeedsSignIn
+	}))
+	code, err := url.Parse(redirect)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var acts []string
+	secrets := map[string]string{"authorization code": code.Query().Get("code"), "authorization URL": authURL,
+		"client secret": clientSecretCanary}
+	for i, v := range o.fx.Issued() {
+		secrets["token "+string(rune('a'+i))] = v
+	}
+	for _, r := range o.td.activity(t, journal.Filter{}) {
+		if strings.HasPrefix(r.ActionType, "signin.") {
+			acts = append(acts, r.ActionType)
+		}
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNoSecret(t, "journal row "+r.ActionType, raw, secrets, http.StatusOK)
+	}
+	if !slices.Equal(acts, []string{"signin.requested", "signin.approved"}) {
+		t.Errorf("sign-in rows = %v; want requested, approved", acts)
+	}
+	checkNoSecret(t, "the callback page", []byte(page), map[string]string{"code": secrets["authorization code"]}, http.StatusOK)
+}
+
+// fxSignInRequest waits until fx needs sign-in and its request is put up,
+// and answers the files view of the daemon and the request's id.
+func fxSignInRequest(t *testing.T, o *oauthEnv) (*filesEnv, string) {
+	t.Helper()
+	o.waitNeedsSignIn()
+	var id string
+	waitFor(t, 20*time.Second, "fx's sign-in request", holds(func() bool {
+		for _, r := range o.td.activity(t, journal.Filter{Type: "signin.requested"}) {
+			if r.Payload["server"] == "fx" {
+				id = r.Target
+			}
+		}
+		return id != ""
+	}))
+	return &filesEnv{testDaemon: o.td}, id
+}
+
+// TestSignInInboxWithdrawnByLogin: the owner signs in with plexus mcp
+// login while the request waits in inbox/: the request asks for nothing
+// any more, so it is withdrawn (journaled with why) and its file is filed
+// in archive/.
+func TestSignInInboxWithdrawnByLogin(t *testing.T) {
+	o := newOAuthEnv(t)
+	fe, id := fxSignInRequest(t, o)
+	fe.waitFile(t, plexus.FolderInbox, id, stateIs(plexus.StatePending))
+	if run, _, page := o.login(); run.code != exitOK {
+		t.Fatalf("%s\ncallback page: %s", run, page)
+	}
+	fe.waitFile(t, plexus.FolderArchive, id, stateIs(plexus.StateWithdrawn))
+	rows := o.td.activity(t, journal.Filter{Type: "signin.withdrawn"})
+	if len(rows) != 1 || rows[0].Target != id || !strings.Contains(fmt.Sprint(rows[0].Payload["reason"]), "plexus mcp login") {
+		t.Errorf("signin.withdrawn rows = %+v; want one for %s saying the owner signed in with plexus mcp login", rows, id)
 	}
 }
