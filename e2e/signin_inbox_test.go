@@ -3,11 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -17,16 +15,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/daemon"
 	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/internal/oauthtest"
 	"github.com/plexus-gw/plexus/journal"
-	"github.com/plexus-gw/plexus/oauth"
-	"github.com/plexus-gw/plexus/platform"
 )
 
 // A remote MCP server's sign-in request, end to end on the real daemon:
@@ -283,144 +277,6 @@ func eventsUntil(t *testing.T, ch <-chan sseEvent, pendingID string) []sseEvent 
 			t.Fatalf("no grant_resolved of %s within 10s; read %+v", pendingID, out)
 		}
 	}
-}
-
-// managerStarter is how the daemon is to wire the sign-in starter: the
-// oauth Manager's Login, answering its Flow's URL. It keeps each flow so
-// the test can wait for its end.
-type managerStarter struct {
-	m     *oauth.Manager
-	mu    sync.Mutex
-	flows []*oauth.Flow
-}
-
-func (s *managerStarter) StartSignIn(ctx context.Context, server string) (string, error) {
-	f, err := s.m.Login(ctx, server)
-	if err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flows = append(s.flows, f)
-	return f.URL, nil
-}
-
-func (s *managerStarter) started() []*oauth.Flow {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.flows)
-}
-
-// TestSignInInboxOAuth, with the real OAuth client and the test
-// authorization server: a protected MCP server answers 401, the Manager
-// reports it needs sign-in and the daemon's gateway files the request; its
-// file names the fixture's resource, issuer and scope. The owner moves it
-// to active/; the Manager's sign-in starts and its authorization URL is in
-// the file; the owner (the test as the browser) opens it, the flow ends
-// signed in, and the server answers through the same handler. The
-// journal's sign-in rows never hold the URL, a token or a code.
-func TestSignInInboxOAuth(t *testing.T) {
-	ctx := context.Background()
-	as := oauthtest.New(t, oauthtest.Options{})
-	st := &managerStarter{}
-	e := &filesEnv{clock: newFakeClock()}
-	e.testDaemon = startTestDaemon(t, daemon.Options{Clock: e.clock.Now, Owner: func() string { return filesOwner }, SignIn: st})
-
-	// The callback on its own loopback server: mounting it on the daemon
-	// is the wiring's (oauth-wiring), not this test's.
-	mux := http.NewServeMux()
-	cb := httptest.NewServer(mux)
-	t.Cleanup(cb.Close)
-	var filed []string
-	var filedMu sync.Mutex
-	st.m = oauth.New(oauth.Options{
-		Store:       platform.New(platform.Options{Home: e.Home().Dir}),
-		HTTPClient:  oauth.ProtectRedirects(http.DefaultClient),
-		CallbackURL: func(int) string { return cb.URL + "/oauth/callback" },
-		NeedsSignIn: func(r plexus.SignInRequest) {
-			id, err := e.Gateway().RequestSignIn(ctx, r)
-			if err != nil {
-				t.Errorf("RequestSignIn(%+v): %v", r, err)
-				return
-			}
-			filedMu.Lock()
-			defer filedMu.Unlock()
-			filed = append(filed, id)
-		},
-	})
-	t.Cleanup(st.m.Close)
-	mux.Handle("/oauth/callback", st.m.Callback())
-	handler := st.m.Handler("remote", as.URL, oauth.Config{})
-
-	if _, err := callProtected(t, as.URL, handler); !errors.Is(err, oauth.ErrNeedsSignIn) {
-		t.Fatalf("the first call = %v; want one needing sign-in", err)
-	}
-	filedMu.Lock()
-	ids := slices.Clone(filed)
-	filedMu.Unlock()
-	if len(ids) != 1 {
-		t.Fatalf("sign-in requests filed = %v; want one", ids)
-	}
-	id := ids[0]
-	_, b := e.waitFile(t, plexus.FolderInbox, id, stateIs(plexus.StatePending))
-	for _, w := range []string{"server: remote", "resource: " + as.URL, "issuer: http://127.0.0.1:", "`mcp:read`", "No agent asked for this"} {
-		if !strings.Contains(string(b), w) {
-			t.Errorf("inbox file lacks %q:\n%s", w, b)
-		}
-	}
-
-	move(t, e.path(plexus.FolderInbox, id), e.path(plexus.FolderActive, id))
-	_, b = e.waitFile(t, plexus.FolderActive, id, stateIs(plexus.StateApproved))
-	flows := st.started()
-	if len(flows) != 1 || !strings.Contains(string(b), "<"+flows[0].URL+">") {
-		t.Fatalf("flows %d; the active file should show the flow's URL:\n%s", len(flows), b)
-	}
-	if status, body := oauthtest.Browse(t, flows[0].URL); status != http.StatusOK {
-		t.Fatalf("the owner's browser: %d %s", status, body)
-	}
-	if err := <-flows[0].Done; err != nil {
-		t.Fatalf("the sign-in flow: %v", err)
-	}
-	if scopes, err := callProtected(t, as.URL, handler); err != nil || !strings.Contains(scopes, "mcp:read") {
-		t.Errorf("the call after signing in = %q, %v; want it answered with mcp:read", scopes, err)
-	}
-
-	var acts []string
-	for _, r := range e.activity(t, journal.Filter{Type: "signin."}) {
-		acts = append(acts, r.ActionType)
-		raw, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, secret := range append(as.Issued(), flows[0].URL, "state=") {
-			if strings.Contains(string(raw), secret) {
-				t.Errorf("row %s holds %q: %s", r.ActionType, secret, raw)
-			}
-		}
-	}
-	if !slices.Equal(acts, []string{"signin.requested", "signin.approved"}) {
-		t.Errorf("sign-in rows = %v; want requested, approved", acts)
-	}
-}
-
-// callProtected calls the fixture's scopes tool over a real MCP session
-// through handler, answering the scopes its token carried.
-func callProtected(t *testing.T, endpoint string, handler auth.OAuthHandler) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "plexus-e2e"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: endpoint, OAuthHandler: handler, HTTPClient: oauth.ProtectRedirects(http.DefaultClient), MaxRetries: -1,
-	}, nil)
-	if err != nil {
-		return "", err
-	}
-	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "scopes"})
-	if err != nil {
-		return "", err
-	}
-	return res.Content[0].(*mcp.TextContent).Text, nil
 }
 
 // TestConsoleBrowserSignInRequest: the console's Pending page shows a
