@@ -86,6 +86,10 @@ type Options struct {
 	// Tracing receives the daemon's spans (Run shuts it down); nil means
 	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set in Env, else none.
 	Tracing *telemetry.Tracing
+	// SignIn, when set, replaces the daemon's OAuth client as what starts
+	// the sign-in of a remote MCP server the owner approves in the inbox
+	// (gateway.Deps.SignIn): the end-to-end suites record the calls.
+	SignIn gateway.SignInStarter
 }
 
 // Daemon is one wired gateway: the journal, the registry and its
@@ -128,6 +132,9 @@ type Daemon struct {
 	rateLimit  float64 // Options.RateLimit, applied at each edit too
 	// console is the owner's web console at /console/.
 	console *console.Console
+	// signIn is the OAuth client of remote MCP servers and the owner's
+	// sign-in to them (signin.go).
+	signIn *signIns
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -198,6 +205,9 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another plexus running? set --addr or network.json)", addr, err)
 	}
+	// Before the gateway, which starts the sign-ins the owner approves in
+	// the inbox through it.
+	d.newSignIns(o)
 	if err := d.newGateway(o, deps); err != nil {
 		return err
 	}
@@ -217,7 +227,8 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	d.obs.gw = d.gw
 	d.newConsole(o)
 	d.srv = plexushttp.New(d.observeHTTP(httpBackend(d.gw)), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler()})
+		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler(),
+		SignIn: d.signIn, OAuthCallback: d.signIn.oauth.Callback()})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -313,6 +324,10 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	// The path a decision shows is the one the cli and stdio transports run.
 	deps.Binaries = d.plat.Resolve
 	deps.PruneJournal = d.pruneJournal
+	deps.SignIn = o.SignIn
+	if deps.SignIn == nil {
+		deps.SignIn = d.signIn // its StartSignIn: the sign-in the owner approved in the inbox
+	}
 	d.gw, err = gateway.New(gateway.Config{BaseURL: "http://" + d.ln.Addr().String(), Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
 		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},
@@ -344,7 +359,7 @@ func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error
 		return err
 	}
 	d.mcp, err = mcphost.New(mcphost.Config{Home: home.Dir, Registry: d.reg, Journal: d.gw, Pins: d.checkPins,
-		Transport: mcpTransport, Secret: d.plat.Secret, Env: d.plat.Env(), Processes: d.plat, Logger: d.log})
+		Transport: mcpTransport, Secret: d.plat.Secret, Env: d.plat.Env(), Processes: d.plat, Logger: d.log, SignIns: d.signIn})
 	return err
 }
 
@@ -355,6 +370,9 @@ func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error
 func (d *Daemon) closeStarted() {
 	if d.ln != nil {
 		d.ln.Close()
+	}
+	if d.signIn != nil {
+		d.signIn.oauth.Close()
 	}
 	if d.providers != nil {
 		d.providers.Hub().Close()
@@ -428,6 +446,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel()
 		}
 	}
+	d.signIn.oauth.Close() // the sign-ins under way end; their journal rows are written first
 	d.rest.Close()
 	if err := d.stdio.Close(); err != nil {
 		d.log.Warn("stop stdio tools", "err", err)
