@@ -47,12 +47,18 @@ func ParseFormat(s string) (Format, error) {
 	return f, nil
 }
 
-// Scope says which of a host's files: the user's, or the project's.
+// Scope says which of a host's files, or which part of one: the user's,
+// the project's, or (Claude Code's "local") the user's file's section for
+// one project.
 type Scope string
 
 const (
 	ScopeUser    Scope = "user"
 	ScopeProject Scope = "project"
+	// ScopeLocal is Claude Code's default scope: servers private to one
+	// project, kept in ~/.claude.json under projects["<absolute project
+	// path>"].mcpServers.
+	ScopeLocal Scope = "local"
 )
 
 // EntryName is the name of the entry Plexus owns in a host's file.
@@ -104,6 +110,13 @@ type Host struct {
 	// Project is the project file relative to the project's root; "" when
 	// the host has none.
 	Project string
+	// Local says the user's file also keeps servers per project, under
+	// projects["<absolute project path>"].mcpServers (Claude Code's local
+	// scope).
+	Local bool
+	// project is the project whose local-scope servers this Host edits,
+	// "" for the file's own servers; set by [Host.Locate].
+	project string
 	// user locates the user's file; nil for a custom host.
 	user func(Env) string
 	// path is a custom host's one file.
@@ -115,7 +128,7 @@ type Host struct {
 func Known() []Host {
 	return []Host{
 		{Name: "claude-code", Label: "Claude Code", Format: FormatMCPServers, StdioType: "stdio", HTTPType: "http",
-			URLKey: "url", HeadersKey: "headers", Project: ".mcp.json",
+			URLKey: "url", HeadersKey: "headers", Project: ".mcp.json", Local: true,
 			user: func(e Env) string { return filepath.Join(e.Home, ".claude.json") }},
 		{Name: "claude-desktop", Label: "Claude Desktop", Format: FormatMCPServers,
 			user: func(e Env) string { return filepath.Join(e.appSupport(), "Claude", "claude_desktop_config.json") }},
@@ -188,8 +201,11 @@ func (h Host) Path(e Env, s Scope) (string, error) {
 	if e.GOOS != "linux" && e.GOOS != "darwin" {
 		return "", fmt.Errorf("%s: Plexus knows its files on Linux and macOS only; pass --config PATH --format FORMAT", h.Label)
 	}
+	if s == ScopeLocal && !h.Local {
+		return "", fmt.Errorf("%s has no local scope: its scopes are %s", h.Label, strings.Join(h.Scopes(), ", "))
+	}
 	switch s {
-	case ScopeUser, "":
+	case ScopeUser, ScopeLocal, "":
 		if !filepath.IsAbs(e.Home) {
 			return "", fmt.Errorf("%s: no home directory ($HOME is %q)", h.Label, e.Home)
 		}
@@ -203,7 +219,49 @@ func (h Host) Path(e Env, s Scope) (string, error) {
 		}
 		return filepath.Join(e.ProjectDir, h.Project), nil
 	}
-	return "", fmt.Errorf("unknown scope %q: user or project", s)
+	return "", fmt.Errorf("unknown scope %q: %s has %s", s, h.Label, strings.Join(h.Scopes(), ", "))
+}
+
+// Scopes names the scopes h has, for messages.
+func (h Host) Scopes() []string {
+	out := []string{string(ScopeUser)}
+	if h.Project != "" {
+		out = append(out, string(ScopeProject))
+	}
+	if h.Local {
+		out = append(out, string(ScopeLocal))
+	}
+	return out
+}
+
+// Locate is [Host.Path], and h set to edit the servers of scope s in
+// that file: with ScopeLocal, those of the project e.ProjectDir (which
+// must be absolute) in the user's file.
+func (h Host) Locate(e Env, s Scope) (Host, string, error) {
+	path, err := h.Path(e, s)
+	if err != nil || s != ScopeLocal {
+		return h, path, err
+	}
+	if !filepath.IsAbs(e.ProjectDir) {
+		return h, "", fmt.Errorf("%s: the project directory %q is not absolute", h.Label, e.ProjectDir)
+	}
+	h.project = filepath.Clean(e.ProjectDir)
+	return h, path, nil
+}
+
+// LocalProject is the project whose local-scope servers h edits, "" when h
+// edits its file's own servers.
+func (h Host) LocalProject() string { return h.project }
+
+// container is the keys leading to the object of servers in h's file.
+func (h Host) container() []string {
+	switch {
+	case h.Format == FormatVSCode:
+		return []string{"servers"}
+	case h.project != "":
+		return []string{"projects", h.project, "mcpServers"}
+	}
+	return []string{"mcpServers"}
 }
 
 // ForFile is the host named name whose file is path, in format f: a known
