@@ -61,7 +61,7 @@ func hostEnv(project string) (hosts.Env, error) {
 	if err != nil {
 		return hosts.Env{}, err
 	}
-	return hosts.Env{GOOS: runtime.GOOS, Home: home, XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
+	return hosts.Env{GOOS: runtime.GOOS, Home: home, AppData: os.Getenv("APPDATA"), XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
 		CodexHome: os.Getenv("CODEX_HOME"), ProjectDir: dir}, nil
 }
 
