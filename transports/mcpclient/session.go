@@ -63,7 +63,7 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	var t mcp.Transport
 	if c.cfg.URL != "" {
 		st := &mcp.StreamableClientTransport{
-			Endpoint:   c.cfg.URL,
+			Endpoint: c.cfg.URL,
 			HTTPClient: &http.Client{
 				Transport:     &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, home: originOf(c.cfg.URL), c: s.c},
 				CheckRedirect: stayHome(c.cfg.URL),
