@@ -74,7 +74,7 @@ func (d *Daemon) newSignIns(o Options) {
 	port := strconv.Itoa(d.ln.Addr().(*net.TCPAddr).Port)
 	d.signIn = &signIns{now: now, log: d.log, logins: map[string]*login{}, mcp: func() *mcphost.Manager { return d.mcp },
 		withdraw: d.withdrawSignIn,
-		tokens:   func(server string) bool { _, err := d.plat.Secret("oauth." + server); return err == nil }}
+		tokens:   func(server string) bool { _, err := d.plat.Secret(oauth.SecretName(server)); return err == nil }}
 	d.signIn.oauth = oauth.New(oauth.Options{
 		Store: d.plat,
 		Now:   o.Clock,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -502,16 +503,31 @@ func (m *Manager) serveCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // listen binds the entry's callbackPort on loopback for this login, or
-// returns nil when the daemon's own callback serves it.
+// returns nil when the daemon's own callback serves it. The listener
+// serves the callback's path alone, and only to a request naming it by
+// its loopback host (a DNS-rebound page names another).
 func (m *Manager) listen(port int) (*http.Server, error) {
 	if port == 0 {
 		return nil, nil
+	}
+	cb, err := url.Parse(m.opts.CallbackURL(port))
+	if err != nil {
+		return nil, fmt.Errorf("the callback URL: %w", err)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen on the callback port: %w", err)
 	}
-	srv := &http.Server{Handler: m.Callback(), ReadHeaderTimeout: 10 * time.Second}
+	hosts := []string{cb.Host, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), net.JoinHostPort("localhost", strconv.Itoa(port))}
+	cbh := m.Callback()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != cb.Path || !slices.Contains(hosts, strings.ToLower(r.Host)) {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		cbh.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.opts.Logger.Error("oauth: callback listener", "err", err)

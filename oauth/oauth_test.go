@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/internal/oauthtest"
 	"github.com/plexus-gw/plexus/oauth"
 )
@@ -795,5 +796,105 @@ func TestClientCredentialsStepUpAsksOwner(t *testing.T) {
 	}
 	if needs := h.needsRequests(); len(needs) != 1 || !slices.Equal(needs[0].Widening, []string{"mcp:write"}) {
 		t.Errorf("requests filed = %+v, want one widening by mcp:write", needs)
+	}
+}
+
+// TestLoginApproved: a sign-in started from the inbox is bound to the
+// request the owner approved. It asks for the scopes the request showed
+// and no more; an issuer or resource other than the one shown (or an
+// issuer not shown at all) fails the start before the owner is sent
+// anywhere and files a new request showing what was found.
+func TestLoginApproved(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(h *harness, r *plexus.SignInRequest)
+		fails  string // in the error; "" for a start that succeeds
+	}{
+		{name: "AsShown", change: func(*harness, *plexus.SignInRequest) {}},
+		{name: "FewerScopes", change: func(_ *harness, r *plexus.SignInRequest) { r.Scopes = nil }},
+		{name: "OtherIssuer", change: func(_ *harness, r *plexus.SignInRequest) { r.Issuer = "https://as.example" }, fails: "approved request"},
+		{name: "IssuerNotShown", change: func(_ *harness, r *plexus.SignInRequest) { r.Issuer = "" }, fails: "approved request"},
+		{name: "OtherResource", change: func(h *harness, r *plexus.SignInRequest) { r.Resource = h.as.URL + "/other" }, fails: "approved request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, oauthtest.Options{})
+			oh := h.handler(oauth.Config{})
+			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+				t.Fatalf("connect: %v", err)
+			}
+			req := h.needsRequests()[0]
+			tc.change(h, &req)
+			flow, err := h.m.Login(t.Context(), server, oauth.Approved(req))
+			if tc.fails != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.fails) {
+					t.Fatalf("Login err = %v, want it to say %q", err, tc.fails)
+				}
+				if n := h.as.Count(oauthtest.EndpointAuthorize) + h.as.Count(oauthtest.EndpointRegister); n != 0 {
+					t.Errorf("authorize and register requests = %d, want 0", n)
+				}
+				needs := h.needsRequests()
+				if len(needs) != 2 || needs[1].Issuer != h.as.Issuer || needs[1].Resource != h.as.URL {
+					t.Errorf("requests filed = %+v, want a new one showing %s for %s", needs, h.as.Issuer, h.as.URL)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Login: %v", err)
+			}
+			for _, sc := range strings.Fields(mustQuery(t, flow.URL, "scope")) {
+				if sc != "offline_access" && !slices.Contains(req.Scopes, sc) {
+					t.Errorf("the sign-in asks for %q, which the approved request %v did not show", sc, req.Scopes)
+				}
+			}
+			if status, _ := oauthtest.Browse(t, flow.URL); status != http.StatusOK {
+				t.Errorf("callback answered %d", status)
+			}
+			if err := <-flow.Done; err != nil {
+				t.Errorf("flow: %v", err)
+			}
+		})
+	}
+}
+
+// TestCallbackPortServesOnlyCallback: the listener on an entry's
+// callbackPort answers its callback path alone, and only under its
+// loopback host name: another path or a rebound host name reaches no
+// state.
+func TestCallbackPortServesOnlyCallback(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	port := freePort(t)
+	h.handler(oauth.Config{CallbackPort: port})
+	flow, err := h.m.Login(t.Context(), server)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	state := mustQuery(t, flow.URL, "state")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for _, tc := range []struct{ name, path, host string }{
+		{"OtherPath", "/oauth/callback?state=" + state + "&code=x", ""},
+		{"ReboundHost", "/callback?state=" + state + "&code=x", "evil.example:" + strconv.Itoa(port)},
+	} {
+		req, err := http.NewRequest(http.MethodGet, base+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", tc.name, resp.StatusCode)
+		}
+	}
+	// The state is still unused: the owner's browser finishes the sign-in.
+	if status, _ := oauthtest.Browse(t, flow.URL); status != http.StatusOK {
+		t.Errorf("the real callback answered %d, want 200", status)
+	}
+	if err := <-flow.Done; err != nil {
+		t.Errorf("flow: %v", err)
 	}
 }
