@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -893,6 +895,103 @@ func TestCallbackPortServesOnlyCallback(t *testing.T) {
 	// The state is still unused: the owner's browser finishes the sign-in.
 	if status, _ := oauthtest.Browse(t, flow.URL); status != http.StatusOK {
 		t.Errorf("the real callback answered %d, want 200", status)
+	}
+	if err := <-flow.Done; err != nil {
+		t.Errorf("flow: %v", err)
+	}
+}
+
+// heldStore holds the first write of a sign-in until released, and
+// reports a removal: the moment between a login's code exchange and its
+// tokens stored.
+type heldStore struct {
+	oauth.Store
+	held, release, removed chan struct{}
+	once                   sync.Once
+}
+
+func (s *heldStore) SetSecret(name string, v []byte) error {
+	s.once.Do(func() {
+		close(s.held)
+		<-s.release
+	})
+	return s.Store.SetSecret(name, v)
+}
+
+func (s *heldStore) RemoveSecret(name string) error {
+	select {
+	case <-s.removed:
+	default:
+		close(s.removed)
+	}
+	return s.Store.RemoveSecret(name)
+}
+
+// TestLogoutDuringLogin: a logout that comes while a login is storing the
+// tokens it just exchanged waits for it, then revokes and deletes them:
+// no token stays stored and the source is not signed in.
+func TestLogoutDuringLogin(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	hs := &heldStore{held: make(chan struct{}), release: make(chan struct{}), removed: make(chan struct{})}
+	h.wrap = func(st oauth.Store) oauth.Store { hs.Store = st; return hs }
+	h.newManager()
+	h.handler(oauth.Config{})
+	flow, err := h.m.Login(t.Context(), server)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	go oauthtest.Browse(t, flow.URL)
+	<-hs.held // the code is exchanged; the tokens are being stored
+	out := make(chan error, 1)
+	go func() { out <- h.m.Logout(context.Background(), server) }()
+	select {
+	case <-hs.removed: // the logout did not wait: the tokens land after it
+	case <-time.After(200 * time.Millisecond): // waiting, as it should
+	}
+	close(hs.release)
+	if err := <-out; err != nil {
+		t.Fatalf("Logout: %v", err)
+	}
+	<-flow.Done
+	if blob := h.stored(); blob != nil {
+		t.Errorf("tokens stay stored after the logout")
+	}
+	if _, detail := h.m.State(server); detail == "signed in" {
+		t.Errorf("State = %q after the logout", detail)
+	}
+}
+
+// TestSecretClientIssuerChanged: a client holding a secret, with no pinned
+// authorization server, signed in before at one issuer; the server now
+// names another. The sign-in from the command line is refused before the
+// secret goes anywhere, a new request shows the new issuer, and approving
+// that request signs in there.
+func TestSecretClientIssuerChanged(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	h.as.RegisterClient(oauthtest.Client{ID: "plexus-pre", Secret: "pre-secret"})
+	old := fmt.Sprintf(`{"server_url":%q,"issuer":"https://old-as.example","resource":%q,"token_url":"https://old-as.example/token","client_id":"plexus-pre","scopes":["mcp:read"],"token":{"access_token":"old-token"}}`,
+		h.as.URL, h.as.URL)
+	if err := h.store.SetSecret("oauth."+server, []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	h.handler(oauth.Config{ClientID: "plexus-pre", ClientSecret: "pre-secret"})
+	_, err := h.m.Login(t.Context(), server)
+	if err == nil || !strings.Contains(err.Error(), "changed from https://old-as.example") {
+		t.Fatalf("Login err = %v, want the issuer change refused", err)
+	}
+	if n := h.as.Count(oauthtest.EndpointAuthorize) + len(h.as.TokenRequests()); n != 0 {
+		t.Errorf("the new authorization server got %d authorize/token requests, want 0", n)
+	}
+	needs := h.needsRequests()
+	if len(needs) != 1 || needs[0].Issuer != h.as.Issuer {
+		t.Fatalf("requests filed = %+v, want one showing %s", needs, h.as.Issuer)
+	}
+	flow, err := h.m.Login(t.Context(), server, oauth.Approved(needs[0]))
+	if err != nil {
+		t.Fatalf("Login of the approved request: %v", err)
+	}
+	if status, _ := oauthtest.Browse(t, flow.URL); status != http.StatusOK {
+		t.Errorf("callback answered %d", status)
 	}
 	if err := <-flow.Done; err != nil {
 		t.Errorf("flow: %v", err)
