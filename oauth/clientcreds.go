@@ -84,7 +84,7 @@ func (s *source) fetchClientCredentials(ctx context.Context) (*oauth2.Token, err
 	s.mu.Unlock()
 	if first {
 		s.m.journal(ctx, "oauth.signin.completed", s.name, map[string]any{
-			"grant": GrantClientCredentials, "issuer": d.asm.Issuer, "resource": d.resource, "scopes": scopes})
+			"grant": GrantClientCredentials, "issuer": d.asm.Issuer, "resource": shown(d.resource), "scopes": scopes})
 	}
 	return tok, nil
 }

@@ -171,7 +171,7 @@ func (m *Manager) startLogin(ctx context.Context, s *source, approved *plexus.Si
 		}
 		return nil, fmt.Errorf("sign in to %s: the OAuth manager is closed", s.name)
 	}
-	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": l.d.asm.Issuer, "resource": l.d.resource})
+	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": l.d.asm.Issuer, "resource": shown(l.d.resource)})
 	started = true
 	go l.run(lctx, h, req, resp, srv)
 	return l, nil
@@ -363,7 +363,7 @@ func (l *login) report(ctx context.Context, err error) {
 		return
 	}
 	l.m.journal(ctx, "oauth.signin.completed", l.src.name, map[string]any{
-		"issuer": l.rec.Issuer, "resource": l.rec.Resource, "scopes": l.rec.Scopes})
+		"issuer": l.rec.Issuer, "resource": shown(l.rec.Resource), "scopes": l.rec.Scopes})
 	if l.m.opts.SignedIn != nil {
 		l.m.opts.SignedIn(l.src.name)
 	}

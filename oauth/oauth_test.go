@@ -997,3 +997,26 @@ func TestSecretClientIssuerChanged(t *testing.T) {
 		t.Errorf("flow: %v", err)
 	}
 }
+
+// TestURLQueryNotShown: a server URL's query (where a key sometimes
+// rides) is not in the sign-in request the owner is shown nor in the
+// journal.
+func TestURLQueryNotShown(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	u := h.as.URL + "?key=CANARY-QUERY-KEY"
+	oh := h.m.Handler(server, u, oauth.Config{})
+	req, err := http.NewRequest(http.MethodPost, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oh.Authorize(t.Context(), req, fakeResp(401, `Bearer scope="mcp:read"`)); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("Authorize: %v", err)
+	}
+	needs := h.needsRequests()
+	if len(needs) != 1 || strings.Contains(needs[0].Resource, "CANARY") || needs[0].Resource == "" {
+		t.Errorf("requests filed = %+v, want one whose resource has no query", needs)
+	}
+	if rows := strings.Join(h.journalRows(), "\n"); strings.Contains(rows, "CANARY") {
+		t.Errorf("the journal holds the URL's query: %s", rows)
+	}
+}
