@@ -124,10 +124,10 @@ var _ auth.OAuthHandler = (*handler)(nil)
 // TokenSource returns nil when there is no token to send: the request then
 // goes out bare, the server answers 401, and Authorize reports the sign-in.
 //
-// A refused configuration (a plain-http server URL outside loopback) sends
-// no token and fails nothing here: most url servers never ask for sign-in,
-// and one on the owner's network over plain http must keep working. Only
-// a sign-in (Authorize, Login) is refused, saying why.
+// A refused configuration (a plain-http server URL outside loopback, a
+// grant it cannot do) sends no token and fails nothing here: every url
+// server gets a handler, most never ask for sign-in, and those must keep
+// working. Only a sign-in (Authorize, Login) is refused, saying why.
 func (h *handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	s := h.src
 	if s.err != nil {
