@@ -126,6 +126,10 @@ type Health struct {
 	// process (an MCP server) re-established it since Plexus started it;
 	// absent for sources that keep none.
 	Restarts int `json:"restarts,omitempty"`
+	// NeedsSignIn is set while a remote MCP server waits for the owner to
+	// sign Plexus in to it (OAuth): Status is unavailable, Detail names the
+	// command that fixes it, and nothing is retried until then.
+	NeedsSignIn bool `json:"needsSignIn,omitempty"`
 }
 
 // IOSchema carries an entry's JSON Schemas verbatim (raw bytes, so an

@@ -79,7 +79,10 @@ func writeSources(w io.Writer, sources []plexus.SourceStatus) error {
 	fmt.Fprintln(t, "SOURCE\tPROVENANCE\tENTRIES\tHEALTH")
 	for _, s := range sources {
 		health := string(s.Health.Status)
-		if s.Health.Detail != "" {
+		switch {
+		case s.Health.NeedsSignIn:
+			health = s.Health.Detail // "needs sign-in: run plexus mcp login <name>"
+		case s.Health.Detail != "":
 			health += " (" + s.Health.Detail + ")"
 		}
 		if s.Health.Restarts > 0 {

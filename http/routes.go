@@ -68,6 +68,7 @@ func (s *Server) routes() {
 	if b.Owner != nil {
 		s.providerRoutes()
 	}
+	s.signInRoutes()
 	if s.opts.MCP != nil {
 		m.HandleFunc(mcpPath, s.handleMCP)
 	}

@@ -78,6 +78,14 @@ type Options struct {
 	// method), after the guard; it checks its own session. Nil answers
 	// not_found there.
 	Console nethttp.Handler
+	// SignIn serves the owner's sign-in to remote MCP servers under
+	// /admin/api/mcp/ (mcpsignin.go), behind the connection-key; nil
+	// answers not_found there. It needs Backend.Owner.
+	SignIn SignInAPI
+	// OAuthCallback serves GET /oauth/callback, where an authorization
+	// server sends the owner's browser back; it checks the state itself.
+	// Nil answers not_found there.
+	OAuthCallback nethttp.Handler
 }
 
 // Server is the loopback HTTP server. Create it with [New]; bind with

@@ -29,7 +29,7 @@ import (
 // serverKeys are the keys of a server entry Plexus reads. Other keys
 // (other hosts' settings: "timeout", "autoApprove", …) are kept in the file
 // and reported as ignored, never dropped.
-var serverKeys = []string{"command", "args", "env", "url", "headers", "type", "disabled"}
+var serverKeys = []string{"command", "args", "env", "url", "headers", "type", "disabled", "oauth"}
 
 // secretRef is how an env or header value names a secret instead of holding
 // it: "${secret:github-token}", alone or inside a longer value ("Bearer
@@ -46,7 +46,11 @@ type Server struct {
 	Headers  map[string]string `json:"headers,omitempty"`
 	Type     string            `json:"type,omitempty"`
 	Disabled bool              `json:"disabled,omitempty"`
-	// Ignored are the entry's keys Plexus does not read.
+	// OAuth is how Plexus signs in to a url server that asks for it
+	// (oauth.go); nil when the entry has none.
+	OAuth *OAuth `json:"oauth,omitempty"`
+	// Ignored are the entry's keys Plexus does not read (an "oauth"
+	// object's as "oauth.<key>").
 	Ignored []string `json:"ignored,omitempty"`
 	// Raw is the entry as written; two servers with equal Raw need no
 	// restart when the file changes around them.
@@ -147,6 +151,7 @@ func decodeServer(name string, raw json.RawMessage) (Server, string) {
 		Headers  map[string]string `json:"headers"`
 		Type     string            `json:"type"`
 		Disabled bool              `json:"disabled"`
+		OAuth    json.RawMessage   `json:"oauth"`
 	}
 	if err := json.Unmarshal(raw, &typed); err != nil {
 		var te *json.UnmarshalTypeError
@@ -161,6 +166,15 @@ func decodeServer(name string, raw json.RawMessage) (Server, string) {
 	}
 	if typed.URL != nil {
 		s.URL = *typed.URL
+	}
+	if len(typed.OAuth) > 0 && string(typed.OAuth) != "null" {
+		o, ignored, problem := decodeOAuth(typed.OAuth)
+		if problem != "" {
+			return Server{}, problem
+		}
+		s.OAuth = o
+		s.Ignored = append(s.Ignored, ignored...)
+		slices.Sort(s.Ignored)
 	}
 	return s, ""
 }
@@ -203,13 +217,13 @@ func checkServer(s Server) string {
 			}
 		}
 	}
-	return ""
+	return checkOAuth(s)
 }
 
 // SecretNames lists the secrets s refers to, sorted and without duplicates.
 func (s Server) SecretNames() []string {
 	var out []string
-	for _, m := range []map[string]string{s.Env, s.Headers} {
+	for _, m := range []map[string]string{s.Env, s.Headers, s.oauthSecrets()} {
 		for _, v := range m {
 			for _, ref := range secretRef.FindAllStringSubmatch(v, -1) {
 				out = append(out, ref[1])
@@ -271,8 +285,8 @@ func (s Server) Where() string {
 }
 
 // EntryOf is a server's mcp.json entry as `plexus mcp add` writes it: a
-// command with its args, or a url; env and headers when given.
-func EntryOf(command string, args []string, url string, env, headers map[string]string) (json.RawMessage, error) {
+// command with its args, or a url; env, headers and oauth when given.
+func EntryOf(command string, args []string, url string, env, headers map[string]string, oauth *OAuth) (json.RawMessage, error) {
 	entry := map[string]any{}
 	if url != "" {
 		entry["url"] = url
@@ -287,6 +301,9 @@ func EntryOf(command string, args []string, url string, env, headers map[string]
 	}
 	if headers != nil {
 		entry["headers"] = headers
+	}
+	if oauth != nil {
+		entry["oauth"] = oauth
 	}
 	return json.Marshal(entry)
 }

@@ -165,7 +165,7 @@ func TestEntryOf(t *testing.T) {
 			`{"headers":{"Authorization":"Bearer ${secret:t}"},"url":"https://x.example/mcp"}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			raw, err := EntryOf(tt.command, tt.args, tt.url, tt.env, tt.headers)
+			raw, err := EntryOf(tt.command, tt.args, tt.url, tt.env, tt.headers, nil)
 			if err != nil || string(raw) != tt.want {
 				t.Errorf("EntryOf = %s, %v; want %s", raw, err, tt.want)
 			}

@@ -64,7 +64,10 @@ func WriteList(w io.Writer, items []ListItem, running bool) error {
 			entries = fmt.Sprint(it.Source.Entries)
 			held = fmt.Sprint(len(it.Source.Held))
 			state = string(it.Source.Health.Status)
-			if it.Source.Health.Detail != "" {
+			switch {
+			case it.Source.Health.NeedsSignIn:
+				state = it.Source.Health.Detail // "needs sign-in: run plexus mcp login <name>"
+			case it.Source.Health.Detail != "":
 				state += " (" + it.Source.Health.Detail + ")"
 			}
 		case running:

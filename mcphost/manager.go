@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/registry"
 	"github.com/plexus-gw/plexus/scaffold"
@@ -38,8 +39,18 @@ type Journal interface {
 	JournalFailed(what string, err error)
 }
 
+// SignIns is what the manager needs of the OAuth client (the daemon hands
+// in the oauth package's manager): a url server's handler, the test for an
+// error that means the owner must sign in, and the logout of a server
+// that left mcp.json. Safe for concurrent use.
+type SignIns interface {
+	Handler(server, serverURL string, cfg SignInConfig) auth.OAuthHandler
+	Needed(err error) bool
+	Forget(ctx context.Context, server string)
+}
+
 // Config is what a [Manager] runs with; every field is required except
-// Logger (nil discards).
+// Logger (nil discards) and SignIns (nil: no server signs in).
 type Config struct {
 	// Home is PLEXUS_HOME; the manager reads Home/mcp.json.
 	Home      string
@@ -53,6 +64,7 @@ type Config struct {
 	Env       []string
 	Processes mcpclient.Processes
 	Logger    *slog.Logger
+	SignIns   SignIns
 }
 
 // mcpReadyWait is how long a newly started server may take to list its
@@ -80,10 +92,11 @@ type Manager struct {
 
 // mcpRunning is one started server.
 type mcpRunning struct {
-	raw    json.RawMessage
-	client *mcpclient.Client
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the client's Run and registration returned
+	raw     json.RawMessage
+	client  *mcpclient.Client
+	signsIn bool // the client has an OAuth handler
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the client's Run and registration returned
 }
 
 // New builds the manager and its watch on cfg.Home/mcp.json; [Manager.Run]
@@ -223,16 +236,28 @@ func (m *Manager) start(ctx context.Context, s Server) {
 		m.problem(ctx, s.Name, err.Error())
 		return
 	}
+	signIn, err := m.signIn(s)
+	if err != nil {
+		m.problem(ctx, s.Name, err.Error())
+		return
+	}
 	var c *mcpclient.Client
+	// Closed when the server first asks for sign-in: its source is
+	// registered then (unavailable, with the fix), not after mcpReadyWait.
+	needsSignIn := make(chan struct{})
+	var signInOnce sync.Once
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c, err = mcpclient.New(s.Name, mcpclient.ServerConfig{Command: s.Command, Args: s.Args, Env: env, URL: s.URL, Headers: s.Headers},
-		mcpclient.Options{Logger: m.log, Env: slices.Clone(m.cfg.Env), Processes: m.cfg.Processes,
+		mcpclient.Options{Logger: m.log, Env: slices.Clone(m.cfg.Env), Processes: m.cfg.Processes, SignIn: signIn,
 			OnChange: func() { m.refresh(c) },
 			OnHealth: func(h plexus.Health) {
 				// A server being stopped (removed, changed, shutdown) is
 				// not an outage: its source goes with it.
 				if rctx.Err() == nil {
 					m.cfg.Registry.ReportHealth(c.ID(), h)
+				}
+				if h.NeedsSignIn {
+					signInOnce.Do(func() { close(needsSignIn) })
 				}
 			},
 		})
@@ -242,7 +267,7 @@ func (m *Manager) start(ctx context.Context, s Server) {
 		return
 	}
 	src := &mcpclient.Pinned{Client: c, Check: m.cfg.Pins}
-	run := &mcpRunning{raw: s.Raw, client: c, cancel: cancel, done: make(chan struct{})}
+	run := &mcpRunning{raw: s.Raw, client: c, signsIn: signIn != nil, cancel: cancel, done: make(chan struct{})}
 	m.mu.Lock()
 	delete(m.problems, s.Name)
 	m.servers[s.Name] = run
@@ -261,6 +286,7 @@ func (m *Manager) start(ctx context.Context, s Server) {
 		defer wg.Done()
 		select {
 		case <-c.Ready():
+		case <-needsSignIn:
 		case <-time.After(mcpReadyWait):
 		case <-rctx.Done():
 			return
@@ -305,6 +331,9 @@ func (m *Manager) stop(ctx context.Context, name, why string, forget bool) {
 		m.log.Warn("unregister MCP server", "server", name, "err", err)
 	}
 	m.note(ctx, "mcp.server_stopped", id, map[string]any{"server": name, "why": why})
+	if forget && m.cfg.SignIns != nil {
+		m.cfg.SignIns.Forget(ctx, name) // its tokens go with it
+	}
 	if forget {
 		if err := m.cfg.Journal.ForgetPins(ctx, id); err != nil {
 			// The server is gone all the same; its pins stay until the

@@ -34,6 +34,14 @@ func mcpCommand() *cli.Command {
 					&cli.StringFlag{Name: "url", Usage: "the server's Streamable HTTP endpoint, instead of a command"},
 					&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE for the server's environment (repeatable)"},
 					&cli.StringSliceFlag{Name: "header", Usage: "Name=Value sent with every HTTP request (repeatable)"},
+					&cli.StringFlag{Name: "oauth-client-id", Usage: "sign in with this pre-registered OAuth client id (url servers)"},
+					&cli.StringFlag{Name: "oauth-client-secret", Usage: "the client's secret, as ${secret:NAME} (never the value)"},
+					&cli.StringFlag{Name: "oauth-private-key", Usage: "the client's private key for private_key_jwt, as ${secret:NAME}"},
+					&cli.StringFlag{Name: "oauth-client-metadata-url", Usage: "the https URL of a Client ID Metadata Document you host"},
+					&cli.StringFlag{Name: "oauth-scopes", Usage: "the scopes to ask for, space-separated (default: what the server asks)"},
+					&cli.StringFlag{Name: "oauth-grant", Usage: "authorization_code (default: you sign in with plexus mcp login) or client_credentials (no person)"},
+					&cli.IntFlag{Name: "oauth-callback-port", Usage: "a fixed loopback port for the sign-in redirect (default: the daemon's own)"},
+					&cli.StringFlag{Name: "oauth-auth-server-metadata-url", Usage: "the authorization server's metadata URL, skipping discovery"},
 					&cli.BoolFlag{Name: "replace", Usage: "replace a server of that name"},
 					&cli.DurationFlag{Name: "wait", Value: 15 * time.Second, Usage: "how long to wait for a running daemon to list the server"},
 				},
@@ -49,10 +57,12 @@ func mcpCommand() *cli.Command {
 			},
 			{
 				Name:      "remove",
-				Usage:     "remove a server; its entries leave the manifest and its pins are forgotten",
+				Usage:     "remove a server; its entries leave the manifest, its pins are forgotten and its sign-in tokens revoked and deleted",
 				ArgsUsage: "<name>",
 				Action:    mcpRemove,
 			},
+			mcpLoginCommand(),
+			mcpLogoutCommand(),
 			mcpServeCommand(),
 			mcpImportCommand(),
 		},
@@ -111,7 +121,7 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	raw, err := mcphost.EntryOf(command, rest, url, env, headers)
+	raw, err := mcphost.EntryOf(command, rest, url, env, headers, oauthFlags(cmd))
 	if err != nil {
 		return err
 	}
@@ -129,6 +139,29 @@ func mcpAdd(ctx context.Context, cmd *cli.Command) error {
 	w := cmd.Root().Writer
 	fmt.Fprintf(w, "Added the MCP server %s to %s (%s).\n", name, path, s.Describe())
 	return waitForServer(ctx, cmd, name)
+}
+
+// oauthFlags is the "oauth" object the --oauth-* flags describe, nil when
+// none is given. ParseServer checks it (a literal secret is refused there).
+func oauthFlags(cmd *cli.Command) *mcphost.OAuth {
+	o := mcphost.OAuth{
+		ClientID:              cmd.String("oauth-client-id"),
+		ClientSecret:          cmd.String("oauth-client-secret"),
+		PrivateKey:            cmd.String("oauth-private-key"),
+		ClientMetadataURL:     cmd.String("oauth-client-metadata-url"),
+		Scopes:                strings.Fields(cmd.String("oauth-scopes")),
+		Grant:                 cmd.String("oauth-grant"),
+		CallbackPort:          int(cmd.Int("oauth-callback-port")),
+		AuthServerMetadataURL: cmd.String("oauth-auth-server-metadata-url"),
+	}
+	set := false
+	for _, f := range cmd.FlagNames() {
+		set = set || strings.HasPrefix(f, "oauth-") && cmd.IsSet(f)
+	}
+	if !set {
+		return nil
+	}
+	return &o
 }
 
 // missingSecrets lists the secrets s refers to that are not stored.
@@ -223,9 +256,56 @@ func mcpRemove(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	doc, err := mcphost.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, ok := doc.Entry(name); !ok {
+		return mcphost.Remove(path, name) // says there is no such server
+	}
+	signedOut, err := mcpSignOut(ctx, cmd, name)
+	if err != nil {
+		return err
+	}
 	if err := mcphost.Remove(path, name); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.Root().Writer, "Removed the MCP server %s from %s; a running Plexus stops it and drops its entries.\n", name, path)
+	if signedOut != "" {
+		fmt.Fprintln(cmd.Root().Writer, signedOut)
+	}
 	return nil
 }
+
+// mcpSignOut ends the sign-in of a server being removed: through a
+// running daemon (which revokes the tokens at the server), else by
+// deleting the stored tokens. It says what it did ("" when there was
+// nothing to sign out of).
+func mcpSignOut(ctx context.Context, cmd *cli.Command, name string) (string, error) {
+	if adm, ok := ownerAdmin(cmd); ok {
+		_, err := adm.LogoutMCP(ctx, name)
+		var pe *plexus.Error
+		switch {
+		case err == nil:
+			return "Its sign-in tokens are revoked and deleted.", nil
+		case errors.As(err, &pe) && pe.Code == plexus.CodeNotFound:
+			return "", nil // not a server that signs in
+		case !errors.Is(err, client.ErrUnreachable):
+			return "", err
+		}
+	}
+	pf, err := newPlatform(cmd)
+	if err != nil {
+		return "", err
+	}
+	if err := pf.RemoveSecret(mcpTokensSecret(name)); err != nil {
+		if errors.Is(err, plexus.ErrNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	return "Its sign-in tokens are deleted (Plexus is not running, so they were not revoked at the server).", nil
+}
+
+// mcpTokensSecret is the secret that holds server name's OAuth tokens.
+func mcpTokensSecret(name string) string { return "oauth." + name }

@@ -57,6 +57,9 @@ type Options struct {
 	// MaxBackoff, and starts over once a session stayed up MaxBackoff.
 	// Zero means [DefaultMinBackoff], [DefaultMaxBackoff].
 	MinBackoff, MaxBackoff time.Duration
+	// SignIn signs in to a url server that asks for it (OAuth); nil
+	// sends no credential but the configured headers.
+	SignIn *SignIn
 	// StopGrace is how long a stdio server has to exit after its stdin is
 	// closed, and again after SIGTERM, before SIGKILL. Zero means
 	// [DefaultStopGrace].
@@ -98,10 +101,12 @@ type Client struct {
 	minBack, maxBack, grace time.Duration
 	httpBase                *http.Transport // url servers: one per client, closed by Run
 
-	ready     chan struct{}
-	readyOnce sync.Once
-	running   atomic.Bool
-	tokens    atomic.Uint64 // progress tokens handed out
+	ready      chan struct{}
+	readyOnce  sync.Once
+	wake       chan struct{} // capacity 1: the owner signed in (SignedIn)
+	signInLost atomic.Bool   // a call found the session needs sign-in
+	running    atomic.Bool
+	tokens     atomic.Uint64 // progress tokens handed out
 
 	// owned by Run's goroutine
 	cur        listing // the latest listing of every primitive
@@ -143,6 +148,9 @@ func New(name string, cfg ServerConfig, opts Options) (*Client, error) {
 	if cfg.Command != "" && opts.Processes == nil {
 		return nil, errors.New("mcpclient: a stdio server needs Options.Processes")
 	}
+	if opts.SignIn != nil && (cfg.URL == "" || opts.SignIn.Handler == nil) {
+		return nil, errors.New("mcpclient: Options.SignIn needs a url server and a Handler")
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -157,6 +165,7 @@ func New(name string, cfg ServerConfig, opts Options) (*Client, error) {
 		maxBack: cmpOr(opts.MaxBackoff, DefaultMaxBackoff),
 		grace:   cmpOr(opts.StopGrace, DefaultStopGrace),
 		ready:   make(chan struct{}),
+		wake:    make(chan struct{}, 1),
 		health:  plexus.Health{Status: plexus.HealthUnknown, Detail: "not connected yet"},
 	}
 	c.maxBack = max(c.maxBack, c.minBack)
@@ -260,6 +269,7 @@ func (c *Client) Run(ctx context.Context) error {
 	}()
 	failures := 0
 	for {
+		c.drainWake()
 		s, err := c.start(ctx)
 		var why string
 		if err == nil {
@@ -271,16 +281,25 @@ func (c *Client) Run(ctx context.Context) error {
 			if time.Since(up) >= c.maxBack {
 				failures = 0
 			}
-		} else {
-			if ctx.Err() != nil {
+			if c.signInLost.Swap(false) {
+				err = errSignIn
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if c.needsSignIn(err) {
+			// Nothing is retried until the owner signs in: a loop would
+			// knock at the server and its authorization server for ever.
+			failures = 0
+			if !c.waitSignIn(ctx) {
 				return nil
 			}
+			continue
+		}
+		if err != nil {
 			why = err.Error()
-			if c.lastStderr != "" {
-				c.log.Warn("mcp: cannot connect", "err", why, "stderr", c.lastStderr)
-			} else {
-				c.log.Warn("mcp: cannot connect", "err", why)
-			}
+			c.logConnectFailure(why)
 		}
 		failures++
 		wait := c.backoff(failures)
@@ -292,6 +311,14 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+func (c *Client) logConnectFailure(why string) {
+	if c.lastStderr != "" {
+		c.log.Warn("mcp: cannot connect", "err", why, "stderr", c.lastStderr)
+	} else {
+		c.log.Warn("mcp: cannot connect", "err", why)
 	}
 }
 
@@ -315,6 +342,9 @@ func (c *Client) start(ctx context.Context) (*session, error) {
 	cancel()
 	if err != nil {
 		c.close(s)
+		if c.needsSignIn(err) {
+			return nil, fmt.Errorf("list: %w", errSignIn)
+		}
 		return nil, fmt.Errorf("list: %s", c.red.err(err))
 	}
 	c.cur = l
@@ -415,9 +445,14 @@ func signature(entries []plexus.Entry) [32]byte {
 // setHealth publishes the health and calls OnHealth when the status
 // changed.
 func (c *Client) setHealth(st plexus.HealthStatus, detail string) {
+	c.setHealthSignIn(st, detail, false)
+}
+
+// setHealthSignIn is setHealth with the needs-sign-in mark.
+func (c *Client) setHealthSignIn(st plexus.HealthStatus, detail string, signIn bool) {
 	c.mu.Lock()
-	changed := c.health.Status != st
-	h := plexus.Health{Status: st, Detail: detail, Restarts: c.restarts}
+	changed := c.health.Status != st || c.health.NeedsSignIn != signIn
+	h := plexus.Health{Status: st, Detail: detail, Restarts: c.restarts, NeedsSignIn: signIn}
 	c.health = h
 	c.mu.Unlock()
 	if changed && c.opts.OnHealth != nil {

@@ -61,10 +61,14 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	s := &session{c: newCapture(c.log), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
 	var t mcp.Transport
 	if c.cfg.URL != "" {
-		t = &mcp.StreamableClientTransport{
+		st := &mcp.StreamableClientTransport{
 			Endpoint:   c.cfg.URL,
 			HTTPClient: &http.Client{Transport: &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, c: s.c}},
 		}
+		if c.opts.SignIn != nil {
+			st.OAuthHandler = c.opts.SignIn.Handler
+		}
+		t = st
 	} else {
 		cmd, err := c.command(s.stderr)
 		if err != nil {
@@ -100,6 +104,9 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		what := c.cfg.Command
 		if what == "" {
 			what = redactURL(c.cfg.URL)
+		}
+		if c.needsSignIn(err) {
+			return nil, fmt.Errorf("connect to %s: %w", what, errSignIn)
 		}
 		return nil, fmt.Errorf("connect to %s: %s", what, c.red.err(err))
 	}

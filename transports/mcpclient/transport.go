@@ -103,6 +103,10 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 		return fail(perr)
 	}
 	if err != nil {
+		if ctx.Err() == nil && c.needsSignIn(err) {
+			c.lostToSignIn(s)
+			return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s %s", c.name, c.signInDetail()))
+		}
 		if ctx.Err() == nil && !answered(err) && c.unreachable(s, err) {
 			return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s does not answer; reconnecting", c.name))
 		}
