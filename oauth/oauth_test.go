@@ -1,0 +1,520 @@
+package oauth_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/plexus-gw/plexus/internal/oauthtest"
+	"github.com/plexus-gw/plexus/oauth"
+)
+
+// TestLogin runs the owner's sign-in with the test as the browser, for each
+// way of registering the client, then calls a tool with the token.
+func TestLogin(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		opts         oauthtest.Options
+		cfg          func(t *testing.T) oauth.Config
+		client       func(h *harness) string // the client_id the token endpoint must see
+		method       string                  // the client authentication it must see
+		registration int                     // DCR requests after one login
+	}{
+		{
+			name: "DynamicRegistration",
+			cfg:  func(*testing.T) oauth.Config { return oauth.Config{} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1, // what the registration answered
+		},
+		{
+			name: "PreRegistered",
+			cfg: func(*testing.T) oauth.Config {
+				return oauth.Config{ClientID: "plexus-pre", ClientSecret: "pre-secret"}
+			},
+			client: func(*harness) string { return "plexus-pre" },
+			method: "client_secret_post",
+		},
+		{
+			name: "ClientIDMetadataDocument",
+			opts: oauthtest.Options{CIMD: true},
+			cfg: func(*testing.T) oauth.Config {
+				return oauth.Config{ClientMetadataURL: "https://plexus.example/client.json", ClientID: "plexus-pre"}
+			},
+			client: func(*harness) string { return "https://plexus.example/client.json" },
+			method: "none",
+		},
+		{
+			name: "CallbackPort",
+			cfg:  func(t *testing.T) oauth.Config { return oauth.Config{CallbackPort: freePort(t)} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.opts)
+			h.as.RegisterClient(oauthtest.Client{ID: "plexus-pre", Secret: "pre-secret"})
+			oh := h.handler(tc.cfg(t))
+			h.login()
+
+			scopes, err := h.connect(oh)
+			if err != nil {
+				t.Fatalf("connect after sign-in: %v", err)
+			}
+			if got, want := strings.Fields(scopes), []string{"mcp:read", "offline_access"}; !cmp.Equal(got, want, sortStrings) {
+				t.Errorf("token scopes = %v, want %v (challenge scope plus offline_access)", got, want)
+			}
+			reqs := h.as.TokenRequests()
+			want := oauthtest.TokenRequest{Grant: "authorization_code", ClientID: tc.client(h), AuthMethod: tc.method,
+				Resource: h.as.URL, Scopes: []string{"mcp:read", "offline_access"}}
+			if len(reqs) != 1 || !cmp.Equal(reqs[0], want, sortStrings) {
+				t.Errorf("token requests = %+v, want [%+v]", reqs, want)
+			}
+			if got := h.as.Count(oauthtest.EndpointRegister); got != tc.registration {
+				t.Errorf("registrations = %d, want %d", got, tc.registration)
+			}
+			if n, detail := h.m.State(server); n || detail != "signed in" {
+				t.Errorf("State = %v %q, want false \"signed in\"", n, detail)
+			}
+			if got := h.signedInCalls(); len(got) != 1 || !h.hasRow("oauth.signin.started") || !h.hasRow("oauth.signin.completed") {
+				t.Errorf("SignedIn calls %v, journal %v: want one call and started, completed rows", got, h.journalRows())
+			}
+
+			// A second sign-in reuses the client Plexus registered.
+			h.login()
+			if got := h.as.Count(oauthtest.EndpointRegister); got != tc.registration {
+				t.Errorf("registrations after a second sign-in = %d, want %d", got, tc.registration)
+			}
+		})
+	}
+}
+
+// TestRefreshPersisted: an expiring token is refreshed before it is sent,
+// the refreshed tokens are stored, and a restarted Manager uses them
+// without a sign-in.
+func TestRefreshPersisted(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	oh := h.handler(oauth.Config{})
+	h.login()
+	before := h.stored()
+
+	h.clock.Advance(2 * time.Hour)
+	h.as.SetTokenLifetime(24 * time.Hour) // the refreshed token outlives the moved clock
+	if _, err := h.connect(oh); err != nil {
+		t.Fatalf("connect after the token expired: %v", err)
+	}
+	reqs := h.as.TokenRequests()
+	if last := reqs[len(reqs)-1]; len(reqs) != 2 || last.Grant != "refresh_token" || last.Resource != h.as.URL {
+		t.Fatalf("token requests = %+v, want the code exchange then one refresh naming the resource", reqs)
+	}
+	after := h.stored()
+	if tokenOf(after, "access_token") == tokenOf(before, "access_token") ||
+		tokenOf(after, "refresh_token") == tokenOf(before, "refresh_token") {
+		t.Errorf("the stored tokens did not change after a refresh")
+	}
+
+	h.newManager() // a restart
+	if _, err := h.connect(h.handler(oauth.Config{})); err != nil {
+		t.Fatalf("connect after a restart: %v", err)
+	}
+	if got := len(h.as.TokenRequests()); got != 2 {
+		t.Errorf("token requests after a restart = %d, want 2 (the stored token is used)", got)
+	}
+}
+
+// TestRefusedRefresh: a refused refresh puts the source in needs-sign-in,
+// reported once, and nothing asks the token endpoint again.
+func TestRefusedRefresh(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	oh := h.handler(oauth.Config{})
+	h.login()
+	h.as.RefuseRefresh(true)
+	h.clock.Advance(2 * time.Hour)
+
+	for i := range 3 {
+		_, err := h.connect(oh)
+		if !errors.Is(err, oauth.ErrNeedsSignIn) {
+			t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+		}
+	}
+	if got := h.as.Count(oauthtest.EndpointToken); got != 2 {
+		t.Errorf("token endpoint requests = %d, want 2 (the exchange and one refused refresh)", got)
+	}
+	needs := h.needsRequests()
+	if len(needs) != 1 || needs[0].Reason != "the refresh token was refused" || needs[0].Issuer != h.as.Issuer {
+		t.Errorf("NeedsSignIn calls = %+v, want one for the refused refresh at %s", needs, h.as.Issuer)
+	}
+	if n, detail := h.m.State(server); !n || detail != "the refresh token was refused" {
+		t.Errorf("State = %v %q, want needs sign-in", n, detail)
+	}
+	if !h.hasRow("oauth.refresh.failed") {
+		t.Errorf("journal = %v, want an oauth.refresh.failed row", h.journalRows())
+	}
+
+	// Signing in again ends the episode.
+	h.as.SetTokenLifetime(24 * time.Hour)
+	h.login()
+	if _, err := h.connect(oh); err != nil {
+		t.Fatalf("connect after signing in again: %v", err)
+	}
+}
+
+// TestNeedsSignIn: a server answering 401 with no token stored is
+// reported once per episode with what the owner is asked, and the handler
+// runs no flow of its own.
+func TestNeedsSignIn(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	oh := h.handler(oauth.Config{})
+	for i := range 2 {
+		if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+			t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+		}
+	}
+	needs := h.needsRequests()
+	want := []string{"mcp:read"}
+	if len(needs) != 1 || needs[0].Server != server || needs[0].Resource != h.as.URL ||
+		needs[0].Issuer != h.as.Issuer || !cmp.Equal(needs[0].Scopes, want) {
+		t.Errorf("NeedsSignIn calls = %+v, want one for %s at %s with %v", needs, h.as.URL, h.as.Issuer, want)
+	}
+	for _, e := range []string{oauthtest.EndpointAuthorize, oauthtest.EndpointToken, oauthtest.EndpointRegister} {
+		if got := h.as.Count(e); got != 0 {
+			t.Errorf("%s requests = %d, want 0 (no flow inline)", e, got)
+		}
+	}
+	if n, _ := h.m.State(server); !n {
+		t.Errorf("State: needsSignIn = false, want true")
+	}
+}
+
+// TestStepUpWidening: a server asking for scopes beyond those approved is
+// a new sign-in request showing the widening; nothing asks for them until
+// the owner signs in again.
+func TestStepUpWidening(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	oh := h.handler(oauth.Config{})
+	h.login()
+	h.as.SetRequiredScopes("mcp:read", "mcp:write")
+
+	if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("connect: err = %v, want ErrNeedsSignIn", err)
+	}
+	needs := h.needsRequests()
+	if len(needs) != 1 || !cmp.Equal(needs[0].Widening, []string{"mcp:write"}) ||
+		!slices.Contains(needs[0].Scopes, "mcp:write") {
+		t.Fatalf("NeedsSignIn calls = %+v, want one widening by mcp:write", needs)
+	}
+	if got := h.as.Count(oauthtest.EndpointAuthorize); got != 1 {
+		t.Errorf("authorize requests = %d, want 1 (the widening is not asked for silently)", got)
+	}
+	if got := len(h.as.TokenRequests()); got != 1 {
+		t.Errorf("token requests = %d, want 1", got)
+	}
+
+	h.login()
+	scopes, err := h.connect(oh)
+	if err != nil {
+		t.Fatalf("connect after the owner's sign-in: %v", err)
+	}
+	if !strings.Contains(scopes, "mcp:write") {
+		t.Errorf("token scopes = %q, want mcp:write after the owner signed in", scopes)
+	}
+}
+
+// TestClientCredentials: no person; the grant authenticates as the
+// authorization server allows, sends the resource, and a refused grant
+// is reported once with no retry.
+func TestClientCredentials(t *testing.T) {
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		methods []string
+		client  oauthtest.Client
+		cfg     oauth.Config
+		want    string
+	}{
+		{"SecretBasic", nil, oauthtest.Client{ID: "svc", Secret: "svc-secret"},
+			oauth.Config{ClientID: "svc", ClientSecret: "svc-secret"}, "client_secret_basic"},
+		{"SecretPost", []string{"client_secret_post"}, oauthtest.Client{ID: "svc", Secret: "svc-secret"},
+			oauth.Config{ClientID: "svc", ClientSecret: "svc-secret"}, "client_secret_post"},
+		{"PrivateKeyJWTRSA", nil, oauthtest.Client{ID: "svc", PublicKey: &rsaKey.PublicKey},
+			oauth.Config{ClientID: "svc", PrivateKey: pemKey(t, rsaKey)}, "private_key_jwt"},
+		{"PrivateKeyJWTEC", nil, oauthtest.Client{ID: "svc", PublicKey: &ecKey.PublicKey},
+			oauth.Config{ClientID: "svc", PrivateKey: pemKey(t, ecKey)}, "private_key_jwt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, oauthtest.Options{AuthMethods: tc.methods})
+			h.as.RegisterClient(tc.client)
+			tc.cfg.Grant = oauth.GrantClientCredentials
+			oh := h.handler(tc.cfg)
+			if _, err := h.connect(oh); err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			want := oauthtest.TokenRequest{Grant: "client_credentials", ClientID: "svc", AuthMethod: tc.want,
+				Resource: h.as.URL, Scopes: []string{"mcp:read"}}
+			if reqs := h.as.TokenRequests(); len(reqs) != 1 || !cmp.Equal(reqs[0], want) {
+				t.Errorf("token requests = %+v, want [%+v]", reqs, want)
+			}
+			if n, detail := h.m.State(server); n || detail != "signed in" {
+				t.Errorf("State = %v %q, want signed in", n, detail)
+			}
+		})
+	}
+
+	t.Run("Refused", func(t *testing.T) {
+		h := newHarness(t, oauthtest.Options{})
+		h.as.RegisterClient(oauthtest.Client{ID: "svc", Secret: "svc-secret"})
+		oh := h.handler(oauth.Config{ClientID: "svc", ClientSecret: "wrong", Grant: oauth.GrantClientCredentials})
+		for i := range 3 {
+			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+				t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+			}
+		}
+		if got := h.as.Count(oauthtest.EndpointToken); got != 1 {
+			t.Errorf("token endpoint requests = %d, want 1 (no retry)", got)
+		}
+		if got := len(h.needsRequests()); got != 1 {
+			t.Errorf("NeedsSignIn calls = %d, want 1", got)
+		}
+	})
+}
+
+var sortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
+func pemKey(t *testing.T, key any) string {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+// TestLogout revokes the refresh and access tokens when the server offers
+// revocation, and deletes the stored sign-in either way.
+func TestLogout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts oauthtest.Options
+	}{
+		{"Revocation", oauthtest.Options{}},
+		{"NoRevocation", oauthtest.Options{NoRevocation: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.opts)
+			oh := h.handler(oauth.Config{})
+			h.login()
+			blob := h.stored()
+			if err := h.m.Logout(t.Context(), server); err != nil {
+				t.Fatalf("Logout: %v", err)
+			}
+			var want []string
+			if !tc.opts.NoRevocation {
+				want = []string{tokenOf(blob, "refresh_token"), tokenOf(blob, "access_token")}
+			}
+			if got := h.as.Revoked(); !cmp.Equal(got, want) {
+				t.Errorf("revoked = %d tokens, want %d (refresh then access)", len(got), len(want))
+			}
+			if h.stored() != nil {
+				t.Errorf("the sign-in is still stored after Logout")
+			}
+			if !h.hasRow("oauth.signout") {
+				t.Errorf("journal = %v, want an oauth.signout row", h.journalRows())
+			}
+			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+				t.Errorf("connect after Logout: err = %v, want ErrNeedsSignIn", err)
+			}
+		})
+	}
+}
+
+// TestCallbackRefuses: the callback takes one use of a fresh state bound
+// to a running login, and answers anything else with a bare 400.
+func TestCallbackRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// prepare gets the redirect the browser would follow and returns
+		// the request the attacker makes instead.
+		prepare  func(h *harness, redirect string) (method, target string)
+		loginErr bool // the login ends with an error
+	}{
+		{"UnknownState", func(h *harness, redirect string) (string, string) {
+			return http.MethodGet, withQuery(redirect, "state", "made-up")
+		}, false},
+		{"NoState", func(h *harness, redirect string) (string, string) {
+			return http.MethodGet, withQuery(redirect, "state", "")
+		}, false},
+		{"Replay", func(h *harness, redirect string) (string, string) {
+			if code, _ := get(h.t, http.MethodGet, redirect); code != http.StatusOK {
+				h.t.Fatalf("the genuine callback answered %d", code)
+			}
+			return http.MethodGet, redirect
+		}, false},
+		{"Expired", func(h *harness, redirect string) (string, string) {
+			h.clock.Advance(11 * time.Minute)
+			return http.MethodGet, redirect
+		}, true},
+		{"Post", func(h *harness, redirect string) (string, string) {
+			return http.MethodPost, redirect
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, oauthtest.Options{})
+			h.handler(oauth.Config{})
+			flow, err := h.m.Login(t.Context(), server)
+			if err != nil {
+				t.Fatalf("Login: %v", err)
+			}
+			redirect := oauthtest.AuthorizeRedirect(t, flow.URL)
+			code := mustQuery(t, redirect, "code")
+			method, target := tc.prepare(h, redirect)
+			status, body := get(t, method, target)
+			if status != http.StatusBadRequest || body != "bad request\n" {
+				t.Errorf("callback answered %d %q, want a bare 400", status, body)
+			}
+			if strings.Contains(body, code) {
+				t.Errorf("the callback echoed the code")
+			}
+			if tc.loginErr {
+				if err := <-flow.Done; err == nil || !strings.Contains(err.Error(), "expired") {
+					t.Errorf("flow ended with %v, want the sign-in expired", err)
+				}
+				if got := h.as.Count(oauthtest.EndpointToken); got != 0 {
+					t.Errorf("token requests = %d, want 0", got)
+				}
+			}
+		})
+	}
+}
+
+func withQuery(raw, k, v string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		panic(err)
+	}
+	q := u.Query()
+	q.Set(k, v)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func mustQuery(t *testing.T, raw, k string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get(k)
+}
+
+func get(t *testing.T, method, target string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestIssuerRefused: metadata naming another issuer stops the sign-in
+// before the owner is sent anywhere; an authorization response carrying
+// another issuer (RFC 9207 mix-up) is refused before any token request.
+func TestIssuerRefused(t *testing.T) {
+	t.Run("MetadataMismatch", func(t *testing.T) {
+		h := newHarness(t, oauthtest.Options{MetadataIssuer: "http://127.0.0.1:1"})
+		h.handler(oauth.Config{})
+		if _, err := h.m.Login(t.Context(), server); err == nil || !strings.Contains(err.Error(), "issuer") {
+			t.Fatalf("Login err = %v, want an issuer mismatch", err)
+		}
+		if got := h.as.Count(oauthtest.EndpointAuthorize) + h.as.Count(oauthtest.EndpointRegister); got != 0 {
+			t.Errorf("authorize and register requests = %d, want 0", got)
+		}
+		if !h.hasRow("oauth.signin.failed") {
+			t.Errorf("journal = %v, want oauth.signin.failed", h.journalRows())
+		}
+	})
+	t.Run("WrongIss", func(t *testing.T) {
+		h := newHarness(t, oauthtest.Options{WrongIss: true})
+		h.handler(oauth.Config{})
+		flow, err := h.m.Login(t.Context(), server)
+		if err != nil {
+			t.Fatalf("Login: %v", err)
+		}
+		status, body := oauthtest.Browse(t, flow.URL)
+		if status != http.StatusBadRequest || !strings.Contains(body, "failed") {
+			t.Errorf("callback answered %d %q, want the failed page", status, body)
+		}
+		if err := <-flow.Done; err == nil || !strings.Contains(err.Error(), "issuer") {
+			t.Errorf("flow ended with %v, want an issuer mismatch", err)
+		}
+		if got := h.as.Count(oauthtest.EndpointToken); got != 0 {
+			t.Errorf("token requests = %d, want 0", got)
+		}
+	})
+}
+
+// TestPlainHTTPRefused: a token never goes over plain http but to loopback.
+func TestPlainHTTPRefused(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://mcp.example.com/mcp", true},
+		{"http://127.0.0.1:8080/mcp", true},
+		{"http://localhost:8080/mcp", true},
+		{"http://[::1]:8080/mcp", true},
+		{"http://mcp.example.com/mcp", false},
+		{"http://10.0.0.5/mcp", false},
+		{"ftp://mcp.example.com/mcp", false},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			h := newHarness(t, oauthtest.Options{})
+			oh := h.m.Handler(server, tc.url, oauth.Config{})
+			_, err := oh.TokenSource(t.Context())
+			if (err == nil) != tc.ok {
+				t.Errorf("TokenSource err = %v, want ok %v", err, tc.ok)
+			}
+			if tc.ok {
+				return
+			}
+			if _, err := h.m.Login(t.Context(), server); err == nil {
+				t.Errorf("Login to %s succeeded, want refused", tc.url)
+			}
+			if _, detail := h.m.State(server); !strings.Contains(detail, "refused") {
+				t.Errorf("State detail = %q, want it to say the configuration is refused", detail)
+			}
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package oauth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/oauth2"
+
+	"github.com/plexus-gw/plexus"
+)
+
+// record is what a sign-in leaves in the secrets store, one JSON blob under
+// "oauth.<server>": the tokens, the client they were issued to (a
+// dynamically registered client's secret included) and where to refresh
+// and revoke them. It is a secret as a whole.
+type record struct {
+	// ServerURL is the MCP server the tokens were issued for. A record for
+	// another URL (the entry's url changed, or two names share a secret
+	// name) is never used: a token goes only to its own server.
+	ServerURL string        `json:"server_url"`
+	Token     *oauth2.Token `json:"token,omitempty"`
+	// Scopes are the scopes the owner approved: those the sign-in asked for.
+	// A step-up beyond them is a new sign-in request, never a silent grant.
+	Scopes        []string         `json:"scopes,omitempty"`
+	Resource      string           `json:"resource"`
+	Issuer        string           `json:"issuer,omitempty"`
+	TokenURL      string           `json:"token_url"`
+	RevocationURL string           `json:"revocation_url,omitempty"`
+	ClientID      string           `json:"client_id"`
+	ClientSecret  string           `json:"client_secret,omitempty"`
+	AuthStyle     oauth2.AuthStyle `json:"auth_style,omitempty"`
+	// Registered marks a client Plexus registered itself (RFC 7591): the
+	// next sign-in at the same issuer with the same redirect reuses it.
+	Registered  bool   `json:"registered,omitempty"`
+	RedirectURL string `json:"redirect_url,omitempty"`
+}
+
+func secretName(server string) string { return "oauth." + strings.ToLower(server) }
+
+// loadRecord reads a server's record; a server never signed in has none
+// (nil, nil).
+func loadRecord(st Store, server string) (*record, error) {
+	v, err := st.Secret(secretName(server))
+	if errors.Is(err, plexus.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the stored sign-in of %s: %w", server, err)
+	}
+	var rec record
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		// The decoder's message may quote the blob: say only where it is.
+		return nil, fmt.Errorf("the stored sign-in of %s (secret %s) is not valid JSON; run: plexus mcp logout %s",
+			server, secretName(server), server)
+	}
+	return &rec, nil
+}
+
+func saveRecord(st Store, server string, rec *record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode the sign-in of %s: %w", server, err)
+	}
+	if err := st.SetSecret(secretName(server), b); err != nil {
+		return fmt.Errorf("store the sign-in of %s: %w", server, err)
+	}
+	return nil
+}
+
+func removeRecord(st Store, server string) error {
+	err := st.RemoveSecret(secretName(server))
+	if err != nil && !errors.Is(err, plexus.ErrNotFound) {
+		return fmt.Errorf("delete the sign-in of %s: %w", server, err)
+	}
+	return nil
+}
+
+// TokenError is a token or revocation endpoint's refusal, with the
+// response body left out: a body is the server's text, and a careless one
+// could echo what was sent.
+type TokenError struct {
+	Status int    // the HTTP status
+	Code   string // the OAuth error code ("invalid_grant"), when the server sent one
+}
+
+func (e *TokenError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("the authorization server answered %d %s", e.Status, e.Code)
+	}
+	return fmt.Sprintf("the authorization server answered %d", e.Status)
+}
+
+// clean replaces a token endpoint error in err's chain by a [TokenError]
+// that holds no body; other errors pass unchanged.
+func clean(err error) error {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return err
+	}
+	te := &TokenError{Code: safeCode(re.ErrorCode)}
+	if re.Response != nil {
+		te.Status = re.Response.StatusCode
+	}
+	return te
+}
+
+// safeCode keeps an OAuth error code only when it looks like one (RFC 6749
+// §5.2: a short token of printable ASCII): it is the server's text, shown
+// to the owner and journaled.
+func safeCode(s string) string {
+	if len(s) > 64 {
+		return ""
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return ""
+		}
+	}
+	return s
+}
