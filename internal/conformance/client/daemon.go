@@ -115,9 +115,9 @@ func (d *daemon) env() []string {
 // addServer is `plexus mcp add conf --url URL`, with the --oauth-* flags
 // the scenario's client credentials call for. A secret goes into the
 // secrets store and mcp.json refers to it, as the owner is told to do.
-func (d *daemon) addServer(ctx context.Context, serverURL string, sc scenarioContext, grant string) error {
+func (d *daemon) addServer(ctx context.Context, serverURL string, sc scenarioContext, p plan) error {
 	args := []string{"mcp", "add", serverName, "--url", serverURL, "--wait", "10s"}
-	flags, err := d.oauthFlags(ctx, sc, grant)
+	flags, err := d.oauthFlags(ctx, sc, p)
 	if err != nil {
 		return err
 	}
@@ -129,14 +129,22 @@ func (d *daemon) addServer(ctx context.Context, serverURL string, sc scenarioCon
 	return nil
 }
 
-// oauthFlags are the `mcp add` flags for the scenario's context: a
-// pre-registered client (id and secret), or client credentials (a secret,
-// or a private key for private_key_jwt) with grant client_credentials.
-func (d *daemon) oauthFlags(ctx context.Context, sc scenarioContext, grant string) ([]string, error) {
-	if sc.ClientID == "" {
-		return nil, nil
+// clientMetadataURL is the Client ID Metadata Document the suite's
+// authorization servers know (the Go SDK's conformance client offers the
+// same): the owner who hosts one names it with --oauth-client-metadata-url.
+const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
+// oauthFlags are the `mcp add` flags for a scenario that signs in: the
+// owner's Client ID Metadata Document, the pre-registered client the
+// context gives (its id, and its secret or private key), and the grant.
+func (d *daemon) oauthFlags(ctx context.Context, sc scenarioContext, p plan) ([]string, error) {
+	var flags []string
+	if p.signIn {
+		flags = append(flags, "--oauth-client-metadata-url", clientMetadataURL)
 	}
-	flags := []string{"--oauth-client-id", sc.ClientID}
+	if sc.ClientID != "" {
+		flags = append(flags, "--oauth-client-id", sc.ClientID)
+	}
 	if sc.ClientSecret != "" {
 		if err := d.setSecret(ctx, "conf-client-secret", sc.ClientSecret); err != nil {
 			return nil, err
@@ -149,8 +157,8 @@ func (d *daemon) oauthFlags(ctx context.Context, sc scenarioContext, grant strin
 		}
 		flags = append(flags, "--oauth-private-key", "${secret:conf-private-key}")
 	}
-	if grant != "" {
-		flags = append(flags, "--oauth-grant", grant)
+	if p.grant != "" {
+		flags = append(flags, "--oauth-grant", p.grant)
 	}
 	return flags, nil
 }

@@ -112,7 +112,7 @@ func run(ctx context.Context, plexusBin, serverURL, scenario string, sc scenario
 		}
 	}()
 	p := planFor(scenario)
-	if err := d.addServer(ctx, serverURL, sc, p.grant); err != nil {
+	if err := d.addServer(ctx, serverURL, sc, p); err != nil {
 		return err
 	}
 	if p.signIn {
