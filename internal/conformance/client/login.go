@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,32 @@ func (d *daemon) signIn(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("plexus mcp login: %w: %s", err, strings.TrimSpace(errOut.String())), browseErr)
 	}
 	return browseErr
+}
+
+// needsSignIn reports whether `plexus mcp list` says the server needs the
+// owner to sign in.
+func (d *daemon) needsSignIn(ctx context.Context) (bool, error) {
+	out, err := d.plexus(ctx, nil, "mcp", "list", "--json")
+	if err != nil {
+		return false, err
+	}
+	var items []struct {
+		Name   string `json:"name"`
+		Source *struct {
+			Health struct {
+				NeedsSignIn bool `json:"needsSignIn"`
+			} `json:"health"`
+		} `json:"source"`
+	}
+	if err := json.Unmarshal([]byte(out), &items); err != nil {
+		return false, fmt.Errorf("mcp list --json: %w", err)
+	}
+	for _, it := range items {
+		if it.Name == serverName && it.Source != nil {
+			return it.Source.Health.NeedsSignIn, nil
+		}
+	}
+	return false, nil
 }
 
 // browseFirstURL logs every line of out and opens the first URL in it
