@@ -128,6 +128,9 @@ type Daemon struct {
 	rateLimit  float64 // Options.RateLimit, applied at each edit too
 	// console is the owner's web console at /console/.
 	console *console.Console
+	// signIn is the OAuth client of remote MCP servers and the owner's
+	// sign-in to them (signin.go).
+	signIn *signIns
 }
 
 // Start initializes PLEXUS_HOME on first start, verifies it, opens the
@@ -205,6 +208,7 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.watchLimits(); err != nil {
 		return err
 	}
+	d.newSignIns(o)
 	// Before any child starts: what a crashed run left goes first.
 	d.reapChildren(ctx)
 	if err := d.newServices(o, mcpTransport); err != nil {
@@ -217,7 +221,8 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	d.obs.gw = d.gw
 	d.newConsole(o)
 	d.srv = plexushttp.New(d.observeHTTP(httpBackend(d.gw)), plexushttp.Options{Addr: d.ln.Addr().String(), AllowedOrigins: d.home.Network.AllowedOrigins, Logger: d.log,
-		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler()})
+		Providers: d.providers, MCP: d.front, Metrics: d.obs, Console: d.console.Handler(),
+		SignIn: d.signIn, OAuthCallback: d.signIn.oauth.Callback()})
 	if err := d.gw.LoadSources(ctx); err != nil {
 		return err
 	}
@@ -344,7 +349,7 @@ func (d *Daemon) newServices(o Options, mcpTransport *mcpclient.Transport) error
 		return err
 	}
 	d.mcp, err = mcphost.New(mcphost.Config{Home: home.Dir, Registry: d.reg, Journal: d.gw, Pins: d.checkPins,
-		Transport: mcpTransport, Secret: d.plat.Secret, Env: d.plat.Env(), Processes: d.plat, Logger: d.log})
+		Transport: mcpTransport, Secret: d.plat.Secret, Env: d.plat.Env(), Processes: d.plat, Logger: d.log, SignIns: d.signIn})
 	return err
 }
 
