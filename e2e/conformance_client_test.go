@@ -175,6 +175,7 @@ type clientResult struct {
 	passed int
 	failed []string // "id: description: error"
 	log    string   // the suite's and the driver's output, for a failure
+	took   time.Duration
 }
 
 func (r clientResult) ok() bool { return len(r.failed) == 0 && r.passed > 0 }
@@ -195,7 +196,9 @@ func runClientScenarios(t *testing.T, node, entry, command string, scenarios []s
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
+			start := time.Now()
 			r := runClientScenario(t, node, entry, command, name)
+			r.took = time.Since(start)
 			mu.Lock()
 			results[name] = r
 			mu.Unlock()
@@ -285,7 +288,7 @@ func checkClientResults(t *testing.T, results map[string]clientResult, expected 
 		r := results[name]
 		why, listed := expected[name]
 		if listed {
-			t.Logf("%s fails as the baseline says (%s): %s", name, why, strings.Join(r.failed, "; "))
+			t.Logf("%s fails as the baseline says (%s) [%s]: %s", name, why, r.took.Round(time.Second), strings.Join(r.failed, "; "))
 			continue
 		}
 		t.Errorf("scenario %s failed and is not in %s:\n  %s\n%s", name, conformanceBaseline, strings.Join(r.failed, "\n  "), clip(r.log, 6000))

@@ -116,7 +116,14 @@ func (d *daemon) env() []string {
 // the scenario's client credentials call for. A secret goes into the
 // secrets store and mcp.json refers to it, as the owner is told to do.
 func (d *daemon) addServer(ctx context.Context, serverURL string, sc scenarioContext, p plan) error {
-	args := []string{"mcp", "add", serverName, "--url", serverURL, "--wait", "10s"}
+	// A server that wants sign-in lists nothing before it: add is not
+	// kept waiting for entries that cannot come (it says the server needs
+	// sign-in either way).
+	wait := "10s"
+	if p.signIn {
+		wait = "3s"
+	}
+	args := []string{"mcp", "add", serverName, "--url", serverURL, "--wait", wait}
 	flags, err := d.oauthFlags(ctx, sc, p)
 	if err != nil {
 		return err
