@@ -77,7 +77,7 @@ func (a *agent) of(primitive string) []plexus.Entry {
 func (a *agent) callTool(ctx context.Context, name string, args map[string]any) (*plexus.InvokeResponse, error) {
 	e := a.find("tool", name)
 	if e == nil {
-		return nil, fmt.Errorf("Plexus shows no tool %q of %s", name, serverName)
+		return nil, fmt.Errorf("the agent is shown no tool %q of %s", name, serverName)
 	}
 	return a.call(ctx, e.ID, args)
 }

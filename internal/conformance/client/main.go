@@ -78,11 +78,10 @@ func main() {
 // scenarioContext is MCP_CONFORMANCE_CONTEXT: what the suite tells the
 // client beside the URL.
 type scenarioContext struct {
-	ClientID         string     `json:"client_id"`
-	ClientSecret     string     `json:"client_secret"`
-	PrivateKeyPEM    string     `json:"private_key_pem"`
-	SigningAlgorithm string     `json:"signing_algorithm"`
-	ToolCalls        []toolCall `json:"toolCalls"`
+	ClientID      string     `json:"client_id"`
+	ClientSecret  string     `json:"client_secret"`
+	PrivateKeyPEM string     `json:"private_key_pem"`
+	ToolCalls     []toolCall `json:"toolCalls"`
 }
 
 type toolCall struct {

@@ -153,7 +153,7 @@ func callContextTools(ctx context.Context, a *agent, sc scenarioContext) error {
 func echoSchema(ctx context.Context, a *agent, _ scenarioContext) error {
 	focal := a.find("tool", "json_schema_2020_12_tool")
 	if focal == nil || focal.IO == nil {
-		return fmt.Errorf("Plexus shows no tool json_schema_2020_12_tool with a schema")
+		return errors.New("the agent is shown no tool json_schema_2020_12_tool with a schema")
 	}
 	var schema any
 	if err := json.Unmarshal(focal.IO.Input, &schema); err != nil {
