@@ -201,6 +201,9 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another plexus running? set --addr or network.json)", addr, err)
 	}
+	// Before the gateway, which starts the sign-ins the owner approves in
+	// the inbox through it.
+	d.newSignIns(o)
 	if err := d.newGateway(o, deps); err != nil {
 		return err
 	}
@@ -208,7 +211,6 @@ func (d *Daemon) start(ctx context.Context, o Options, addr string) error {
 	if err := d.watchLimits(); err != nil {
 		return err
 	}
-	d.newSignIns(o)
 	// Before any child starts: what a crashed run left goes first.
 	d.reapChildren(ctx)
 	if err := d.newServices(o, mcpTransport); err != nil {
@@ -361,6 +363,9 @@ func (d *Daemon) closeStarted() {
 	if d.ln != nil {
 		d.ln.Close()
 	}
+	if d.signIn != nil {
+		d.signIn.oauth.Close()
+	}
 	if d.providers != nil {
 		d.providers.Hub().Close()
 	}
@@ -433,6 +438,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel()
 		}
 	}
+	d.signIn.oauth.Close() // the sign-ins under way end; their journal rows are written first
 	d.rest.Close()
 	if err := d.stdio.Close(); err != nil {
 		d.log.Warn("stop stdio tools", "err", err)

@@ -94,9 +94,11 @@ func (d *Daemon) newSignIns(o Options) {
 }
 
 // requestSignIn is the seam where a server's need for sign-in becomes the
-// owner's decision (the gateway's sign-in request, shown in the inbox).
-// Until the gateway offers one, it is logged; the source's health says it
-// all the same.
+// owner's decision: with the gateway's RequestSignIn (issue #19's inbox
+// part, not on main yet) it files req there, and gateway.Deps.SignIn is
+// d.signIn (its StartSignIn). Until then it is logged; the source's health
+// and the calls' answers name the command all the same. It runs on the
+// goroutine of the request that found the server wants a sign-in.
 func (d *Daemon) requestSignIn(req plexus.SignInRequest) {
 	d.log.Warn("an MCP server needs sign-in", "server", req.Server, "resource", req.Resource, "issuer", req.Issuer,
 		"reason", req.Reason, "fix", "plexus mcp login "+req.Server)

@@ -54,11 +54,22 @@ func TestAttackOAuthCallback(t *testing.T) {
 
 	t.Run("AgentCannotStartWaitOrEnd", func(t *testing.T) {
 		for _, path := range []string{"/admin/api/mcp/fx/login", "/admin/api/mcp/fx/login/wait", "/admin/api/mcp/fx/logout"} {
-			for name, hdr := range map[string]map[string]string{"PAT": bearer(pat), "none": nil, "wrong key": bearer(plexus.PrefixConnectionKey + "0000000000000000")} {
+			for name, hdr := range map[string]map[string]string{"PAT": bearer(pat), "none": nil} {
 				var body plexus.ErrorResponse
 				if st := td.call(t, http.MethodPost, path, hdr, nil, &body); st != http.StatusUnauthorized || body.Error == nil || body.Error.Code != plexus.CodeUnauthorized {
 					t.Errorf("POST %s with %s: %d %+v, want 401 unauthorized", path, name, st, body.Error)
 				}
+			}
+		}
+	})
+
+	t.Run("ConsoleSessionCannotStart", func(t *testing.T) {
+		ce := &consoleEnv{td: td}
+		c, csrf := ce.signedIn(t)
+		for _, path := range []string{"/admin/api/mcp/fx/login", "/admin/api/mcp/fx/logout"} {
+			resp, body := do(t, c, http.MethodPost, td.BaseURL()+path, map[string]string{"X-CSRF-Token": csrf, "Origin": ce.origin()}, "")
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("POST %s from a signed-in console tab: %d %s, want 401", path, resp.StatusCode, body)
 			}
 		}
 	})

@@ -40,16 +40,23 @@ const clientSecretCanary = "CANARY-CLIENT-SECRET-3f9a1c7e5b2d4a68"
 // with a pre-registered confidential client, through plexus mcp add.
 func newOAuthEnv(t *testing.T) *oauthEnv {
 	t.Helper()
+	o := startOAuthEnv(t)
+	o.fx.RegisterClient(oauthtest.Client{ID: "plexus-e2e", Secret: clientSecretCanary})
+	if r := o.e.runStdin(context.Background(), strings.NewReader(clientSecretCanary), "secrets", "set", "fx-oauth"); r.code != exitOK {
+		t.Fatalf("%s", r)
+	}
+	o.e.ok("mcp", "add", "fx", "--url", o.fx.URL, "--oauth-client-id", "plexus-e2e",
+		"--oauth-client-secret", "${secret:fx-oauth}", "--wait", "1s")
+	return o
+}
+
+// startOAuthEnv starts the fixture and a daemon logging to a buffer.
+func startOAuthEnv(t *testing.T) *oauthEnv {
+	t.Helper()
 	fx := oauthtest.New(t, oauthtest.Options{})
-	fx.RegisterClient(oauthtest.Client{ID: "plexus-e2e", Secret: clientSecretCanary})
 	logs := &lockedBuffer{}
 	td := startTestDaemon(t, daemon.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
-	if r := e.runStdin(context.Background(), strings.NewReader(clientSecretCanary), "secrets", "set", "fx-oauth"); r.code != exitOK {
-		t.Fatalf("%s", r)
-	}
-	e.ok("mcp", "add", "fx", "--url", fx.URL, "--oauth-client-id", "plexus-e2e",
-		"--oauth-client-secret", "${secret:fx-oauth}", "--wait", "1s")
 	return &oauthEnv{t: t, fx: fx, td: td, e: e, logs: logs}
 }
 
@@ -87,7 +94,9 @@ func (o *oauthEnv) login() (cliRun, string, string) {
 	argv := []string{"plexus", "--home", o.e.home, "--addr", o.e.addr, "--agent-home", o.e.agentHome, "mcp", "login", "fx", "--no-browser"}
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- runPlexus(context.Background(), o.t, deciderEnv(), strings.NewReader(""), argv, out, errOut) }()
+	go func() {
+		done <- runPlexus(context.Background(), o.t, deciderEnv(), strings.NewReader(""), argv, out, errOut)
+	}()
 	var authURL string
 	waitFor(o.t, 20*time.Second, "the authorization URL printed", holds(func() bool {
 		m := authURLRe.FindStringSubmatch(out.String())
@@ -135,6 +144,7 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	secrets := map[string]string{"client secret": clientSecretCanary}
 
 	o.waitNeedsSignIn()
+	quietFixture(t, fx)
 	if r := e.ok("mcp", "list"); !strings.Contains(r.stdout, "needs sign-in: run plexus mcp login fx") {
 		t.Errorf("mcp list does not say fx needs sign-in:\n%s", r)
 	}
@@ -146,6 +156,7 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	if run.code != exitOK || !strings.Contains(run.stdout, "Signed in to fx; its source mcp:fx is connected") {
 		t.Fatalf("%s\ncallback page: %s", run, page)
 	}
+	checkNoSecret(t, "mcp login's output", []byte(run.stdout+run.stderr+page), map[string]string{"code": code}, http.StatusOK)
 	secrets["authorization code"] = code
 	for i, v := range fx.Issued() {
 		secrets["token "+string(rune('a'+i))] = v
@@ -173,10 +184,10 @@ func TestMCPOAuthSignIn(t *testing.T) {
 			t.Fatalf("invoke with the tokens refused: %d %s", st, raw)
 		}
 		o.waitNeedsSignIn()
-		counts := fxCounts(fx)
-		time.Sleep(500 * time.Millisecond) // many reconnect backoffs' worth
-		if got := fxCounts(fx); !slices.Equal(got, counts) {
-			t.Errorf("requests at the fixture went %v → %v while fx waited for sign-in", counts, got)
+		quietFixture(t, fx)
+		if ent, ok := manifestEntry(t, td, sid, "mcp.fx.echo"); !ok || ent.Health == nil || !ent.Health.NeedsSignIn ||
+			!strings.Contains(ent.Health.Detail, "plexus mcp login fx") {
+			t.Errorf("the agent's manifest entry does not show fx needs sign-in: %+v", ent.Health)
 		}
 		fx.RefuseRefresh(false)
 		run, code, page := o.login()
@@ -211,6 +222,18 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	t.Run("NoSecretLeaks", func(t *testing.T) {
 		checkOAuthCanary(t, o, secrets)
 	})
+}
+
+// quietFixture checks that nothing reaches the server or its
+// authorization server for a while (many of the client's reconnect
+// backoffs, which start at 200 ms) while fx waits for sign-in.
+func quietFixture(t *testing.T, fx *oauthtest.Server) {
+	t.Helper()
+	counts := fxCounts(fx)
+	time.Sleep(time.Second)
+	if got := fxCounts(fx); !slices.Equal(got, counts) {
+		t.Errorf("requests at the fixture went %v → %v while fx waited for sign-in", counts, got)
+	}
 }
 
 // fxCounts is how many requests each of the fixture's endpoints got.
@@ -262,4 +285,63 @@ func checkOAuthCanary(t *testing.T, o *oauthEnv, secrets map[string]string) {
 		t.Fatal(err)
 	}
 	checkNoSecret(t, "the daemon's log", o.logs.Bytes(), secrets, http.StatusOK)
+}
+
+// TestMCPOAuthClientCredentials: a server whose entry says grant
+// client_credentials signs in with no person, at start, with the client
+// secret from the secrets store; its calls succeed through /invoke.
+func TestMCPOAuthClientCredentials(t *testing.T) {
+	fx := oauthtest.New(t, oauthtest.Options{})
+	fx.RegisterClient(oauthtest.Client{ID: "svc", Secret: clientSecretCanary})
+	td := startTestDaemon(t, daemon.Options{})
+	e := &cliEnv{t: t, home: td.Home().Dir, addr: td.Addr(), agentHome: t.TempDir()}
+	if r := e.runStdin(context.Background(), strings.NewReader(clientSecretCanary), "secrets", "set", "svc-secret"); r.code != exitOK {
+		t.Fatalf("%s", r)
+	}
+	r := e.ok("mcp", "add", "svc", "--url", fx.URL, "--oauth-grant", "client_credentials", "--oauth-client-id", "svc",
+		"--oauth-client-secret", "${secret:svc-secret}")
+	if !strings.Contains(r.stdout, "Plexus serves") {
+		t.Fatalf("the server did not come up without a person:\n%s", r)
+	}
+	_, sid := enrolledAgent(t, td, "claude")
+	tok := grantAllowed(t, td, sid, map[string]any{"mcp.svc.echo": map[string]any{"decision": "allow", "verbs": []string{"write"}}})
+	if _, resp, raw := td.invoke(t, tok, plexus.InvokeRequest{ID: "mcp.svc.echo", Input: map[string]any{"text": "no person"}}); !resp.OK {
+		t.Fatalf("invoke: %s", raw)
+	}
+	reqs := fx.TokenRequests()
+	if len(reqs) == 0 || reqs[0].Grant != "client_credentials" || reqs[0].ClientID != "svc" {
+		t.Errorf("token requests = %+v, want client_credentials for svc", reqs)
+	}
+	if fx.Count(oauthtest.EndpointAuthorize) != 0 {
+		t.Errorf("a person was sent to the authorization endpoint")
+	}
+}
+
+// TestMCPOAuthDynamicRegistration: a url server added with nothing but
+// its URL signs in when it asks, Plexus registering itself (RFC 7591);
+// the registered client's secret is a secret like the tokens.
+func TestMCPOAuthDynamicRegistration(t *testing.T) {
+	o := startOAuthEnv(t)
+	o.e.ok("mcp", "add", "fx", "--url", o.fx.URL, "--wait", "1s")
+	o.waitNeedsSignIn()
+	run, code, page := o.login()
+	if run.code != exitOK {
+		t.Fatalf("%s\ncallback page: %s", run, page)
+	}
+	if got := o.fx.Count(oauthtest.EndpointRegister); got != 1 {
+		t.Errorf("registrations = %d, want 1", got)
+	}
+	secrets := map[string]string{"authorization code": code}
+	for _, id := range o.fx.Clients() {
+		if sec := o.fx.ClientSecret(id); sec != "" {
+			secrets["registered client secret"] = sec
+		}
+	}
+	for i, v := range o.fx.Issued() {
+		secrets["token "+string(rune('a'+i))] = v
+	}
+	if len(secrets) < 3 {
+		t.Fatalf("secrets to look for: %v; want the code, tokens and the client's secret", secrets)
+	}
+	checkOAuthCanary(t, o, secrets)
 }

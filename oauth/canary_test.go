@@ -16,34 +16,78 @@ import (
 )
 
 // TestUnauthorizedRefreshesOnce: a token the server refuses is refreshed
-// once and the request retried; refused again after a refused refresh, the
-// source needs sign-in and the token endpoint hears nothing more.
+// once and the request retried. After that, neither a refused refresh nor
+// the refreshed token refused in turn makes another token request: the
+// source needs sign-in, reported once.
 func TestUnauthorizedRefreshesOnce(t *testing.T) {
-	h := newHarness(t, oauthtest.Options{})
-	oh := h.handler(oauth.Config{})
-	h.login()
-
-	h.as.ExpireAccessTokens()
-	if _, err := h.connect(oh); err != nil {
-		t.Fatalf("connect after the server dropped the token: %v", err)
+	for _, tc := range []struct {
+		name   string
+		before func(h *harness) // after the sign-in, before the first call
+		after  func(h *harness) // after the first call
+		calls  int              // token requests after the first call
+		ok     bool             // the first call succeeds
+	}{
+		{"RefreshedThenRefused", func(h *harness) { h.as.ExpireAccessTokens() }, func(h *harness) { h.as.ExpireAccessTokens() }, 2, true},
+		{"RefreshRefused", func(h *harness) { h.as.ExpireAccessTokens(); h.as.RefuseRefresh(true) }, func(*harness) {}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, oauthtest.Options{})
+			oh := h.handler(oauth.Config{})
+			h.login()
+			tc.before(h)
+			if _, err := h.connect(oh); (err == nil) != tc.ok {
+				t.Fatalf("first call: err = %v, want ok %v", err, tc.ok)
+			}
+			tc.after(h)
+			for i := range 3 {
+				if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+					t.Fatalf("call %d: err = %v, want ErrNeedsSignIn", i, err)
+				}
+			}
+			if got := h.as.Count(oauthtest.EndpointToken); got != tc.calls {
+				t.Errorf("token requests = %d, want %d (the exchange and one refresh)", got, tc.calls)
+			}
+			if got := len(h.needsRequests()); got != 1 {
+				t.Errorf("NeedsSignIn calls = %d, want 1", got)
+			}
+		})
 	}
-	if got := h.as.Count(oauthtest.EndpointToken); got != 2 {
-		t.Fatalf("token requests = %d, want 2 (the exchange and one refresh)", got)
-	}
+}
 
-	h.as.ExpireAccessTokens()
-	h.as.RefuseRefresh(true)
-	for i := range 3 {
-		if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
-			t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+// TestRejectedTokens: a server that refuses every token, new ones too,
+// costs one refresh (or one client-credentials token), not one per call.
+func TestRejectedTokens(t *testing.T) {
+	t.Run("AuthorizationCode", func(t *testing.T) {
+		h := newHarness(t, oauthtest.Options{})
+		oh := h.handler(oauth.Config{})
+		h.login()
+		h.as.RejectTokens(true)
+		for i := range 3 {
+			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+				t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+			}
 		}
-	}
-	if got := h.as.Count(oauthtest.EndpointToken); got != 3 {
-		t.Errorf("token requests = %d, want 3 (one refused refresh, no loop)", got)
-	}
-	if got := len(h.needsRequests()); got != 1 {
-		t.Errorf("NeedsSignIn calls = %d, want 1", got)
-	}
+		if got := h.as.Count(oauthtest.EndpointToken); got != 2 {
+			t.Errorf("token requests = %d, want 2 (the exchange and one refresh)", got)
+		}
+	})
+	t.Run("ClientCredentials", func(t *testing.T) {
+		h := newHarness(t, oauthtest.Options{})
+		h.as.RegisterClient(oauthtest.Client{ID: "svc", Secret: "svc-secret"})
+		h.as.RejectTokens(true)
+		oh := h.handler(oauth.Config{ClientID: "svc", ClientSecret: "svc-secret", Grant: oauth.GrantClientCredentials})
+		for i := range 3 {
+			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+				t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+			}
+		}
+		if got := h.as.Count(oauthtest.EndpointToken); got != 2 {
+			t.Errorf("token requests = %d, want 2 (the first token and one more)", got)
+		}
+		if got := len(h.needsRequests()); got != 1 {
+			t.Errorf("NeedsSignIn calls = %d, want 1", got)
+		}
+	})
 }
 
 // TestSecretsCanary runs whole stories and checks that no token, refresh

@@ -75,17 +75,14 @@ func (s *source) fetchClientCredentials(ctx context.Context) (*oauth2.Token, err
 	return tok, nil
 }
 
-// clientCredentialsRefused answers a 401 to a client-credentials token:
-// one new token per refused token, then the owner is asked.
+// clientCredentialsRefused answers a 401 to a client-credentials token: a
+// new token, once; that one refused too, the owner is asked.
 func (s *source) clientCredentialsRefused(ctx context.Context, sent string, ch []oauthex.Challenge) error {
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
 	s.mu.Lock()
-	rec, dead, retried := s.rec, s.dead, s.retried
-	try := !dead && retried != sent
-	if try {
-		s.retried = sent
-	}
+	rec, dead, forced := s.rec, s.dead, s.forced
+	try := !dead && forced != sent
 	s.mu.Unlock()
 	switch {
 	case rec != nil && sent != "" && rec.Token.AccessToken != sent && !dead:
@@ -93,8 +90,14 @@ func (s *source) clientCredentialsRefused(ctx context.Context, sent string, ch [
 	case !try:
 		return s.needSignIn(ctx, "the server refused the client-credentials token", ch, nil)
 	}
-	_, err := s.fetchClientCredentials(ctx)
-	return err
+	tok, err := s.fetchClientCredentials(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.forced = tok.AccessToken
+	s.mu.Unlock()
+	return nil
 }
 
 // clientAuth sets how the client authenticates at the token endpoint:

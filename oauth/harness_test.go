@@ -112,6 +112,7 @@ func (h *harness) newManager() {
 		Logger: slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	h.m = m
+	h.t.Cleanup(m.Close) // no login outlives its test
 }
 
 func (h *harness) handler(cfg oauth.Config) auth.OAuthHandler {

@@ -90,7 +90,7 @@ func (m *Manager) Login(ctx context.Context, server string) (*Flow, error) {
 func (m *Manager) loginClientCredentials(ctx context.Context, s *source) (*Flow, error) {
 	s.fetchMu.Lock()
 	s.mu.Lock()
-	s.dead, s.retried, s.rec = false, "", nil
+	s.dead, s.forced, s.rec = false, "", nil
 	s.mu.Unlock()
 	_, err := s.fetchClientCredentials(ctx)
 	s.fetchMu.Unlock()
@@ -106,21 +106,52 @@ func (m *Manager) loginClientCredentials(ctx context.Context, s *source) (*Flow,
 }
 
 // startLogin prepares everything that can fail before the owner is sent
-// anywhere: the challenge, discovery (an issuer mismatch stops here), the
-// SDK handler, the loopback listener. Then it starts the flow.
+// anywhere (the challenge, discovery, the SDK handler, the loopback
+// listener), then starts the flow.
 func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 	req, resp, err := m.probe(ctx, s.url)
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
 	}
+	started := false
+	defer func() {
+		if !started {
+			resp.Body.Close()
+		}
+	}()
+	l, h, err := m.prepareLogin(ctx, s, resp)
+	if err != nil {
+		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+	}
+	srv, err := m.listen(s.cfg.CallbackPort)
+	if err != nil {
+		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateLifetime)
+	l.cancel = cancel
+	if !m.track(s, l) {
+		cancel()
+		if srv != nil {
+			m.shutdown(srv)
+		}
+		return nil, fmt.Errorf("sign in to %s: the OAuth manager is closed", s.name)
+	}
+	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": l.d.asm.Issuer, "resource": l.d.resource})
+	started = true
+	go l.run(lctx, h, req, resp, srv)
+	return l, nil
+}
+
+// prepareLogin reads the challenge, discovers the authorization server (an
+// issuer mismatch stops here) and builds the SDK's handler for the login.
+func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Response) (*login, *auth.AuthorizationCodeHandler, error) {
 	ch, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
 		ch = nil // an unreadable challenge: discovery falls back to the well-known paths
 	}
 	d, err := m.discover(ctx, s.url, ch, "")
 	if err != nil {
-		resp.Body.Close()
-		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+		return nil, nil, err
 	}
 	rec, err := s.record()
 	if err != nil {
@@ -131,20 +162,23 @@ func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 		urlCh: make(chan string, 1), done: make(chan error, 1), finished: make(chan struct{})}
 	h, err := auth.NewAuthorizationCodeHandler(l.sdkConfig(rec))
 	if err != nil {
-		resp.Body.Close()
-		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+		return nil, nil, err
 	}
-	srv, err := m.listen(s.cfg.CallbackPort)
-	if err != nil {
-		resp.Body.Close()
-		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
+	return l, h, nil
+}
+
+// track makes l the server's running login, counted for Close, unless the
+// Manager is closed. Under m.mu, so Close either sees the login or refuses
+// it.
+func (m *Manager) track(s *source, l *login) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
 	}
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateLifetime)
-	l.cancel = cancel
+	m.logins.Add(1)
 	s.setLogin(l)
-	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": d.asm.Issuer, "resource": d.resource})
-	go l.run(lctx, h, req, resp, srv)
-	return l, nil
+	return true
 }
 
 // sdkConfig is the SDK handler for this login: registration by Client ID
@@ -252,6 +286,7 @@ func (l *login) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.
 
 // run is the login's goroutine: the SDK's flow, then the outcome.
 func (l *login) run(ctx context.Context, h *auth.AuthorizationCodeHandler, req *http.Request, resp *http.Response, srv *http.Server) {
+	defer l.m.logins.Done()
 	defer l.cancel()
 	err := h.Authorize(ctx, req, resp)
 	if err == nil && l.rec == nil {
@@ -261,25 +296,31 @@ func (l *login) run(ctx context.Context, h *auth.AuthorizationCodeHandler, req *
 		err = fmt.Errorf("sign in to %s: %w", l.src.name, clean(err))
 	}
 	l.src.finishLogin(l, err)
+	l.report(context.WithoutCancel(ctx), err)
 	l.err = err
 	close(l.finished)
 	l.done <- err
 	if srv != nil {
 		l.m.shutdown(srv)
 	}
-	bg := context.WithoutCancel(ctx)
+}
+
+// report journals the outcome and tells the daemon, before Done does: a
+// caller that saw Done finds both.
+func (l *login) report(ctx context.Context, err error) {
 	if err != nil {
-		l.m.journal(bg, "oauth.signin.failed", l.src.name, map[string]any{"error": err.Error()})
+		l.m.journal(ctx, "oauth.signin.failed", l.src.name, map[string]any{"error": err.Error()})
 		return
 	}
-	l.m.journal(bg, "oauth.signin.completed", l.src.name, map[string]any{
+	l.m.journal(ctx, "oauth.signin.completed", l.src.name, map[string]any{
 		"issuer": l.rec.Issuer, "resource": l.rec.Resource, "scopes": l.rec.Scopes})
 	if l.m.opts.SignedIn != nil {
 		l.m.opts.SignedIn(l.src.name)
 	}
 }
 
-// setLogin makes l the server's running login, ending any other.
+// setLogin makes l the server's running login, ending any other. The
+// caller holds m.mu (lock order: m.mu, then s.mu).
 func (s *source) setLogin(l *login) {
 	s.mu.Lock()
 	old := s.login
@@ -310,7 +351,7 @@ func (s *source) finishLogin(l *login, err error) {
 		return
 	}
 	s.loaded, s.rec = true, l.rec
-	s.needs, s.reason, s.notified, s.dead, s.retried, s.widen = false, "", false, false, "", nil
+	s.needs, s.reason, s.notified, s.dead, s.forced, s.widen = false, "", false, false, "", nil
 }
 
 // probe asks the server, without a token, for its challenge.

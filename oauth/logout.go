@@ -63,7 +63,7 @@ func (m *Manager) logoutRecord(s *source, server string) (*record, Config, error
 func (s *source) signedOut() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loaded, s.rec, s.retried, s.widen, s.notified = true, nil, "", nil, false
+	s.loaded, s.rec, s.forced, s.widen, s.notified = true, nil, "", nil, false
 	s.needs, s.reason, s.dead = false, "", false
 	if s.cfg.Grant == GrantClientCredentials {
 		s.needs, s.reason, s.dead, s.notified = true, "signed out", true, true

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,7 +66,7 @@ type Config struct {
 	Grant string
 }
 
-// Store keeps the tokens. [platform.Services] fits. Its methods may be
+// Store keeps the tokens; platform.Services fits. Its methods may be
 // called from any goroutine.
 type Store interface {
 	Secret(name string) (string, error)
@@ -97,13 +98,36 @@ type Options struct {
 type Manager struct {
 	opts Options
 
-	mu      sync.Mutex // guards servers and states; never held across I/O
+	mu      sync.Mutex // guards servers, states and closed; never held across I/O
 	servers map[string]*source
 	states  map[string]*pending
+	closed  bool
+
+	logins sync.WaitGroup // the running logins' goroutines
 }
 
-// New returns a Manager.
+// Close ends every running sign-in (its callbackPort listener too) and
+// waits for them. Logins started after Close fail.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	srcs := make([]*source, 0, len(m.servers))
+	for _, s := range m.servers {
+		srcs = append(srcs, s)
+	}
+	m.mu.Unlock()
+	for _, s := range srcs {
+		s.cancelLogin()
+	}
+	m.logins.Wait()
+}
+
+// New returns a Manager. It panics when Store or CallbackURL is missing:
+// a wiring bug.
 func New(o Options) *Manager {
+	if o.Store == nil || o.CallbackURL == nil {
+		panic("oauth.New: Options.Store and Options.CallbackURL are required")
+	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = ProtectRedirects(http.DefaultClient)
 	}
@@ -117,21 +141,32 @@ func New(o Options) *Manager {
 }
 
 // Handler returns the OAuth handler for one server entry, to give its
-// StreamableClientTransport. Calling it again for the same server (the
-// entry changed) replaces the entry's configuration and ends any sign-in
-// episode; the stored tokens stay.
+// StreamableClientTransport. Asked again for the same server with the same
+// URL and configuration (a reconnect), it returns a handler on the same
+// state, so an episode stays one episode. A changed entry replaces the
+// state and ends any running sign-in; the stored tokens stay, but are used
+// only for the URL they were issued for.
 func (m *Manager) Handler(server, serverURL string, cfg Config) auth.OAuthHandler {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.servers[server]; old != nil {
+		if old.url == serverURL && sameConfig(old.cfg, cfg) {
+			return &handler{src: old}
+		}
+		old.cancelLogin()
+	}
 	src := &source{m: m, name: server, url: serverURL, cfg: cfg, err: checkConfig(serverURL, cfg),
 		// A client-credentials token lives in memory only: one is asked for
 		// at start and whenever it expires.
 		loaded: cfg.Grant == GrantClientCredentials}
-	m.mu.Lock()
-	if old := m.servers[server]; old != nil {
-		old.cancelLogin()
-	}
 	m.servers[server] = src
-	m.mu.Unlock()
 	return &handler{src: src}
+}
+
+func sameConfig(a, b Config) bool {
+	return a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && a.PrivateKey == b.PrivateKey &&
+		a.CallbackPort == b.CallbackPort && a.AuthServerMetadataURL == b.AuthServerMetadataURL &&
+		a.ClientMetadataURL == b.ClientMetadataURL && a.Grant == b.Grant && slices.Equal(a.Scopes, b.Scopes)
 }
 
 // State says whether a server waits for the owner to sign in, and a short

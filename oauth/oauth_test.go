@@ -9,9 +9,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +35,7 @@ func TestLogin(t *testing.T) {
 		client       func(h *harness) string // the client_id the token endpoint must see
 		method       string                  // the client authentication it must see
 		registration int                     // DCR requests after one login
+		scopes       []string                // the scopes asked; default the challenge's plus offline_access
 	}{
 		{
 			name: "DynamicRegistration",
@@ -60,6 +63,42 @@ func TestLogin(t *testing.T) {
 			method: "none",
 		},
 		{
+			name: "ClientIDMetadataDocumentNotOffered",
+			cfg: func(*testing.T) oauth.Config {
+				return oauth.Config{ClientMetadataURL: "https://plexus.example/client.json", ClientID: "plexus-pre", ClientSecret: "pre-secret"}
+			},
+			client: func(*harness) string { return "plexus-pre" },
+			method: "client_secret_post",
+		},
+		{
+			name: "OpenIDDiscovery",
+			opts: oauthtest.Options{OpenIDOnly: true},
+			cfg:  func(*testing.T) oauth.Config { return oauth.Config{} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1,
+		},
+		{
+			name: "WellKnownResourceMetadata",
+			opts: oauthtest.Options{NoChallengeMetadata: true, NoChallengeScope: true},
+			cfg:  func(*testing.T) oauth.Config { return oauth.Config{} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1,
+			scopes: []string{"mcp:read", "mcp:write", "offline_access"}, // scopes_supported
+		},
+		{
+			name: "EntryScopes",
+			cfg:  func(*testing.T) oauth.Config { return oauth.Config{Scopes: []string{"mcp:read", "mcp:write"}} },
+			client: func(h *harness) string {
+				return h.as.Clients()[0]
+			},
+			method: "client_secret_basic", registration: 1,
+			scopes: []string{"mcp:read", "mcp:write", "offline_access"},
+		},
+		{
 			name: "CallbackPort",
 			cfg:  func(t *testing.T) oauth.Config { return oauth.Config{CallbackPort: freePort(t)} },
 			client: func(h *harness) string {
@@ -78,12 +117,16 @@ func TestLogin(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connect after sign-in: %v", err)
 			}
-			if got, want := strings.Fields(scopes), []string{"mcp:read", "offline_access"}; !cmp.Equal(got, want, sortStrings) {
-				t.Errorf("token scopes = %v, want %v (challenge scope plus offline_access)", got, want)
+			wantScopes := tc.scopes
+			if wantScopes == nil {
+				wantScopes = []string{"mcp:read", "offline_access"}
+			}
+			if got := strings.Fields(scopes); !cmp.Equal(got, wantScopes, sortStrings) {
+				t.Errorf("token scopes = %v, want %v", got, wantScopes)
 			}
 			reqs := h.as.TokenRequests()
 			want := oauthtest.TokenRequest{Grant: "authorization_code", ClientID: tc.client(h), AuthMethod: tc.method,
-				Resource: h.as.URL, Scopes: []string{"mcp:read", "offline_access"}}
+				Resource: h.as.URL, Scopes: wantScopes}
 			if len(reqs) != 1 || !cmp.Equal(reqs[0], want, sortStrings) {
 				t.Errorf("token requests = %+v, want [%+v]", reqs, want)
 			}
@@ -317,17 +360,22 @@ func pemKey(t *testing.T, key any) string {
 // revocation, and deletes the stored sign-in either way.
 func TestLogout(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		opts oauthtest.Options
+		name    string
+		opts    oauthtest.Options
+		removed bool // the entry is gone (mcp remove after a restart): only the store knows the sign-in
 	}{
-		{"Revocation", oauthtest.Options{}},
-		{"NoRevocation", oauthtest.Options{NoRevocation: true}},
+		{"Revocation", oauthtest.Options{}, false},
+		{"NoRevocation", oauthtest.Options{NoRevocation: true}, false},
+		{"EntryRemoved", oauthtest.Options{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.opts)
 			oh := h.handler(oauth.Config{})
 			h.login()
 			blob := h.stored()
+			if tc.removed {
+				h.newManager()
+			}
 			if err := h.m.Logout(t.Context(), server); err != nil {
 				t.Fatalf("Logout: %v", err)
 			}
@@ -343,6 +391,9 @@ func TestLogout(t *testing.T) {
 			}
 			if !h.hasRow("oauth.signout") {
 				t.Errorf("journal = %v, want an oauth.signout row", h.journalRows())
+			}
+			if tc.removed {
+				return
 			}
 			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
 				t.Errorf("connect after Logout: err = %v, want ErrNeedsSignIn", err)
@@ -516,5 +567,48 @@ func TestPlainHTTPRefused(t *testing.T) {
 				t.Errorf("State detail = %q, want it to say the configuration is refused", detail)
 			}
 		})
+	}
+}
+
+// TestHandlerSameEntry: asking again for the same entry (a reconnect) keeps
+// the episode: the owner is asked once. A changed entry starts afresh.
+func TestHandlerSameEntry(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	for i := range 2 {
+		if _, err := h.connect(h.handler(oauth.Config{})); !errors.Is(err, oauth.ErrNeedsSignIn) {
+			t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn", i, err)
+		}
+	}
+	if got := len(h.needsRequests()); got != 1 {
+		t.Errorf("NeedsSignIn calls = %d, want 1 across reconnects", got)
+	}
+	if _, err := h.connect(h.handler(oauth.Config{Scopes: []string{"mcp:write"}})); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("connect with a changed entry: err = %v, want ErrNeedsSignIn", err)
+	}
+	if got := h.needsRequests(); len(got) != 2 || !cmp.Equal(got[1].Scopes, []string{"mcp:write"}) {
+		t.Errorf("NeedsSignIn calls = %+v, want a second one asking for the entry's scopes", got)
+	}
+}
+
+// TestClose ends a sign-in waiting for its browser, frees its callback
+// port, and refuses new sign-ins.
+func TestClose(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	port := freePort(t)
+	h.handler(oauth.Config{CallbackPort: port})
+	flow, err := h.m.Login(t.Context(), server)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	h.m.Close()
+	if err := <-flow.Done; err == nil {
+		t.Errorf("the flow ended without error after Close")
+	}
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+		c.Close()
+		t.Errorf("the callback port still listens after Close")
+	}
+	if _, err := h.m.Login(t.Context(), server); err == nil {
+		t.Errorf("Login after Close succeeded")
 	}
 }

@@ -47,7 +47,7 @@ func TestRedirectKeepsToken(t *testing.T) {
 
 			store := platform.New(platform.Options{Home: plexustest.TempHome(t).Dir})
 			if err := saveRecord(store, "remote", &record{ServerURL: srv.URL + "/mcp", Resource: srv.URL + "/mcp",
-				Token: &oauth2.Token{AccessToken: "at-canary", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)},
+				Token:    &oauth2.Token{AccessToken: "at-canary", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)},
 				TokenURL: srv.URL + "/token"}); err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,7 @@ type source struct {
 	reason   string
 	notified bool     // NeedsSignIn was called in this episode
 	dead     bool     // the token endpoint refused: nothing is asked of it until a sign-in
-	retried  string   // the access token a 401 already made us refresh
+	forced   string   // the access token a 401 made us fetch: refused in turn, only the owner can help
 	widen    []string // the scopes a step-up asked for, for the next sign-in
 	login    *login   // the sign-in running, if any
 }
@@ -240,11 +240,8 @@ func (s *source) unauthorized(ctx context.Context, sent string, ch []oauthex.Cha
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
 	s.mu.Lock()
-	cur, dead, retried := s.rec, s.dead, s.retried
-	try := !dead && cur != nil && cur.Token.AccessToken == sent && cur.Token.RefreshToken != "" && retried != sent
-	if try {
-		s.retried = sent
-	}
+	cur, dead, forced := s.rec, s.dead, s.forced
+	try := !dead && cur != nil && cur.Token.AccessToken == sent && cur.Token.RefreshToken != "" && forced != sent
 	s.mu.Unlock()
 	switch {
 	case cur != nil && cur.Token.AccessToken != sent && !dead:
@@ -252,9 +249,13 @@ func (s *source) unauthorized(ctx context.Context, sent string, ch []oauthex.Cha
 	case !try:
 		return s.needSignIn(ctx, "the server refused the token", ch, nil)
 	}
-	if _, err := s.refresh(ctx, cur); err != nil {
+	tok, err := s.refresh(ctx, cur)
+	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.forced = tok.AccessToken
+	s.mu.Unlock()
 	return nil
 }
 

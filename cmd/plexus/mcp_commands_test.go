@@ -61,6 +61,26 @@ func TestMCPCommandsEditTheFile(t *testing.T) {
 		{[]string{"mcp", "remove", "nope"}, exitError, "no server", []string{"fs", "web"}, ""},
 		{[]string{"mcp", "remove", "fs"}, 0, "Removed", []string{"web"}, ""},
 		{[]string{"mcp", "add", "rel", "--", "./bin/srv"}, 0, "Added", []string{"rel", "web"}, `"command": "` + cwd + `/bin/srv"`},
+		{[]string{"mcp", "add", "gh", "--url", "https://api.githubcopilot.com/mcp/", "--oauth-client-id", "c", "--oauth-client-secret", "hunter2-literal"},
+			exitUsage, "oauth.clientSecret must name a secret, not hold a value: store it with plexus secrets set", []string{"rel", "web"}, ""},
+		{[]string{"mcp", "add", "gh", "--url", "https://api.githubcopilot.com/mcp/", "--oauth-grant", "client_credentials"},
+			exitUsage, "needs clientId and one of clientSecret or privateKey", []string{"rel", "web"}, ""},
+		{[]string{"mcp", "add", "gh", "--url", "https://api.githubcopilot.com/mcp/", "--oauth-client-secret", "${secret:gh-oauth}"},
+			exitError, "plexus secrets set gh-oauth", []string{"rel", "web"}, ""},
+		{[]string{"mcp", "add", "fs2", "--oauth-client-id", "c", "--", "srv"}, exitUsage, `only a "url" server`, []string{"rel", "web"}, ""},
+		{[]string{"mcp", "add", "gh", "--url", "https://api.githubcopilot.com/mcp/", "--oauth-client-id", "Ov23li", "--oauth-scopes", "repo read:org",
+			"--oauth-callback-port", "8976", "--oauth-client-metadata-url", "https://me.example/plexus.json",
+			"--oauth-auth-server-metadata-url", "https://github.com/.well-known/oauth-authorization-server"},
+			0, "Added", []string{"gh", "rel", "web"}, `"scopes": "repo read:org"`},
+		{[]string{"mcp", "remove", "gh"}, 0, "Its sign-in tokens are deleted", []string{"rel", "web"}, ""},
+	}
+	// gh's stored sign-in, which removing gh deletes (with no daemon, unrevoked).
+	tokens := filepath.Join(home, "secrets", "oauth.gh")
+	if err := os.MkdirAll(filepath.Dir(tokens), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokens, []byte(`{"access":"x"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	for _, s := range steps {
 		r := cli(s.args...)
@@ -84,6 +104,46 @@ func TestMCPCommandsEditTheFile(t *testing.T) {
 				t.Fatalf("%v: mcp.json lacks %q:\n%s", s.args, s.fileText, b)
 			}
 		}
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), "hunter2") {
+			t.Fatalf("%v: mcp.json holds a refused literal secret", s.args)
+		}
+	}
+	if _, err := os.Stat(tokens); !os.IsNotExist(err) {
+		t.Errorf("mcp remove left gh's stored sign-in: %v", err)
+	}
+}
+
+// TestMCPAddOAuthRoundTrip: every --oauth-* flag lands in mcp.json's
+// "oauth" object and reads back the same.
+func TestMCPAddOAuthRoundTrip(t *testing.T) {
+	home := t.TempDir()
+	argv := []string{"plexus", "--home", home, "--addr", closedAddr(t), "mcp", "add", "gh", "--url", "https://api.githubcopilot.com/mcp/",
+		"--oauth-client-id", "Ov23li", "--oauth-private-key", "${secret:gh-key}", "--oauth-scopes", "repo  read:org",
+		"--oauth-grant", "client_credentials", "--oauth-callback-port", "8976", "--oauth-client-metadata-url", "https://me.example/plexus.json",
+		"--oauth-auth-server-metadata-url", "https://github.com/.well-known/oauth-authorization-server"}
+	secrets := filepath.Join(home, "secrets")
+	if err := os.MkdirAll(secrets, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secrets, "gh-key"), []byte("pem\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), argv, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errOut.String())
+	}
+	doc, err := mcphost.ReadFile(filepath.Join(home, "mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := doc.Server("gh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &mcphost.OAuth{ClientID: "Ov23li", PrivateKey: "${secret:gh-key}", Scopes: []string{"repo", "read:org"}, Grant: "client_credentials",
+		CallbackPort: 8976, ClientMetadataURL: "https://me.example/plexus.json", AuthServerMetadataURL: "https://github.com/.well-known/oauth-authorization-server"}
+	if diff := cmp.Diff(want, s.OAuth); diff != "" {
+		t.Errorf("oauth (-want +got):\n%s", diff)
 	}
 }
 

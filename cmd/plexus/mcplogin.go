@@ -41,8 +41,13 @@ func mcpLogin(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Sign in to %s at this URL (it works until %s):\n%s\n", name, login.ExpiresAt.Local().Format(time.TimeOnly), login.URL)
-	if !cmd.Bool("no-browser") {
+	switch {
+	case login.URL == "":
+		fmt.Fprintf(w, "%s signs in with its client's credentials; no browser is needed.\n", name)
+	default:
+		fmt.Fprintf(w, "Sign in to %s at this URL (it works until %s):\n%s\n", name, login.ExpiresAt.Local().Format(time.TimeOnly), login.URL)
+	}
+	if login.URL != "" && !cmd.Bool("no-browser") {
 		page, err := loginPage(cmd.String("home"), name, login.URL)
 		if err == nil {
 			defer removeLoginPage(page)

@@ -111,7 +111,7 @@ func (s *Server) lookup(token string) (*auth.TokenInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.access[token]
-	if g == nil || g.resource != s.URL || time.Now().After(g.expires) {
+	if s.rejectTokens || g == nil || g.resource != s.URL || time.Now().After(g.expires) {
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{Scopes: slices.Clone(g.scopes), Expiration: g.expires, UserID: g.clientID}, nil

@@ -114,6 +114,7 @@ type Server struct {
 	required      []string
 	lifetime      time.Duration
 	refuseRefresh bool
+	rejectTokens  bool
 	clients       map[string]*Client
 	codes         map[string]*grantInfo
 	access        map[string]*grantInfo
@@ -198,6 +199,14 @@ func (s *Server) RefuseRefresh(refuse bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refuseRefresh = refuse
+}
+
+// RejectTokens makes the MCP server refuse every token, new ones too, as a
+// server would whose tokens' audience does not match it.
+func (s *Server) RejectTokens(reject bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rejectTokens = reject
 }
 
 // ExpireAccessTokens makes every access token issued so far invalid at the

@@ -17,7 +17,11 @@
 // Options.MinBackoff to Options.MaxBackoff and lists again; meanwhile Scan
 // keeps the last listing, [Client.Health] is unavailable with the reason,
 // and calls fail with source_unavailable. Options.OnHealth hears each
-// change of status. When Run's context ends it closes the session: stdin
+// change of status. A url server that needs the owner to sign in
+// (Options.SignIn: its OAuth handler could get no token) is not retried:
+// Health is unavailable with NeedsSignIn and the login command, calls fail
+// with source_unavailable naming it, and nothing is sent until
+// [Client.SignedIn]. When Run's context ends it closes the session: stdin
 // closed, then SIGTERM, then SIGKILL, each after Options.StopGrace, and
 // whatever the server left in its process group killed.
 //
@@ -86,6 +90,7 @@
 //	result                          OK true
 //	tool result with isError true   mcp_tool_error (MCPResult still holds it)
 //	no session up (or no client)    source_unavailable
+//	the server needs sign-in        source_unavailable naming plexus mcp login <server>
 //	JSON-RPC error from the server  transport_error with its message, detail {"code": n}
 //	caller cancelled or timed out   transport_error (the server was told)
 //	session lost during the call    transport_error
