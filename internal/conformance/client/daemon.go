@@ -121,7 +121,7 @@ func (d *daemon) addServer(ctx context.Context, serverURL string, sc scenarioCon
 	// sign-in either way).
 	wait := "10s"
 	if p.signIn {
-		wait = "3s"
+		wait = "1s"
 	}
 	args := []string{"mcp", "add", serverName, "--url", serverURL, "--wait", wait}
 	flags, err := d.oauthFlags(ctx, sc, p)

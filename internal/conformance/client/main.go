@@ -47,7 +47,7 @@ const serverName = "conf"
 
 func main() {
 	plexusBin := flag.String("plexus", "plexus", "the plexus binary to drive")
-	timeout := flag.Duration("timeout", 50*time.Second, "give up after this long")
+	timeout := flag.Duration("timeout", 40*time.Second, "give up after this long (the suite is told 90 s)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		log.Fatalf("usage: %s [-plexus PATH] <server-url> (MCP_CONFORMANCE_SCENARIO in the environment)", os.Args[0])
