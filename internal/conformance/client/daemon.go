@@ -24,6 +24,7 @@ type daemon struct {
 	cmd       *exec.Cmd
 	exited    chan struct{} // closed when the child has been waited for
 	waitErr   error         // set before exited is closed
+	signIns   int           // the owner's sign-ins so far (signInAgain)
 }
 
 // startDaemon runs `plexus --home home --addr 127.0.0.1:0 serve` and waits

@@ -18,6 +18,23 @@ import (
 // urlPattern finds the authorization URL in `mcp login`'s output.
 var urlPattern = regexp.MustCompile(`https?://\S+`)
 
+// signInAgain is the owner signing in until the server is connected: a
+// sign-in after which the server asks for more (a step-up) is followed by
+// another, signInsMax in the scenario at most.
+func (d *daemon) signInAgain(ctx context.Context) error {
+	for {
+		err := d.signIn(ctx)
+		d.signIns++
+		if err == nil || d.signIns >= signInsMax {
+			return err
+		}
+		needs, lerr := d.needsSignIn(ctx)
+		if lerr != nil || !needs {
+			return errors.Join(err, lerr)
+		}
+	}
+}
+
 // signIn is `plexus mcp login conf --no-browser`, the driver being the
 // owner's browser: it opens the authorization URL the command prints (the
 // suite's authorization server answers at once with a redirect carrying

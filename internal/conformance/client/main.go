@@ -115,7 +115,7 @@ func run(ctx context.Context, plexusBin, serverURL, scenario string, sc scenario
 		return err
 	}
 	if p.signIn {
-		if err := d.signIn(ctx); err != nil {
+		if err := d.signInAgain(ctx); err != nil {
 			return err
 		}
 	}
