@@ -343,5 +343,12 @@ func TestMCPOAuthDynamicRegistration(t *testing.T) {
 	if len(secrets) < 3 {
 		t.Fatalf("secrets to look for: %v; want the code, tokens and the client's secret", secrets)
 	}
+	r := o.e.ok("mcp", "remove", "fx")
+	if !strings.Contains(r.stdout, "Its sign-in tokens are revoked and deleted") || len(o.fx.Revoked()) == 0 {
+		t.Errorf("mcp remove of a signed-in server: revoked %d tokens\n%s", len(o.fx.Revoked()), r)
+	}
+	if _, err := os.Stat(filepath.Join(o.td.Home().Dir, "secrets", "oauth.fx")); !os.IsNotExist(err) {
+		t.Errorf("the stored tokens are still there after mcp remove: %v", err)
+	}
 	checkOAuthCanary(t, o, secrets)
 }

@@ -284,11 +284,10 @@ func mcpRemove(ctx context.Context, cmd *cli.Command) error {
 func mcpSignOut(ctx context.Context, cmd *cli.Command, name string) (string, error) {
 	if adm, ok := ownerAdmin(cmd); ok {
 		_, err := adm.LogoutMCP(ctx, name)
-		var pe *plexus.Error
 		switch {
 		case err == nil:
 			return "Its sign-in tokens are revoked and deleted.", nil
-		case errors.As(err, &pe) && pe.Code == plexus.CodeNotFound:
+		case client.CodeOf(err) == plexus.CodeNotFound:
 			return "", nil // not a server that signs in
 		case !errors.Is(err, client.ErrUnreachable):
 			return "", err

@@ -24,7 +24,7 @@ func mcpLoginCommand() *cli.Command {
 		Name:  "login",
 		Usage: "sign Plexus in to a remote MCP server that asks for it (OAuth), and wait until the source is connected",
 		Description: "Prints the authorization URL and opens it in your browser (unless --no-browser). The browser comes back\n" +
-			"to Plexus itself on loopback; the tokens are stored encrypted like plexus secrets, and no agent ever sees them.",
+			"to Plexus itself on loopback; the tokens are kept with plexus secrets (as oauth.<name>), and no agent ever sees them.",
 		ArgsUsage: "<name>",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-browser", Usage: "print the URL only; open it yourself"},
