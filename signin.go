@@ -25,3 +25,17 @@ type SignInRequest struct {
 	// "the refresh token was refused").
 	Reason string `json:"reason"`
 }
+
+// SignInDecision is a [SignInRequest] put up for the owner, and what
+// approving it did: the authorization URL the owner opens to finish the
+// sign-in, or why the sign-in could not start. The URL carries no token,
+// code or secret (the PKCE verifier and the tokens stay with the sign-in
+// client); it is shown to the owner alone and never journaled.
+type SignInDecision struct {
+	SignInRequest
+	// AuthURL is the authorization server's page the approved sign-in
+	// waits at; it serves one sign-in, for a few minutes.
+	AuthURL string `json:"authUrl,omitempty"`
+	// StartError says why the approved sign-in could not start.
+	StartError string `json:"startError,omitempty"`
+}

@@ -107,6 +107,10 @@ const (
 	// PendingDefinition is an ingested definition (an MCP tool) that changed
 	// after the owner added its server: held out until approved.
 	PendingDefinition = "definition"
+	// PendingSignIn is a remote MCP server that wants Plexus to sign in to
+	// it (OAuth). Plexus puts it up itself, never an agent: approving it
+	// starts the sign-in.
+	PendingSignIn = "signin"
 )
 
 // PendingItem is one capability a pending grant decision covers.
@@ -150,6 +154,9 @@ type Pending struct {
 	// Definition is the changed definition a Kind definition decision puts
 	// up; approving it pins (and serves) exactly Definition.New.
 	Definition *DefinitionChange `json:"definition,omitempty"`
+	// SignIn is the sign-in a Kind signin decision asks for and, once
+	// approved, how its start went.
+	SignIn *SignInDecision `json:"signIn,omitempty"`
 }
 
 // DefinitionChange is an ingested entry's definition that no longer matches

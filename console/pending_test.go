@@ -54,3 +54,46 @@ func TestPendingViewDefinition(t *testing.T) {
 		t.Errorf("the card's definition = %+v, want both sides whole", v.Definition)
 	}
 }
+
+// TestPendingViewSignIn: a remote server's sign-in request reaches the
+// Pending page as its file tells it: no agent, nothing to narrow, the
+// title naming the server, and sections saying no agent asked and what
+// approving signs in to (resource, issuer, scopes).
+func TestPendingViewSignIn(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	p := plexus.Pending{ID: auth.NewID("pend_"), Kind: plexus.PendingSignIn, State: plexus.StatePending, CreatedAt: now,
+		ExpiresAt: now.Add(time.Hour), TraceID: auth.NewTraceID(), Items: []plexus.PendingItem{},
+		SignIn: &plexus.SignInDecision{SignInRequest: plexus.SignInRequest{Server: "linear", Resource: "https://mcp.linear.app/mcp",
+			Issuer: "https://mcp.linear.app", Scopes: []string{"read"}, Widening: []string{"write"}, Reason: "the server answered 403 insufficient_scope"}},
+		Narration: []plexus.PendingNarration{{ID: "mcp:linear", Summary: "linear asks for more scopes"}}}
+	b, err := inbox.Render(p, inbox.RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := pendingView(p, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Type != plexus.PendingSignIn || v.Agent != "" || len(v.Capabilities) != 0 || !strings.Contains(v.Title, "linear") {
+		t.Errorf("view = %+v; want a sign-in with no agent and nothing to narrow, titled by its server", v)
+	}
+	var titles []string
+	var text strings.Builder
+	for _, s := range v.Sections {
+		titles = append(titles, s.Title)
+		if s.Agent {
+			t.Errorf("section %q is marked as the agent's words", s.Title)
+		}
+		text.WriteString(strings.Join(s.Lines, "\n"))
+	}
+	for _, w := range []string{"Who asks", "What approving means"} {
+		if !strings.Contains(strings.Join(titles, "|"), w) {
+			t.Errorf("sections %v lack %q", titles, w)
+		}
+	}
+	for _, w := range []string{"No agent asked", "`https://mcp.linear.app/mcp`", "`https://mcp.linear.app`", "`read`", "### A widening", "- `write`"} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("sections lack %q:\n%s", w, text.String())
+		}
+	}
+}

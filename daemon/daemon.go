@@ -86,6 +86,10 @@ type Options struct {
 	// Tracing receives the daemon's spans (Run shuts it down); nil means
 	// OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set in Env, else none.
 	Tracing *telemetry.Tracing
+	// SignIn, when set, replaces the daemon's OAuth client as what starts
+	// the sign-in of a remote MCP server the owner approves in the inbox
+	// (gateway.Deps.SignIn): the end-to-end suites record the calls.
+	SignIn gateway.SignInStarter
 }
 
 // Daemon is one wired gateway: the journal, the registry and its
@@ -320,6 +324,10 @@ func (d *Daemon) newGateway(o Options, deps gateway.Deps) error {
 	// The path a decision shows is the one the cli and stdio transports run.
 	deps.Binaries = d.plat.Resolve
 	deps.PruneJournal = d.pruneJournal
+	deps.SignIn = o.SignIn
+	if deps.SignIn == nil {
+		deps.SignIn = d.signIn // its StartSignIn: the sign-in the owner approved in the inbox
+	}
 	d.gw, err = gateway.New(gateway.Config{BaseURL: "http://" + d.ln.Addr().String(), Home: home.Dir,
 		SameUser: gateway.SameUserPolicy{Detect: true, OwnerUID: os.Getuid(), Refuse: home.Auth.StrictSameUser},
 		Streams:  gateway.StreamLimits{PerSession: home.Auth.MaxStreamsPerSession, PerAgent: home.Auth.MaxStreamsPerAgent},

@@ -42,6 +42,9 @@ type signIns struct {
 	// oauth.<server>), which a logout of a server no longer running
 	// still revokes.
 	tokens func(server string) bool
+	// withdraw withdraws the sign-in request waiting in the inbox for a
+	// server (d.withdrawSignIn).
+	withdraw func(ctx context.Context, server, why string)
 
 	mu     sync.Mutex
 	logins map[string]*login // by server: the latest login started
@@ -70,7 +73,8 @@ func (d *Daemon) newSignIns(o Options) {
 	}
 	port := strconv.Itoa(d.ln.Addr().(*net.TCPAddr).Port)
 	d.signIn = &signIns{now: now, log: d.log, logins: map[string]*login{}, mcp: func() *mcphost.Manager { return d.mcp },
-		tokens: func(server string) bool { _, err := d.plat.Secret("oauth." + server); return err == nil }}
+		withdraw: d.withdrawSignIn,
+		tokens:   func(server string) bool { _, err := d.plat.Secret("oauth." + server); return err == nil }}
 	d.signIn.oauth = oauth.New(oauth.Options{
 		Store: d.plat,
 		Now:   o.Clock,
@@ -85,6 +89,9 @@ func (d *Daemon) newSignIns(o Options) {
 			if m := d.mcp; m != nil {
 				m.SignedIn(server)
 			}
+			// Signed in another way (plexus mcp login) while a request
+			// waited in the inbox: it asks for nothing any more.
+			d.withdrawSignIn(context.Background(), server, "signed in meanwhile (plexus mcp login)")
 		},
 		Journal: func(ctx context.Context, action, server string, payload map[string]any) {
 			d.gw.Note(ctx, action, "mcp:"+server, "", payload)
@@ -93,15 +100,22 @@ func (d *Daemon) newSignIns(o Options) {
 	})
 }
 
-// requestSignIn is the seam where a server's need for sign-in becomes the
-// owner's decision: with the gateway's RequestSignIn (issue #19's inbox
-// part, not on main yet) it files req there, and gateway.Deps.SignIn is
-// d.signIn (its StartSignIn). Until then it is logged; the source's health
-// and the calls' answers name the command all the same. It runs on the
-// goroutine of the request that found the server wants a sign-in.
+// requestSignIn puts a server's need for sign-in up for the owner: the
+// gateway's sign-in decision, a file in inbox/ (approving it calls
+// d.signIn's StartSignIn, gateway.Deps.SignIn). It runs on the goroutine
+// of the request that found the server wants a sign-in; the source's
+// health and the calls' answers name the command whatever happens here.
 func (d *Daemon) requestSignIn(req plexus.SignInRequest) {
-	d.log.Warn("an MCP server needs sign-in", "server", req.Server, "resource", req.Resource, "issuer", req.Issuer,
-		"reason", req.Reason, "fix", "plexus mcp login "+req.Server)
+	if _, err := d.gw.RequestSignIn(context.Background(), req); err != nil {
+		d.log.Error("put up an MCP server's sign-in request", "server", req.Server, "err", err, "fix", "plexus mcp login "+req.Server)
+	}
+}
+
+// withdrawSignIn withdraws the sign-in request waiting for server, if any.
+func (d *Daemon) withdrawSignIn(ctx context.Context, server, why string) {
+	if err := d.gw.WithdrawSignIn(ctx, server, why); err != nil {
+		d.log.Error("withdraw an MCP server's sign-in request", "server", server, "err", err)
+	}
 }
 
 // Handler is the OAuth handler of server's client.
@@ -116,6 +130,7 @@ func (*signIns) Needed(err error) bool { return errors.Is(err, oauth.ErrNeedsSig
 
 // Forget signs out of a server that left mcp.json.
 func (s *signIns) Forget(ctx context.Context, server string) {
+	s.withdraw(ctx, server, "the server was removed from mcp.json")
 	if err := s.oauth.Logout(ctx, server); err != nil {
 		s.log.Warn("sign out of a removed MCP server", "server", server, "err", err)
 	}

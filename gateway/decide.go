@@ -34,7 +34,7 @@ func (g *Gateway) Decide(ctx context.Context, d plexus.Decision) (plexus.Pending
 	if err != nil {
 		return plexus.Pending{}, plexus.AsError(err)
 	}
-	g.afterDecision(ctx, eff)
+	g.afterDecision(ctx, &eff)
 	return eff.out, nil
 }
 
@@ -45,6 +45,7 @@ type decided struct {
 	minted     *plexus.ScopedToken // an approval's token, for the asking session's poll
 	registered plexus.Source       // an approved extension, brought online after the commit
 	refresh    string              // the source of an approved definition, rescanned after the commit
+	signIn     string              // the server of an approved sign-in request, started after the commit
 }
 
 // checkDecision refuses a decision that cannot be applied to any request
@@ -88,6 +89,12 @@ func (g *Gateway) decide(tx plexus.StateTx, d plexus.Decision, now time.Time) (d
 			return decided{}, err
 		}
 		return decided{out: *p, refresh: pinned}, nil
+	case p.Kind == plexus.PendingSignIn:
+		server, err := decideSignIn(tx, p, d, actor)
+		if err != nil {
+			return decided{}, err
+		}
+		return decided{out: *p, signIn: server}, nil
 	case !d.Approve:
 		row, ev := refusal(p, d, actor)
 		if err := commitDecision(tx, p, row, ev); err != nil {
@@ -222,8 +229,10 @@ func (g *Gateway) approveGrants(tx plexus.StateTx, p *plexus.Pending, d plexus.D
 
 // afterDecision does what follows a committed decision: the approved token
 // is held for the asking session's poll, the events go live, an approved
-// definition's source is rescanned and an approved extension brought online.
-func (g *Gateway) afterDecision(ctx context.Context, eff decided) {
+// definition's source is rescanned, an approved extension brought online
+// and an approved sign-in started (its URL kept on the decision before
+// the inbox is told, so the file shows it).
+func (g *Gateway) afterDecision(ctx context.Context, eff *decided) {
 	if eff.minted != nil {
 		g.mu.Lock()
 		g.resolved[eff.out.ID] = eff.minted
@@ -241,6 +250,9 @@ func (g *Gateway) afterDecision(ctx context.Context, eff decided) {
 		if err := g.bringOnlineSource(ctx, eff.registered); err != nil {
 			g.log.Error("register an approved extension", "source", eff.registered.ID(), "err", err)
 		}
+	}
+	if eff.signIn != "" {
+		eff.out = g.startSignIn(ctx, eff.out)
 	}
 	g.touch(eff.out.ID)
 }
@@ -518,8 +530,12 @@ func (g *Gateway) Sweep(ctx context.Context) error {
 			if err := tx.PutPending(cur); err != nil {
 				return err
 			}
+			payload := map[string]any{"capabilities": pendingIDs(cur)}
+			if s := cur.SignIn; s != nil {
+				payload = signInPayload(s.SignInRequest, nil)
+			}
 			if err := tx.Record(&plexus.Activity{TraceID: cur.TraceID, Actor: plexus.ActorSystem, AgentID: cur.AgentID,
-				ActionType: actionOf(cur.Kind, "expired"), Target: cur.ID, Payload: map[string]any{"capabilities": pendingIDs(cur)}}); err != nil {
+				ActionType: actionOf(cur.Kind, "expired"), Target: cur.ID, Payload: payload}); err != nil {
 				return err
 			}
 			expired = true

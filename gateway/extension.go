@@ -135,6 +135,8 @@ func actionOf(kind, what string) string {
 		return "extension." + what
 	case plexus.PendingDefinition:
 		return "definition." + what
+	case plexus.PendingSignIn:
+		return "signin." + what
 	}
 	return "grant." + what
 }

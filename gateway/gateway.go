@@ -114,6 +114,10 @@ type Deps struct {
 	// transport would run it, so that a decision shows the path that runs.
 	// Nil: decisions say the path could not be looked up.
 	Binaries registry.Resolver
+	// SignIn starts the sign-in of a remote MCP server the owner approved
+	// in the inbox. Nil: an approved sign-in request records that it could
+	// not start, naming `plexus mcp login`.
+	SignIn SignInStarter
 }
 
 // Gateway decides every request the edges hand it. Its methods are grouped

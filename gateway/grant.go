@@ -194,7 +194,9 @@ func (g *Gateway) GrantStatus(ctx context.Context, c Credentials, pendingID stri
 		}
 		return plexus.GrantStatusResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not read the pending decision")
 	}
-	if p.AgentID != sess.AgentID {
+	// A decision no agent asked for (a sign-in, a changed definition) has
+	// no agent: it is nobody's to poll.
+	if p.AgentID == "" || p.AgentID != sess.AgentID {
 		return plexus.GrantStatusResponse{}, plexus.Errorf(plexus.CodeNotFound, "unknown pendingId")
 	}
 	resp := plexus.GrantStatusResponse{PendingID: p.ID, State: p.State, Capabilities: pendingIDs(p),

@@ -45,7 +45,10 @@ func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions
 	}
 	w.reaches(p)
 	w.narration(p)
-	if p.Definition == nil {
+	switch {
+	case p.SignIn != nil:
+		w.signInOrigin(*p.SignIn)
+	case p.Definition == nil:
 		w.agentSays(p, fm)
 	}
 	switch p.State {
@@ -60,6 +63,10 @@ func writeBody(b *bytes.Buffer, p plexus.Pending, fm *header, opts RenderOptions
 		if fm.Ended != "" {
 			w.para("## Ended", "", "This approval no longer grants anything: "+md(fm.Ended)+".",
 				"To grant it again, the agent asks again and a new decision file appears in `../inbox/`.")
+			return
+		}
+		if s := p.SignIn; s != nil {
+			w.signInStarted(*s)
 			return
 		}
 		if c := p.Definition; c != nil {
@@ -119,6 +126,11 @@ func title(p plexus.Pending) string {
 			return code(c.Source) + " changed the definition of " + code(c.EntryID)
 		}
 		return "A source changed a definition"
+	case plexus.PendingSignIn:
+		if s := p.SignIn; s != nil {
+			return signInTitle(*s)
+		}
+		return "A source asks you to sign in to it"
 	}
 	return agent + " asks for a decision of type " + code(p.Kind)
 }
@@ -144,8 +156,8 @@ func (w body) narration(p plexus.Pending) {
 	if p.State != plexus.StatePending {
 		lines[0] = "## What Plexus said when it asked"
 	}
-	if p.Extension != nil || p.Definition != nil {
-		// A registration or a changed definition has no capability items: the gateway's words,
+	if p.Extension != nil || p.Definition != nil || p.SignIn != nil {
+		// A registration, a changed definition or a sign-in has no capability items: the gateway's words,
 		// one per entry it would add, are the narration, in the manifest's order.
 		ns := slices.Clone(p.Narration)
 		if m := p.Extension; m != nil {
@@ -329,6 +341,10 @@ func (w body) meaning(p plexus.Pending) {
 		w.definition(*c)
 		return
 	}
+	if s := p.SignIn; s != nil {
+		w.signIn(*s)
+		return
+	}
 	if len(p.Items) == 0 {
 		w.para("Nothing but the decision itself; see the frontmatter.")
 		return
@@ -387,6 +403,11 @@ func (w body) howToDecide(p plexus.Pending) {
 	}
 	if slices.ContainsFunc(p.Items, func(it plexus.PendingItem) bool { return it.Constraint != nil }) {
 		ways = append(ways, "- tighten a `constraint`: fewer paths or values, more `match` rules;")
+	}
+	if p.SignIn != nil {
+		w.para("## How to narrow", "", "A sign-in request is approved or denied as a whole: the server asks for its scopes, the",
+			"request in the journal is what approving starts, and edits to this file change nothing.")
+		return
 	}
 	if p.Definition != nil {
 		w.para("## How to narrow", "", "A changed definition is approved or denied as a whole: the definition in the journal is",

@@ -277,8 +277,11 @@ func (m *OwnerMove) outcome(ctx context.Context, p plexus.Pending, by string) er
 	if p.State != want || p.Via != m.Stamp.via() || p.DecidedBy != by {
 		return refuse("%s was %s before this decision reached Plexus; this one changed nothing", m.ID, DescribeDecision(p))
 	}
+	if p.SignIn != nil && m.Approve {
+		p = m.signInStarted(ctx, p)
+	}
 	WriteDecided(m.Out, p, by, m.rel(m.folder()))
-	if !m.Approve || p.Extension != nil {
+	if !m.Approve || p.Extension != nil || p.SignIn != nil {
 		return nil
 	}
 	jti, err := m.daemon.MintedToken(ctx, p)
@@ -291,4 +294,24 @@ func (m *OwnerMove) outcome(ctx context.Context, p plexus.Pending, by string) er
 		fmt.Fprintln(m.Out, "No token was minted: the session that asked has ended. The agent gets one when it asks again.")
 	}
 	return nil
+}
+
+// signInStarted waits, as long as a decision is waited for, until approved
+// sign-in p has started (the daemon keeps the page to open, or why it could
+// not start), and answers it as it stands then.
+func (m *OwnerMove) signInStarted(ctx context.Context, p plexus.Pending) plexus.Pending {
+	deadline := time.Now().Add(DecisionWait)
+	for p.SignIn.AuthURL == "" && p.SignIn.StartError == "" && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return p
+		case <-time.After(DecisionPoll):
+		}
+		cur, err := m.daemon.Pending(ctx, m.ID)
+		if err != nil || cur.SignIn == nil {
+			return p
+		}
+		p = cur
+	}
+	return p
 }

@@ -114,3 +114,54 @@ func TestOwnerMove(t *testing.T) {
 		})
 	}
 }
+
+// signInDaemon answers like a daemon whose approved sign-in starts a
+// moment after the approval: approved without the page to open first,
+// then with it.
+type signInDaemon struct {
+	home  string
+	polls int
+}
+
+func (d *signInDaemon) Pending(context.Context, string) (plexus.Pending, error) {
+	p := approvedSignInFixture()
+	p.Via, p.DecidedBy = plexus.ViaCLI, "ann"
+	if _, err := os.Lstat(filepath.Join(d.home, plexus.FolderInbox, FileName(testID))); err == nil {
+		p.State, p.SignIn.AuthURL = plexus.StatePending, ""
+		return p, nil
+	}
+	d.polls++
+	if d.polls == 1 {
+		p.SignIn.AuthURL = ""
+	}
+	return p, nil
+}
+
+func (d *signInDaemon) MintedToken(context.Context, plexus.Pending) (string, error) {
+	return "", errors.New("a sign-in mints no token")
+}
+
+// TestOwnerMoveSignIn: `plexus approve` of a sign-in request waits for
+// the sign-in to start and prints the page to open; it reads no token.
+func TestOwnerMoveSignIn(t *testing.T) {
+	home := moveHome(t)
+	b, err := Render(signInFixture(), RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, plexus.FolderInbox, FileName(testID)), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &signInDaemon{home: home}
+	var out bytes.Buffer
+	m := &OwnerMove{Home: home, ID: testID, Approve: true, Stamp: StampOptions{DecidedBy: "ann"}, Out: &out}
+	if err := m.Run(context.Background(), func() (Daemon, error) { return d, nil }); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := out.String(); !strings.Contains(got, signInURL) || strings.Contains(got, "token") {
+		t.Errorf("plexus approve said:\n%s\nwant the page to open and no token", got)
+	}
+	if d.polls < 2 {
+		t.Errorf("the daemon was asked %d times after the move; want it asked again until the sign-in started", d.polls)
+	}
+}

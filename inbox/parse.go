@@ -179,7 +179,7 @@ func kindName(n *yaml.Node) string {
 var topKeys = map[string]bool{"plexus": true, "problem": true, "id": true, "type": true, "state": true,
 	"agent": true, "trace_id": true, "created": true, "expires": true, "same_user": true, "bundle": true,
 	"purpose": true, "capabilities": true, "reason": true, "decided": true, "decided_by": true, "via": true, "ended": true, "extension": true,
-	"definition": true}
+	"definition": true, "signin": true}
 
 func (p parser) file(root *yaml.Node) (*File, error) {
 	n := root

@@ -62,6 +62,7 @@ type header struct {
 	Ended        string         `yaml:"ended,omitempty"`
 	Extension    *fmExtension   `yaml:"extension,omitempty"`
 	Definition   *fmDefinition  `yaml:"definition,omitempty"`
+	SignIn       *fmSignIn      `yaml:"signin,omitempty"`
 }
 
 // fmDefinition is a changed definition's identity, as the owner reads it.
@@ -220,6 +221,9 @@ func headerOf(p plexus.Pending, opts RenderOptions) (*header, error) {
 	if c := p.Definition; c != nil {
 		fm.Definition = &fmDefinition{Source: oneLine(c.Source), Entry: oneLine(c.EntryID), Primitive: oneLine(c.Primitive),
 			Name: capRunes(oneLine(c.Name), 200), OldHash: oneLine(c.OldHash), NewHash: oneLine(c.NewHash)}
+	}
+	if s := p.SignIn; s != nil {
+		fm.SignIn = signInOf(*s)
 	}
 	if p.DecidedAt != nil {
 		fm.Decided = stampOf(*p.DecidedAt)

@@ -192,6 +192,10 @@ var goldens = []struct {
 	{"approved", approvedFixture, RenderOptions{}},
 	{"definition", definitionFixture, RenderOptions{}},
 	{"definition-approved", approvedDefinitionFixture, RenderOptions{}},
+	{"signin", signInFixture, RenderOptions{}},
+	{"signin-widening", signInWideningFixture, RenderOptions{}},
+	{"signin-approved", approvedSignInFixture, RenderOptions{}},
+	{"signin-failed", failedSignInFixture, RenderOptions{}},
 	{"problem", bundleFixture, RenderOptions{Note: "this edit would grant more than was asked, so nothing was approved:\n" +
 		"portal.notes.write, window: 7d is longer than the 1d12h asked\n---\n  \n<fs.delete>, capabilities: was not requested"}},
 }

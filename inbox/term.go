@@ -41,6 +41,9 @@ func WritePending(w io.Writer, p plexus.Pending) {
 	if c := p.Definition; c != nil {
 		writeDefinitionChange(w, *c)
 	}
+	if s := p.SignIn; s != nil {
+		writeSignIn(w, *s)
+	}
 	writeVerdict(w, p)
 }
 
@@ -48,6 +51,8 @@ func WritePending(w io.Writer, p plexus.Pending) {
 func writeHeadline(w io.Writer, p plexus.Pending) {
 	if c := p.Definition; c != nil {
 		fmt.Fprintf(w, "%s — %s changed the definition of %s, %s\n", p.ID, c.Source, c.EntryID, p.State)
+	} else if s := p.SignIn; s != nil {
+		fmt.Fprintf(w, "%s — %s asks you to sign in to it, %s\n", p.ID, TermSafe(s.Server), p.State)
 	} else {
 		fmt.Fprintf(w, "%s — %s request by %s, %s\n", p.ID, kindOr(p.Kind), p.AgentID, p.State)
 	}
@@ -77,7 +82,7 @@ func writeItems(w io.Writer, items []plexus.PendingItem) {
 func writeVerdict(w io.Writer, p plexus.Pending) {
 	if p.State == plexus.StatePending {
 		window := " [--window …]"
-		if p.Definition != nil || p.Extension != nil {
+		if p.Definition != nil || p.Extension != nil || p.SignIn != nil {
 			window = "" // decided as a whole
 		}
 		fmt.Fprintf(w, "\nDecide with: plexus approve %s%s | plexus reject %s --reason \"…\"\n", p.ID, window, p.ID)
@@ -232,6 +237,8 @@ func asksOf(p plexus.Pending) (string, []string, plexus.Sensitivity) {
 	switch {
 	case p.Definition != nil:
 		asks = []string{"changed definition: " + p.Definition.EntryID}
+	case p.SignIn != nil:
+		asks = []string{TermSafe(signInAsks(*p.SignIn))}
 	case p.Extension != nil:
 		prefix, asks = "extension "+p.Extension.Source+": ", nil
 		for i, id := range ids {
@@ -271,6 +278,8 @@ func DescribeDecision(p plexus.Pending) string {
 // to report: it is read from the journal.
 func WriteDecided(w io.Writer, p plexus.Pending, by, file string) {
 	switch {
+	case p.SignIn != nil:
+		writeSignInDecided(w, p, by, file)
 	case p.State != plexus.StateApproved:
 		what := describeItems(p.Items)
 		if p.Extension != nil {
@@ -328,4 +337,17 @@ func clipLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// writeSignInDecided says what approving or denying sign-in request p did.
+func writeSignInDecided(w io.Writer, p plexus.Pending, by, file string) {
+	s := p.SignIn
+	if p.State != plexus.StateApproved {
+		fmt.Fprintf(w, "Rejected %s: Plexus does not sign in to %s, which still needs sign-in.\n", p.ID, TermSafe(s.Server))
+		fmt.Fprintf(w, "Denied by %s via %s: %s; the file is in %s.\n", by, dash(p.Via), p.Reason, file)
+		return
+	}
+	fmt.Fprintf(w, "Approved %s: signing in to %s.\n", p.ID, TermSafe(s.Server))
+	fmt.Fprintf(w, "Approved by %s via %s; the file is in %s.\n", by, dash(p.Via), file)
+	writeSignInStarted(w, *s)
 }

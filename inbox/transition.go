@@ -453,6 +453,15 @@ func (r *Reconciler) decided(ctx context.Context, s state, c *copyOf, stale []*c
 			return err
 		}
 		return r.put(ctx, p.ID, want, b, append(stale, c))
+	case p.SignIn != nil && p.State == plexus.StateApproved && !ours &&
+		(c.folder == plexus.FolderArchive || c.folder == plexus.FolderRejected):
+		// An approved sign-in left nothing to revoke (signing out is
+		// `plexus mcp logout`): the owner put its file away, and there
+		// it stays, as they left it.
+		if err := r.record(ctx, plexus.DecisionFile{PendingID: p.ID, Folder: c.folder, Sum: c.sum}); err != nil {
+			return err
+		}
+		return r.drop(stale)
 	case p.State == plexus.StateApproved && want == plexus.FolderActive && !ours &&
 		(c.folder == plexus.FolderArchive || c.folder == plexus.FolderRejected):
 		return r.revoke(ctx, s, c, stale, "its file was moved from active/ to "+c.folder+"/")
@@ -482,6 +491,10 @@ func (r *Reconciler) decidedWithoutFile(ctx context.Context, s state, want, ende
 	if rec != nil && rec.Folder == plexus.FolderActive && want == plexus.FolderActive {
 		if !r.gone(p.ID) {
 			return nil
+		}
+		if p.SignIn != nil {
+			// Nothing to revoke: the owner deleted the file, and it stays deleted.
+			return r.record(ctx, plexus.DecisionFile{PendingID: p.ID, Folder: "", Sum: rec.Sum})
 		}
 		return r.revoke(ctx, s, nil, stale, r.absence(p.ID, plexus.FolderActive))
 	}
@@ -580,6 +593,14 @@ func (r *Reconciler) desired(s state) (folder, ended string) {
 			return plexus.FolderActive, ""
 		}
 		return plexus.FolderArchive, "the extension " + m.Source + " was removed"
+	}
+	if s.p.SignIn != nil {
+		// An approved sign-in's file stands in active/, showing the page to
+		// finish it at, until the owner puts it away.
+		if s.rec != nil && (s.rec.Folder == plexus.FolderArchive || s.rec.Folder == plexus.FolderRejected) {
+			return s.rec.Folder, ""
+		}
+		return plexus.FolderActive, ""
 	}
 	if s.p.Definition != nil {
 		if s.pinned {

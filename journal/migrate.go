@@ -10,7 +10,7 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7}
 }
 
 // schemaKeyed is the version whose step keys the activity chain.
@@ -233,6 +233,12 @@ const schemaV6 = `
 DROP INDEX activity_type;
 DROP INDEX activity_agent;
 CREATE INDEX activity_agent_type ON activity(agent_id, action_type);
+`
+
+// schemaV7 adds the sign-in request of a remote MCP server (OAuth) that a
+// pending decision puts up (issue #19).
+const schemaV7 = `
+ALTER TABLE pending ADD COLUMN signin TEXT;
 `
 
 // migrate applies the steps db has not run yet, each in its own write

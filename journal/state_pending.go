@@ -31,20 +31,25 @@ func (t *tx) PutPending(p *plexus.Pending) error {
 	if err != nil {
 		return fmt.Errorf("put pending %q: definition: %w", p.ID, err)
 	}
+	signIn, err := toJSONNullable(p.SignIn)
+	if err != nil {
+		return fmt.Errorf("put pending %q: signin: %w", p.ID, err)
+	}
 	_, err = t.exec(`INSERT INTO pending
 		(id, kind, agent_id, session_id, state, created_at, expires_at, decided_at, decided_by, via,
-		 reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension, definition)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension, definition, signin)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, agent_id = excluded.agent_id,
 			session_id = excluded.session_id, state = excluded.state, created_at = excluded.created_at,
 			expires_at = excluded.expires_at, decided_at = excluded.decided_at,
 			decided_by = excluded.decided_by, via = excluded.via, reason = excluded.reason,
 			items = excluded.items, narration = excluded.narration, purpose = excluded.purpose,
 			bundle_id = excluded.bundle_id, bundle = excluded.bundle, trace_id = excluded.trace_id,
-			same_user = excluded.same_user, extension = excluded.extension, definition = excluded.definition`,
+			same_user = excluded.same_user, extension = excluded.extension, definition = excluded.definition,
+			signin = excluded.signin`,
 		p.ID, p.Kind, p.AgentID, p.SessionID, p.State, fmtTime(p.CreatedAt), fmtTime(p.ExpiresAt),
 		fmtTimePtr(p.DecidedAt), p.DecidedBy, p.Via, p.Reason, items, narration, p.Purpose,
-		p.BundleID, bundle, p.TraceID, p.SameUser, ext, def)
+		p.BundleID, bundle, p.TraceID, p.SameUser, ext, def, signIn)
 	if err != nil {
 		return fmt.Errorf("put pending %q: %w", p.ID, err)
 	}
@@ -52,18 +57,18 @@ func (t *tx) PutPending(p *plexus.Pending) error {
 }
 
 const pendingCols = `id, kind, agent_id, session_id, state, created_at, expires_at, decided_at, decided_by, via,
-	reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension, definition`
+	reason, items, narration, purpose, bundle_id, bundle, trace_id, same_user, extension, definition, signin`
 
 func scanPending(s scanner) (*plexus.Pending, error) {
 	var (
 		p                plexus.Pending
 		created, expires string
 		decided, bundle  sql.NullString
-		ext, def         sql.NullString
+		ext, def, signIn sql.NullString
 		items, narration string
 	)
 	err := s.Scan(&p.ID, &p.Kind, &p.AgentID, &p.SessionID, &p.State, &created, &expires, &decided,
-		&p.DecidedBy, &p.Via, &p.Reason, &items, &narration, &p.Purpose, &p.BundleID, &bundle, &p.TraceID, &p.SameUser, &ext, &def)
+		&p.DecidedBy, &p.Via, &p.Reason, &items, &narration, &p.Purpose, &p.BundleID, &bundle, &p.TraceID, &p.SameUser, &ext, &def, &signIn)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +91,9 @@ func scanPending(s scanner) (*plexus.Pending, error) {
 	}
 	if p.Definition, err = fromJSONNullable[plexus.DefinitionChange](def); err != nil {
 		return nil, fmt.Errorf("definition: %w", err)
+	}
+	if p.SignIn, err = fromJSONNullable[plexus.SignInDecision](signIn); err != nil {
+		return nil, fmt.Errorf("signin: %w", err)
 	}
 	return &p, nil
 }

@@ -120,7 +120,7 @@ async function decide(card, d, action) {
   const reason = card.querySelector("textarea").value.trim();
   const body = action === "approve" ? narrowing(card, d) : { reason };
   if (action === "deny" && !reason) {
-    say(card, "Say why you deny: the agent is told.");
+    say(card, d.agent ? "Say why you deny: the agent is told." : "Say why you deny: it is kept in the journal.");
     card.querySelector("textarea").focus();
     return;
   }
@@ -170,7 +170,7 @@ function card(d) {
 
 function announce(fresh) {
   if (!("Notification" in window) || Notification.permission !== "granted") return;
-  for (const d of fresh) new Notification(`Plexus: ${d.agent} asks`, { body: d.title, tag: d.id });
+  for (const d of fresh) new Notification(d.agent ? `Plexus: ${d.agent} asks` : "Plexus asks", { body: d.title, tag: d.id });
 }
 
 async function load() {
