@@ -53,8 +53,12 @@ func TestConformanceClient(t *testing.T) {
 	command := driver + " -plexus " + plexusBin(t)
 	baseline := readBaseline(t)
 	only := onlyScenarios(t)
+	// Both suites share the slots, so that one's slow scenarios overlap
+	// the other's.
+	slots := make(chan struct{}, conformanceParallel)
 	for _, suite := range conformanceSuites {
 		t.Run(suite.name, func(t *testing.T) {
+			t.Parallel()
 			expected, ok := baseline[suite.name]
 			if !ok {
 				t.Fatalf("%s has no %s: section", conformanceBaseline, suite.name)
@@ -63,7 +67,7 @@ func TestConformanceClient(t *testing.T) {
 			if only != nil {
 				scenarios = slices.DeleteFunc(scenarios, func(s string) bool { return !only.MatchString(s) })
 			}
-			results := runClientScenarios(t, node, suite.entry, command, scenarios)
+			results := runClientScenarios(t, slots, node, suite.entry, command, scenarios)
 			checkClientResults(t, results, expected.Client, only == nil)
 		})
 	}
@@ -181,14 +185,13 @@ type clientResult struct {
 func (r clientResult) ok() bool { return len(r.failed) == 0 && r.passed > 0 }
 
 // runClientScenarios runs each scenario by itself (`client --scenario`),
-// conformanceParallel at a time.
-func runClientScenarios(t *testing.T, node, entry, command string, scenarios []string) map[string]clientResult {
+// as many at a time as slots holds.
+func runClientScenarios(t *testing.T, slots chan struct{}, node, entry, command string, scenarios []string) map[string]clientResult {
 	t.Helper()
 	var (
 		mu      sync.Mutex
 		results = map[string]clientResult{}
 		wg      sync.WaitGroup
-		slots   = make(chan struct{}, conformanceParallel)
 	)
 	for _, name := range scenarios {
 		wg.Add(1)
