@@ -4,10 +4,20 @@ BIN         := bin/plexus
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export CGO_ENABLED := 1
 
-.PHONY: build run test chromium fuzz bench lint fmt clean
+.PHONY: build run test conformance chromium fuzz bench lint fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/plexus
+
+# The MCP conformance suite, both pinned versions (mcpserver/testdata/conformance):
+# server mode against /mcp (mcpserver's TestConformance), and client mode, Plexus
+# as the client of each scenario's test server through the driver in
+# internal/conformance/client, checked against its baseline.yml
+# (e2e's TestConformanceClient). make test runs both too.
+conformance:
+	npm ci --prefix mcpserver/testdata/conformance --no-audit --no-fund
+	$(GO) test -race -count=1 -run '^TestConformance$$' ./mcpserver/
+	$(GO) test -race -count=1 -run '^TestConformanceClient$$' ./e2e/
 
 # Starts the gateway in the foreground on its embedded defaults
 # (PLEXUS_HOME=~/.plexus, 127.0.0.1:7077), creating the home on first start.
