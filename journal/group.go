@@ -335,7 +335,11 @@ func (b *batch) settle() {
 	var rows []mirrorRow
 	for _, w := range b.ws {
 		if w.t != nil {
-			rows = append(rows, w.t.recorded...)
+			if rows == nil {
+				rows = w.t.recorded // a lone caller's rows as they are
+			} else {
+				rows = append(rows, w.t.recorded...)
+			}
 			w.t = nil
 		}
 		if !w.settled {
