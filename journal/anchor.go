@@ -281,7 +281,7 @@ func anchorHead(q rowQuerier) (mirrorRow, int64, error) {
 	if !ok {
 		return mirrorRow{}, 0, fmt.Errorf("anchor: meta has no %s: journal.db was edited (run: plexus journal verify)", metaKeyedAfter)
 	}
-	head, err := scanActivityRow(q.QueryRow(`SELECT id, ts, trace_id, actor, agent_id, action_type,
+	head, err := scanActivityRow(q.QueryRowContext(context.Background(), `SELECT id, ts, trace_id, actor, agent_id, action_type,
 		target, payload, prev_hash, hash FROM activity ORDER BY id DESC LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		return mirrorRow{}, after, nil
@@ -314,7 +314,7 @@ func (db *DB) anchorHeadNow(path string, head mirrorRow, after int64, old anchor
 
 // rowQuerier is what reads a row: the writer's transaction, or a reader's.
 type rowQuerier interface {
-	QueryRow(query string, args ...any) *sql.Row
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // compareAnchor says what, if anything, is wrong between the anchor and the
@@ -354,7 +354,7 @@ func (db *DB) compareAnchor(q rowQuerier, head mirrorRow, after int64, a anchor,
 		return "", "", nil
 	}
 	var h string
-	err = q.QueryRow(`SELECT hash FROM activity WHERE id = ?`, a.ID).Scan(&h)
+	err = q.QueryRowContext(context.Background(), `SELECT hash FROM activity WHERE id = ?`, a.ID).Scan(&h)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if c, cerr := prunedThrough(q); cerr == nil && a.ID <= c.id {

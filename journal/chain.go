@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
@@ -102,11 +103,9 @@ func legacyHash(prev string, canonical []byte) string {
 
 // keyedAfter reads the boundary of the keyed chain; ok is false when the
 // journal has none (a tampered meta table, or a journal never migrated).
-func keyedAfter(q interface {
-	QueryRow(query string, args ...any) *sql.Row
-}) (id int64, ok bool, err error) {
+func keyedAfter(q rowQuerier) (id int64, ok bool, err error) {
 	var v string
-	err = q.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaKeyedAfter).Scan(&v)
+	err = q.QueryRowContext(context.Background(), `SELECT value FROM meta WHERE key = ?`, metaKeyedAfter).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

@@ -97,9 +97,6 @@ type DB struct {
 	// waits for it (nil for OpenReader).
 	commits         atomic.Int64
 	stopCheckpoints func()
-	// savepoints are the group commit's SAVEPOINT, RELEASE and ROLLBACK TO,
-	// prepared once on the writer (see batch.savepoints).
-	savepoints savepointStmts
 }
 
 var _ plexus.Store = (*DB)(nil)
@@ -154,10 +151,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.mirror = m
 	}
 	if err := db.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open journal: %w", err)
-	}
-	if db.savepoints, err = prepareSavepoints(ctx, w); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
@@ -330,7 +323,6 @@ func (db *DB) Close() error {
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
-	errs = append(errs, db.savepoints.close())
 	if db.w != nil {
 		errs = append(errs, db.w.Close())
 	}
