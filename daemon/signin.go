@@ -74,7 +74,7 @@ func (d *Daemon) newSignIns(o Options) {
 	port := strconv.Itoa(d.ln.Addr().(*net.TCPAddr).Port)
 	d.signIn = &signIns{now: now, log: d.log, logins: map[string]*login{}, mcp: func() *mcphost.Manager { return d.mcp },
 		withdraw: d.withdrawSignIn,
-		tokens:   func(server string) bool { _, err := d.plat.Secret("oauth." + server); return err == nil }}
+		tokens:   func(server string) bool { _, err := d.plat.Secret(oauth.SecretName(server)); return err == nil }}
 	d.signIn.oauth = oauth.New(oauth.Options{
 		Store: d.plat,
 		Now:   o.Clock,
@@ -147,10 +147,14 @@ func (s *signIns) known(server string) error {
 // StartLogin begins the owner's sign-in to server; a login started
 // before for it is replaced (its state stops working in the oauth client).
 func (s *signIns) StartLogin(ctx context.Context, server string) (plexus.MCPLoginResponse, error) {
+	return s.startLogin(ctx, server)
+}
+
+func (s *signIns) startLogin(ctx context.Context, server string, opts ...oauth.LoginOption) (plexus.MCPLoginResponse, error) {
 	if err := s.known(server); err != nil {
 		return plexus.MCPLoginResponse{}, err
 	}
-	flow, err := s.oauth.Login(ctx, server)
+	flow, err := s.oauth.Login(ctx, server, opts...)
 	if err != nil {
 		return plexus.MCPLoginResponse{}, plexus.WrapError(plexus.CodeSourceUnavailable, err, fmt.Sprintf("start the sign-in to %s: %v", server, err))
 	}
@@ -211,9 +215,10 @@ func (s *signIns) Logout(ctx context.Context, server string) (plexus.MCPLogoutRe
 }
 
 // StartSignIn starts the sign-in the owner approved in the inbox (the
-// gateway's sign-in decision) and answers the URL to open; the source
-// connects when the redirect comes back, with no one waiting here.
-func (s *signIns) StartSignIn(ctx context.Context, server string) (string, error) {
-	resp, err := s.StartLogin(ctx, server)
+// gateway's sign-in decision), bound to that request: its issuer, its
+// resource, its scopes. It answers the URL to open; the source connects
+// when the redirect comes back, with no one waiting here.
+func (s *signIns) StartSignIn(ctx context.Context, req plexus.SignInRequest) (string, error) {
+	resp, err := s.startLogin(ctx, req.Server, oauth.Approved(req))
 	return resp.URL, err
 }

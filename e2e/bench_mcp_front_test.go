@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -242,6 +243,17 @@ type versus struct {
 	// CPU per call of this process (the client; through /mcp, the daemon
 	// too), under the throughput load: the servers' processes are not in it.
 	viaCPU, directCPU float64
+	// Heap allocations and bytes per call of this process, counted as
+	// its CPU is (through plexus mcp serve, the bridge's process is not
+	// in it).
+	viaAllocs, directAllocs, viaBytes, directBytes float64
+}
+
+// heapCounts are this process's heap allocations and bytes so far.
+func heapCounts() (allocs, bytes uint64) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs, ms.TotalAlloc
 }
 
 // benchVersus measures direct and via alike, interleaved so drift hits
@@ -258,22 +270,28 @@ func benchVersus(b *testing.B, direct, via func() error) versus {
 	slices.Sort(r.directLat)
 	var vn, dn int64
 	var vt, dt, vcpu, dcpu time.Duration
+	var va, da, vb, db uint64
 	for range benchRounds {
 		c0 := processCPU()
+		a0, b0 := heapCounts()
 		n, d, err := benchLoad(benchClients, benchRound, direct)
 		if err != nil {
 			b.Fatal(err)
 		}
 		c1 := processCPU()
-		dn, dt, dcpu = dn+n, dt+d, dcpu+c1-c0
+		a1, b1 := heapCounts()
+		dn, dt, dcpu, da, db = dn+n, dt+d, dcpu+c1-c0, da+a1-a0, db+b1-b0
 		n, d, err = benchLoad(benchClients, benchRound, via)
 		if err != nil {
 			b.Fatal(err)
 		}
-		vn, vt, vcpu = vn+n, vt+d, vcpu+processCPU()-c1
+		a2, b2 := heapCounts()
+		vn, vt, vcpu, va, vb = vn+n, vt+d, vcpu+processCPU()-c1, va+a2-a1, vb+b2-b1
 	}
 	r.viaRPS, r.directRPS = float64(vn)/vt.Seconds(), float64(dn)/dt.Seconds()
 	r.viaCPU, r.directCPU = us(vcpu)/float64(vn), us(dcpu)/float64(dn)
+	r.viaAllocs, r.directAllocs = float64(va)/float64(vn), float64(da)/float64(dn)
+	r.viaBytes, r.directBytes = float64(vb)/float64(vn), float64(db)/float64(dn)
 	return r
 }
 
@@ -286,6 +304,8 @@ func (r versus) report(b *testing.B, m map[string]float64, name, wire string) {
 	m["plexus-p99-µs"], m["direct-p99-µs"] = us(percentile(r.viaLat, 99)), us(percentile(r.directLat, 99))
 	m["plexus-calls/s"], m["direct-calls/s"], m["throughput-ratio"] = r.viaRPS, r.directRPS, thr
 	m["plexus-cpu-µs/call"], m["direct-cpu-µs/call"] = r.viaCPU, r.directCPU
+	m["plexus-allocs/call"], m["direct-allocs/call"] = r.viaAllocs, r.directAllocs
+	m["plexus-B/call"], m["direct-B/call"] = r.viaBytes, r.directBytes
 	setFigure(name, benchFigure{value: lat, unit: "× lat", bar: "≤ 1.3 × lat, ≥ 0.8 × thr",
 		ok: lat <= 1.3 && thr >= 0.8,
 		note: fmt.Sprintf("p50 %.0f vs %.0f µs; throughput %.2f× (%.0f vs %.0f calls/s, %d callers)",

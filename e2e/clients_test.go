@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -537,5 +538,239 @@ func TestClientsConnectView(t *testing.T) {
 	e.jsonOut(&v, "agents", "view", "cursor", "--json")
 	if len(v.Only) != 1 || v.Only[0] != "portal.*" || v.Mode != "tools" {
 		t.Errorf("agents view cursor = %+v, want only [portal.*], mode tools", v)
+	}
+}
+
+// plantLocalFile writes Claude Code's ~/.claude.json from testdata with its
+// project section keyed by project, and returns the path and the bytes.
+func plantLocalFile(t *testing.T, env hosts.Env, project string) (string, []byte) {
+	t.Helper()
+	path, b := plantHostFile(t, env, "claude-code", "claude-code.json")
+	key, err := json.Marshal(project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"/home/owner/src/app"`), key, 1)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+// localServers reads the plexus entry of project's local scope and of the
+// user scope in Claude Code's file at path.
+func localAndUser(t *testing.T, path, project string) (local, user *hosts.Server) {
+	t.Helper()
+	h, err := hosts.Lookup("claude-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lh, _, err := h.Locate(hosts.Env{GOOS: runtime.GOOS, Home: "/unused", ProjectDir: project}, hosts.ScopeLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pair := range []struct {
+		h   hosts.Host
+		out **hosts.Server
+	}{{lh, &local}, {h, &user}} {
+		cfg, err := hosts.Read(pair.h, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := cfg.Plexus(); ok {
+			*pair.out = &s
+		}
+	}
+	return local, user
+}
+
+// TestClientsLocalScope: with the built binary against a real daemon,
+// `clients connect claude-code --scope local` writes the plexus entry into
+// ~/.claude.json under projects["<this folder>"].mcpServers (or --project
+// DIR's), beside that project's own server, and nowhere else; clients list
+// says the local scope holds it; disconnect --scope local gives the file
+// back byte for byte. Other hosts refuse --scope local naming their
+// scopes.
+func TestClientsLocalScope(t *testing.T) {
+	env := hostHome(t)
+	e, _ := newCLIEnv(t)
+	project, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, orig := plantLocalFile(t, env, project)
+	plexusBin(t) // built from the module before leaving it
+	t.Chdir(project)
+
+	r := e.run("clients", "connect", "cursor", "--scope", "local")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "Cursor has no local scope: its scopes are user, project") {
+		t.Errorf("cursor --scope local: %s", r)
+	}
+
+	r = e.ok("clients", "connect", "claude-code", "--scope", "local", "--dry-run")
+	if !strings.Contains(r.stdout, `"plexus": {`) || !bytes.Equal(readFile(t, path), orig) {
+		t.Fatalf("dry run: %s", r)
+	}
+	e.ok("clients", "connect", "claude-code", "--scope", "local")
+	local, user := localAndUser(t, path, project)
+	if local == nil || user != nil || !slices.Contains(local.Entry.Args, "claude-code") {
+		t.Fatalf("after connect --scope local: local %+v, user %+v\n%s", local, user, readFile(t, path))
+	}
+	h, _ := hosts.Lookup("claude-code")
+	lh, _, _ := h.Locate(hosts.Env{GOOS: runtime.GOOS, Home: env.Home, ProjectDir: project}, hosts.ScopeLocal)
+	cfg, err := hosts.Read(lh, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := cfg.Servers(); len(s) != 2 || s[0].Name != "local-db" {
+		t.Errorf("the project's servers: %+v", s)
+	}
+
+	var rows []struct {
+		listedHost
+		Project string `json:"project"`
+	}
+	e.jsonOut(&rows, "clients", "list", "--json")
+	i := slices.IndexFunc(rows, func(s struct {
+		listedHost
+		Project string `json:"project"`
+	}) bool {
+		return s.Host == "claude-code" && s.Scope == "local"
+	})
+	if i < 0 || !rows[i].Connected || rows[i].Project != project || rows[i].Config != path || rows[i].Agent != "claude-code" {
+		t.Errorf("clients list: %+v", rows)
+	}
+	if r := e.ok("clients", "list"); !slices.ContainsFunc(strings.Split(r.stdout, "\n"), func(l string) bool {
+		f := strings.Fields(l)
+		return len(f) > 3 && f[0] == "claude-code" && f[1] == "local" && strings.Contains(l, "yes (stdio)") && strings.HasSuffix(l, `(projects["`+project+`"])`)
+	}) {
+		t.Errorf("clients list table:\n%s", r.stdout)
+	}
+
+	e.ok("clients", "disconnect", "claude-code", "--scope", "local")
+	if got := readFile(t, path); !bytes.Equal(got, orig) {
+		t.Errorf("disconnect --scope local did not give the file back:\n%s", got)
+	}
+
+	// --project names another folder: its section is made, this one's
+	// stays as it is.
+	other, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ok("clients", "connect", "claude-code", "--scope", "local", "--project", other)
+	if local, _ := localAndUser(t, path, other); local == nil {
+		t.Errorf("--project: no entry under %s:\n%s", other, readFile(t, path))
+	}
+	if local, _ := localAndUser(t, path, project); local != nil {
+		t.Error("--project wrote this folder's section")
+	}
+}
+
+// TestMCPImportLocalScope: `mcp import claude-code` imports the user's
+// servers and the ones Claude Code keeps for this project alone; --scope
+// local imports only the latter.
+func TestMCPImportLocalScope(t *testing.T) {
+	env := hostHome(t)
+	project, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plantLocalFile(t, env, project)
+	plexusBin(t) // built from the module before leaving it
+	t.Chdir(project)
+
+	e := initializedEnv(t)
+	r := e.ok("mcp", "import", "claude-code", "--scope", "local")
+	if got := e.mcpServersOf(); got["local-db"] == nil || got["filesystem"] != nil {
+		t.Errorf("--scope local imported %v\n%s", slices.Collect(maps.Keys(got)), r)
+	}
+
+	e = initializedEnv(t)
+	r = e.ok("mcp", "import", "claude-code")
+	got := e.mcpServersOf()
+	if got["local-db"] == nil || got["filesystem"] == nil || got["github"] == nil {
+		t.Errorf("imported %v\n%s", slices.Collect(maps.Keys(got)), r)
+	}
+	if !strings.Contains(r.stdout, "local servers of the project "+project) || !strings.Contains(r.stdout, "Added 3 servers") {
+		t.Errorf("%s", r)
+	}
+}
+
+// TestClientsRestore: with the built binary, a disconnect keeps a backup;
+// restore --list shows it; restore --dry-run prints the diff and writes
+// nothing; restore puts the file back and keeps the file it replaced, so
+// a second restore undoes the first. A backup that is not one Plexus kept
+// of that file, or a link under a backup's name, is refused and nothing
+// changes.
+func TestClientsRestore(t *testing.T) {
+	env := hostHome(t)
+	e := initializedEnv(t)
+	path, orig := plantHostFile(t, env, "cursor", "cursor.json")
+	h, _ := hosts.Lookup("cursor")
+	cfg, err := hosts.Read(h, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed, err := cfg.Upsert(hosts.Entry{Command: "/bin/plexus", Args: []string{"mcp", "serve", "--agent", "cursor"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	connected := ed.New
+	if err := os.WriteFile(path, connected, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if r := e.ok("clients", "restore", "cursor", "--list"); !strings.Contains(r.stdout, "Plexus kept no backup of "+path) {
+		t.Errorf("%s", r)
+	}
+	e.ok("clients", "disconnect", "cursor")
+	if !bytes.Equal(readFile(t, path), orig) {
+		t.Fatal("disconnect did not remove the entry")
+	}
+	var list []struct {
+		Path string    `json:"path"`
+		Time time.Time `json:"time"`
+	}
+	e.jsonOut(&list, "clients", "restore", "cursor", "--list", "--json")
+	if len(list) != 1 || list[0].Path != path+".plexus-backup" || list[0].Time.IsZero() {
+		t.Fatalf("backups: %+v", list)
+	}
+
+	r := e.ok("clients", "restore", "cursor", "--dry-run")
+	if !strings.Contains(r.stdout, `+        "plexus": {`) || !bytes.Equal(readFile(t, path), orig) {
+		t.Fatalf("dry run: %s", r)
+	}
+	e.ok("clients", "restore", "cursor")
+	if !bytes.Equal(readFile(t, path), connected) {
+		t.Fatalf("restore did not put the backup back:\n%s", readFile(t, path))
+	}
+	e.jsonOut(&list, "clients", "restore", "cursor", "--list", "--json")
+	if len(list) != 2 || !bytes.Equal(readFile(t, list[0].Path), orig) {
+		t.Fatalf("the file a restore replaced is not the newest backup: %+v", list)
+	}
+	e.ok("clients", "restore", "cursor")
+	if !bytes.Equal(readFile(t, path), orig) {
+		t.Fatal("a second restore did not undo the first")
+	}
+
+	// Attacks: nothing changes, no backup is made.
+	before := readFile(t, path)
+	elsewhere := filepath.Join(t.TempDir(), "mcp.json.plexus-backup")
+	if err := os.WriteFile(elsewhere, []byte(`{"mcpServers": {"evil": {"command": "evil"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, path+".plexus-backup.9"); err != nil {
+		t.Fatal(err)
+	}
+	for _, backup := range []string{elsewhere, path + ".plexus-backup.9", filepath.Join(filepath.Dir(path), "settings.json.plexus-backup")} {
+		r := e.run("clients", "restore", "cursor", "--backup", backup)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "is not a backup Plexus kept of "+path) {
+			t.Errorf("--backup %s: %s", backup, r)
+		}
+	}
+	e.jsonOut(&list, "clients", "restore", "cursor", "--list", "--json")
+	if !bytes.Equal(readFile(t, path), before) || len(list) != 3 {
+		t.Errorf("an attack changed something: %d backups", len(list))
 	}
 }

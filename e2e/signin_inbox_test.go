@@ -35,14 +35,16 @@ import (
 type recordingStarter struct {
 	mu    sync.Mutex
 	calls []string
+	reqs  []plexus.SignInRequest // what the owner approved, as passed
 }
 
 const signInPage = "https://auth.example.test/authorize?client_id=plexus&code_challenge=E9Mel&code_challenge_method=S256&state=e2e-state-canary"
 
-func (s *recordingStarter) StartSignIn(_ context.Context, server string) (string, error) {
+func (s *recordingStarter) StartSignIn(_ context.Context, req plexus.SignInRequest) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls = append(s.calls, server)
+	s.calls = append(s.calls, req.Server)
+	s.reqs = append(s.reqs, req)
 	return signInPage, nil
 }
 

@@ -39,13 +39,16 @@ const (
 )
 
 // SignInStarter starts the sign-in the owner approved: the
-// authorization-code flow for server, answering the authorization URL
-// the owner opens to finish it. ctx bounds the start only; the flow it
+// authorization-code flow for req.Server, answering the authorization URL
+// the owner opens to finish it. req is the request as the owner was shown
+// it: the starter starts only a sign-in at its issuer, for its resource,
+// within its scopes, and otherwise fails saying why (and files a new
+// request showing what it found). ctx bounds the start only; the flow it
 // starts outlives it, and its completion is the starter's to journal.
 // Calls may come from any goroutine, and for one server while an earlier
 // flow is still open.
 type SignInStarter interface {
-	StartSignIn(ctx context.Context, server string) (authURL string, err error)
+	StartSignIn(ctx context.Context, req plexus.SignInRequest) (authURL string, err error)
 }
 
 // RequestSignIn puts req up for the owner as a sign-in decision and
@@ -350,7 +353,7 @@ func decideSignIn(tx plexus.StateTx, p *plexus.Pending, d plexus.Decision, actor
 // signin.failed). The approval stands either way: `plexus mcp login`
 // starts the same sign-in again. It answers the decision as kept.
 func (g *Gateway) startSignIn(ctx context.Context, p plexus.Pending) plexus.Pending {
-	authURL, err := g.callStarter(ctx, p.SignIn.Server)
+	authURL, err := g.callStarter(ctx, p.SignIn.SignInRequest)
 	if err == nil {
 		if err = checkOAuthURL(authURL); err != nil {
 			err = fmt.Errorf("the authorization URL: %w", err)
@@ -388,15 +391,16 @@ func (g *Gateway) startSignIn(ctx context.Context, p plexus.Pending) plexus.Pend
 	return out
 }
 
-// callStarter starts server's sign-in through the starter the daemon
-// wired, bounded by signInStartTimeout.
-func (g *Gateway) callStarter(ctx context.Context, server string) (string, error) {
+// callStarter starts the approved req's sign-in through the starter the
+// daemon wired, bounded by signInStartTimeout.
+func (g *Gateway) callStarter(ctx context.Context, req plexus.SignInRequest) (string, error) {
+	server := req.Server
 	if g.d.SignIn == nil {
 		return "", fmt.Errorf("this daemon cannot start a sign-in; run plexus mcp login %s", server)
 	}
 	ctx, cancel := context.WithTimeout(ctx, signInStartTimeout)
 	defer cancel()
-	u, err := g.d.SignIn.StartSignIn(ctx, server)
+	u, err := g.d.SignIn.StartSignIn(ctx, req)
 	if err != nil {
 		return "", fmt.Errorf("start the sign-in to %s: %w", server, err)
 	}

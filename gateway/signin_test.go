@@ -20,14 +20,16 @@ import (
 type recordingStarter struct {
 	mu    sync.Mutex
 	calls []string
+	reqs  []plexus.SignInRequest // what the owner approved, as passed
 	url   string
 	err   error
 }
 
-func (s *recordingStarter) StartSignIn(_ context.Context, server string) (string, error) {
+func (s *recordingStarter) StartSignIn(_ context.Context, req plexus.SignInRequest) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls = append(s.calls, server)
+	s.calls = append(s.calls, req.Server)
+	s.reqs = append(s.reqs, req)
 	return s.url, s.err
 }
 
@@ -187,7 +189,8 @@ func TestRequestSignInDedup(t *testing.T) {
 // the decision keeps the URL it answered (Decide's answer too, for the
 // channel that approved); the rows are requested then approved, with
 // what was asked and never the URL; no event is published (no agent may
-// observe it); approving again is a conflict and starts nothing.
+// observe it); the starter is given the request as approved; approving
+// again is a conflict and starts nothing.
 func TestSignInApprove(t *testing.T) {
 	ctx := context.Background()
 	st := &recordingStarter{url: signInURL}
@@ -202,6 +205,11 @@ func TestSignInApprove(t *testing.T) {
 	}
 	if got := st.started(); !slices.Equal(got, []string{"github"}) {
 		t.Fatalf("starter calls = %v; want [github]", got)
+	}
+	want := githubSignIn()
+	slices.Sort(want.Scopes)
+	if got := st.reqs[0]; got.Server != want.Server || got.Resource != want.Resource || got.Issuer != want.Issuer || !slices.Equal(got.Scopes, want.Scopes) {
+		t.Errorf("the starter was given %+v; want the request the owner approved, %+v", got, want)
 	}
 	if out.State != plexus.StateApproved || out.SignIn == nil || out.SignIn.AuthURL != signInURL {
 		t.Errorf("Decide answered %+v; want approved with the URL", out)

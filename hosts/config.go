@@ -87,7 +87,7 @@ func Read(h Host, path string) (*Config, error) {
 	default:
 		c.data, c.existed, c.mode = b, true, fi.Mode().Perm()
 	}
-	doc, err := parse(h.Format, path, c.data)
+	doc, err := parse(h, path, c.data)
 	if err != nil {
 		return nil, err
 	}
@@ -121,14 +121,11 @@ func readBounded(path string) ([]byte, fs.FileInfo, error) {
 	return b, fi, nil
 }
 
-func parse(f Format, path string, b []byte) (document, error) {
-	switch f {
-	case FormatCodexTOML:
+func parse(h Host, path string, b []byte) (document, error) {
+	if h.Format == FormatCodexTOML {
 		return parseTOML(path, b)
-	case FormatVSCode:
-		return parseJSON(path, b, "servers")
 	}
-	return parseJSON(path, b, "mcpServers")
+	return parseJSON(path, b, h.container())
 }
 
 // Exists reports whether the file was there.
@@ -214,7 +211,7 @@ func (c *Config) ReplaceAll(e Entry) (*Edit, error) {
 		if cur, _, err = doc.remove(n); err != nil {
 			return nil, err
 		}
-		if doc, err = parse(c.Host.Format, c.Path, cur); err != nil {
+		if doc, err = parse(c.Host, c.Path, cur); err != nil {
 			return nil, fmt.Errorf("%s: removing %q left a file that does not parse: %w", c.Path, n, err)
 		}
 	}
@@ -229,7 +226,7 @@ func (c *Config) ReplaceAll(e Entry) (*Edit, error) {
 
 // edit checks that out still parses and returns the planned edit.
 func (c *Config) edit(out []byte) (*Edit, error) {
-	if _, err := parse(c.Host.Format, c.Path, out); err != nil {
+	if _, err := parse(c.Host, c.Path, out); err != nil {
 		return nil, fmt.Errorf("%s: the edit would leave a file that does not parse (a bug; nothing was written): %w", c.Path, err)
 	}
 	return &Edit{Path: c.Path, Old: c.data, New: out, format: c.Host.Format, existed: c.existed, mode: c.mode, sum: sha256.Sum256(c.data)}, nil

@@ -47,12 +47,18 @@ func ParseFormat(s string) (Format, error) {
 	return f, nil
 }
 
-// Scope says which of a host's files: the user's, or the project's.
+// Scope says which of a host's files, or which part of one: the user's,
+// the project's, or (Claude Code's "local") the user's file's section for
+// one project.
 type Scope string
 
 const (
 	ScopeUser    Scope = "user"
 	ScopeProject Scope = "project"
+	// ScopeLocal is Claude Code's default scope: servers private to one
+	// project, kept in ~/.claude.json under projects["<absolute project
+	// path>"].mcpServers.
+	ScopeLocal Scope = "local"
 )
 
 // EntryName is the name of the entry Plexus owns in a host's file.
@@ -62,7 +68,8 @@ const EntryName = "plexus"
 // in by the caller (only the command line reads the environment).
 type Env struct {
 	GOOS          string // runtime.GOOS
-	Home          string // $HOME
+	Home          string // $HOME (%USERPROFILE% on Windows)
+	AppData       string // %APPDATA%, on Windows only
 	XDGConfigHome string // $XDG_CONFIG_HOME, "" when unset
 	CodexHome     string // $CODEX_HOME, "" when unset
 	ProjectDir    string // the project's root, for ScopeProject
@@ -78,12 +85,51 @@ func (e Env) configHome() string {
 }
 
 // appSupport is where a desktop application keeps its settings: macOS's
-// Application Support, or the XDG config home elsewhere.
+// Application Support, Windows's %APPDATA%, or the XDG config home
+// elsewhere.
 func (e Env) appSupport() string {
-	if e.GOOS == "darwin" {
+	switch e.GOOS {
+	case "darwin":
 		return filepath.Join(e.Home, "Library", "Application Support")
+	case "windows":
+		return e.AppData
 	}
 	return e.configHome()
+}
+
+// join joins a path's elements with the separator of e's system, so that
+// Windows paths come out right whatever system computes them (a test on
+// Linux, with a fake env).
+func (e Env) join(elem ...string) string {
+	if e.GOOS != "windows" {
+		return filepath.Join(elem...)
+	}
+	var parts []string
+	for i, p := range elem {
+		p = strings.ReplaceAll(p, "/", `\`)
+		if i > 0 {
+			p = strings.Trim(p, `\`)
+		} else {
+			p = strings.TrimRight(p, `\`)
+		}
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, `\`)
+}
+
+// isAbs reports whether p is absolute on e's system: on Windows a drive's
+// root (C:\…) or a UNC share (\\server\…).
+func (e Env) isAbs(p string) bool {
+	if e.GOOS != "windows" {
+		return filepath.IsAbs(p)
+	}
+	if strings.HasPrefix(p, `\\`) {
+		return true
+	}
+	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') &&
+		('a' <= p[0]|0x20 && p[0]|0x20 <= 'z')
 }
 
 // Host is one MCP host: where its files are and how it writes an entry.
@@ -104,6 +150,13 @@ type Host struct {
 	// Project is the project file relative to the project's root; "" when
 	// the host has none.
 	Project string
+	// Local says the user's file also keeps servers per project, under
+	// projects["<absolute project path>"].mcpServers (Claude Code's local
+	// scope).
+	Local bool
+	// project is the project whose local-scope servers this Host edits,
+	// "" for the file's own servers; set by [Host.Locate].
+	project string
 	// user locates the user's file; nil for a custom host.
 	user func(Env) string
 	// path is a custom host's one file.
@@ -111,38 +164,38 @@ type Host struct {
 }
 
 // Known returns the hosts Plexus knows, in a stable order. Locations follow
-// each host's documentation on Linux and macOS.
+// each host's documentation on Linux, macOS and Windows.
 func Known() []Host {
 	return []Host{
 		{Name: "claude-code", Label: "Claude Code", Format: FormatMCPServers, StdioType: "stdio", HTTPType: "http",
-			URLKey: "url", HeadersKey: "headers", Project: ".mcp.json",
-			user: func(e Env) string { return filepath.Join(e.Home, ".claude.json") }},
+			URLKey: "url", HeadersKey: "headers", Project: ".mcp.json", Local: true,
+			user: func(e Env) string { return e.join(e.Home, ".claude.json") }},
 		{Name: "claude-desktop", Label: "Claude Desktop", Format: FormatMCPServers,
-			user: func(e Env) string { return filepath.Join(e.appSupport(), "Claude", "claude_desktop_config.json") }},
+			user: func(e Env) string { return e.join(e.appSupport(), "Claude", "claude_desktop_config.json") }},
 		{Name: "cursor", Label: "Cursor", Format: FormatMCPServers, URLKey: "url", HeadersKey: "headers",
 			Project: filepath.Join(".cursor", "mcp.json"),
-			user:    func(e Env) string { return filepath.Join(e.Home, ".cursor", "mcp.json") }},
+			user:    func(e Env) string { return e.join(e.Home, ".cursor", "mcp.json") }},
 		{Name: "vscode", Label: "VS Code", Format: FormatVSCode, StdioType: "stdio", HTTPType: "http",
 			URLKey: "url", HeadersKey: "headers", Project: filepath.Join(".vscode", "mcp.json"),
-			user: func(e Env) string { return filepath.Join(e.appSupport(), "Code", "User", "mcp.json") }},
+			user: func(e Env) string { return e.join(e.appSupport(), "Code", "User", "mcp.json") }},
 		// Insiders reads the workspace's .vscode/mcp.json too: that file is
 		// VS Code's here, so that it is connected and listed once.
 		{Name: "vscode-insiders", Label: "VS Code Insiders", Format: FormatVSCode, StdioType: "stdio", HTTPType: "http",
 			URLKey: "url", HeadersKey: "headers",
-			user: func(e Env) string { return filepath.Join(e.appSupport(), "Code - Insiders", "User", "mcp.json") }},
+			user: func(e Env) string { return e.join(e.appSupport(), "Code - Insiders", "User", "mcp.json") }},
 		{Name: "codex", Label: "Codex", Format: FormatCodexTOML, URLKey: "url", HeadersKey: "http_headers",
 			Project: filepath.Join(".codex", "config.toml"),
 			user: func(e Env) string {
-				if filepath.IsAbs(e.CodexHome) {
-					return filepath.Join(e.CodexHome, "config.toml")
+				if e.isAbs(e.CodexHome) {
+					return e.join(e.CodexHome, "config.toml")
 				}
-				return filepath.Join(e.Home, ".codex", "config.toml")
+				return e.join(e.Home, ".codex", "config.toml")
 			}},
 		{Name: "gemini", Label: "Gemini CLI", Format: FormatMCPServers, URLKey: "httpUrl", HeadersKey: "headers",
 			Project: filepath.Join(".gemini", "settings.json"),
-			user:    func(e Env) string { return filepath.Join(e.Home, ".gemini", "settings.json") }},
+			user:    func(e Env) string { return e.join(e.Home, ".gemini", "settings.json") }},
 		{Name: "windsurf", Label: "Windsurf", Format: FormatMCPServers, URLKey: "serverUrl", HeadersKey: "headers",
-			user: func(e Env) string { return filepath.Join(e.Home, ".codeium", "windsurf", "mcp_config.json") }},
+			user: func(e Env) string { return e.join(e.Home, ".codeium", "windsurf", "mcp_config.json") }},
 	}
 }
 
@@ -185,25 +238,79 @@ func (h Host) Path(e Env, s Scope) (string, error) {
 	if h.path != "" {
 		return h.path, nil
 	}
-	if e.GOOS != "linux" && e.GOOS != "darwin" {
-		return "", fmt.Errorf("%s: Plexus knows its files on Linux and macOS only; pass --config PATH --format FORMAT", h.Label)
+	if e.GOOS != "linux" && e.GOOS != "darwin" && e.GOOS != "windows" {
+		return "", fmt.Errorf("%s: Plexus knows its files on Linux, macOS and Windows only; pass --config PATH --format FORMAT", h.Label)
+	}
+	if s == ScopeLocal && !h.Local {
+		return "", fmt.Errorf("%s has no local scope: its scopes are %s", h.Label, strings.Join(h.Scopes(), ", "))
 	}
 	switch s {
-	case ScopeUser, "":
-		if !filepath.IsAbs(e.Home) {
+	case ScopeUser, ScopeLocal, "":
+		if !e.isAbs(e.Home) {
 			return "", fmt.Errorf("%s: no home directory ($HOME is %q)", h.Label, e.Home)
 		}
-		return h.user(e), nil
+		p := h.user(e)
+		if !e.isAbs(p) {
+			return "", fmt.Errorf("%s: its file is under %%APPDATA%%, which is %q", h.Label, e.AppData)
+		}
+		return p, nil
 	case ScopeProject:
 		if h.Project == "" {
 			return "", fmt.Errorf("%s has no project file; use --scope user", h.Label)
 		}
-		if !filepath.IsAbs(e.ProjectDir) {
+		if !e.isAbs(e.ProjectDir) {
 			return "", fmt.Errorf("%s: the project directory %q is not absolute", h.Label, e.ProjectDir)
 		}
-		return filepath.Join(e.ProjectDir, h.Project), nil
+		return e.join(e.ProjectDir, h.Project), nil
 	}
-	return "", fmt.Errorf("unknown scope %q: user or project", s)
+	return "", fmt.Errorf("unknown scope %q: %s has %s", s, h.Label, strings.Join(h.Scopes(), ", "))
+}
+
+// Scopes names the scopes h has, for messages.
+func (h Host) Scopes() []string {
+	out := []string{string(ScopeUser)}
+	if h.Project != "" {
+		out = append(out, string(ScopeProject))
+	}
+	if h.Local {
+		out = append(out, string(ScopeLocal))
+	}
+	return out
+}
+
+// Locate is [Host.Path], and h set to edit the servers of scope s in
+// that file: with ScopeLocal, those of the project e.ProjectDir (which
+// must be absolute) in the user's file.
+func (h Host) Locate(e Env, s Scope) (Host, string, error) {
+	path, err := h.Path(e, s)
+	if err != nil || s != ScopeLocal {
+		return h, path, err
+	}
+	if e.GOOS == "windows" {
+		// How Claude Code spells a Windows project's key (separators,
+		// drive letter case) is not documented: no guess is written.
+		return h, "", fmt.Errorf("%s: Plexus does not know how Claude Code names a project on Windows; use --scope user or project", h.Label)
+	}
+	if !filepath.IsAbs(e.ProjectDir) {
+		return h, "", fmt.Errorf("%s: the project directory %q is not absolute", h.Label, e.ProjectDir)
+	}
+	h.project = filepath.Clean(e.ProjectDir)
+	return h, path, nil
+}
+
+// LocalProject is the project whose local-scope servers h edits, "" when h
+// edits its file's own servers.
+func (h Host) LocalProject() string { return h.project }
+
+// container is the keys leading to the object of servers in h's file.
+func (h Host) container() []string {
+	switch {
+	case h.Format == FormatVSCode:
+		return []string{"servers"}
+	case h.project != "":
+		return []string{"projects", h.project, "mcpServers"}
+	}
+	return []string{"mcpServers"}
 }
 
 // ForFile is the host named name whose file is path, in format f: a known

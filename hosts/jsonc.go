@@ -18,11 +18,11 @@ type jsonDoc struct {
 	path      string
 	src       []byte
 	root      hujson.Value
-	blank     bool   // an empty or whitespace-only file
-	container string // the key holding the servers: "mcpServers" or "servers"
+	blank     bool     // an empty or whitespace-only file
+	container []string // the keys leading to the servers: "mcpServers", "servers", or "projects", <dir>, "mcpServers"
 }
 
-func parseJSON(path string, src []byte, container string) (*jsonDoc, error) {
+func parseJSON(path string, src []byte, container []string) (*jsonDoc, error) {
 	d := &jsonDoc{path: path, src: src, container: container}
 	if len(bytes.TrimSpace(src)) == 0 {
 		d.blank = true
@@ -43,12 +43,43 @@ func parseJSON(path string, src []byte, container string) (*jsonDoc, error) {
 		return nil, &ParseError{Path: path, Line: 1, Column: 1, Problem: "not a JSON object"}
 	}
 	d.root = v
-	if c := d.servers(); c != nil {
-		if _, ok := c.Value.(*hujson.Object); !ok {
-			return nil, d.errorAt(c.StartOffset, fmt.Sprintf("%q is not an object of servers", container))
-		}
+	if _, _, err := d.walk(); err != nil {
+		return nil, err
 	}
 	return d, nil
+}
+
+// walk follows the container's keys from the root: the deepest object
+// found and how many keys led to it (len(d.container) when it is the
+// servers' object). A key on the way whose value is not an object is a
+// ParseError: nothing is written into, or over, what the file says.
+func (d *jsonDoc) walk() (*hujson.Value, int, error) {
+	obj := &d.root
+	for i, key := range d.container {
+		v, _ := member(obj.Value.(*hujson.Object), key)
+		if v == nil {
+			return obj, i, nil
+		}
+		if _, ok := v.Value.(*hujson.Object); !ok {
+			what := fmt.Sprintf("%q is not an object", key)
+			if i == len(d.container)-1 {
+				what = fmt.Sprintf("%q is not an object of servers", key)
+			}
+			return nil, 0, d.errorAt(v.StartOffset, what)
+		}
+		obj = v
+	}
+	return obj, len(d.container), nil
+}
+
+// nest is {keys[0]: {keys[1]: … {name: entry}}}'s innermost part
+// wrapped by keys, for a container the file does not have yet.
+func nest(keys []string, name string, entry object) object {
+	o := object{{name, entry}}
+	for i := len(keys) - 1; i >= 0; i-- {
+		o = object{{keys[i], o}}
+	}
+	return o
 }
 
 func (d *jsonDoc) errorAt(off int, problem string) *ParseError {
@@ -72,7 +103,10 @@ func (d *jsonDoc) servers() *hujson.Value {
 	if d.blank {
 		return nil
 	}
-	v, _ := member(d.root.Value.(*hujson.Object), d.container)
+	v, depth, err := d.walk()
+	if err != nil || depth < len(d.container) {
+		return nil // parseJSON refused a file where walk fails
+	}
 	return v
 }
 
@@ -114,11 +148,15 @@ func (d *jsonDoc) entries() ([]string, map[string]any, error) {
 func (d *jsonDoc) upsert(name string, entry object) ([]byte, error) {
 	unit := indentUnit(d.src)
 	if d.blank {
-		return []byte(renderJSON(object{{d.container, object{{name, entry}}}}, "", unit) + "\n"), nil
+		return []byte(renderJSON(nest(d.container, name, entry), "", unit) + "\n"), nil
 	}
-	c := d.servers()
-	if c == nil {
-		return insertMember(d.src, &d.root, d.container, object{{name, entry}}, unit), nil
+	c, depth, err := d.walk()
+	if err != nil {
+		return nil, err
+	}
+	if depth < len(d.container) {
+		missing := nest(d.container[depth+1:], name, entry)
+		return insertMember(d.src, c, d.container[depth], missing, unit), nil
 	}
 	v, i := member(c.Value.(*hujson.Object), name)
 	if v == nil {

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +14,12 @@ import (
 
 // Status is one host's file as `plexus clients list` shows it.
 type Status struct {
-	Host      string     `json:"host"`
-	Scope     string     `json:"scope"`
-	Config    string     `json:"config"`
+	Host   string `json:"host"`
+	Scope  string `json:"scope"`
+	Config string `json:"config"`
+	// Project is the project whose local-scope servers the row is about
+	// (Claude Code's projects["<dir>"] in Config); "" for other scopes.
+	Project   string     `json:"project,omitempty"`
 	Installed bool       `json:"installed"`
 	Connected bool       `json:"connected"`
 	Transport string     `json:"transport,omitempty"` // stdio or http
@@ -36,19 +40,21 @@ type Agents interface {
 	ByPAT(pat string) string
 }
 
-// Statuses looks at every known host's user file, and at its project file
-// in env's project folder when there is one.
+// Statuses looks at every known host's user file; at its project file in
+// env's project folder when there is one; and, for a host with a local
+// scope, at env's project's section of its user file when that holds a
+// plexus entry. Each scope holding the entry is a row of its own.
 func Statuses(env Env, agents Agents) []Status {
 	var out []Status
 	for _, h := range Known() {
-		for _, scope := range []Scope{ScopeUser, ScopeProject} {
-			path, err := h.Path(env, scope)
+		for _, scope := range []Scope{ScopeUser, ScopeProject, ScopeLocal} {
+			located, path, err := h.Locate(env, scope)
 			if err != nil {
 				continue
 			}
-			s := Status{Host: h.Name, Scope: string(scope), Config: path}
-			readStatus(h, agents, &s)
-			if scope == ScopeProject && !s.Installed {
+			s := Status{Host: h.Name, Scope: string(scope), Config: path, Project: located.LocalProject()}
+			readStatus(located, agents, &s)
+			if scope == ScopeProject && !s.Installed || scope == ScopeLocal && !s.Connected {
 				continue
 			}
 			out = append(out, s)
@@ -87,7 +93,7 @@ func readStatus(h Host, agents Agents, s *Status) {
 // WriteStatuses prints the statuses as a table for a person.
 func WriteStatuses(w io.Writer, rows []Status) error {
 	t := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(t, "HOST\tINSTALLED\tCONNECTED\tAGENT\tLAST CALL\tCONFIG")
+	fmt.Fprintln(t, "HOST\tSCOPE\tINSTALLED\tCONNECTED\tAGENT\tLAST CALL\tCONFIG")
 	for _, r := range rows {
 		last := "-"
 		if r.LastCall != nil {
@@ -103,7 +109,11 @@ func WriteStatuses(w io.Writer, rows []Status) error {
 		if agent == "" {
 			agent = "-"
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, yesNo(r.Installed), connected, agent, last, r.Config)
+		config := r.Config
+		if r.Project != "" {
+			config += " (projects[" + quote(r.Project) + "])"
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, cmp.Or(r.Scope, "-"), yesNo(r.Installed), connected, agent, last, config)
 	}
 	return t.Flush()
 }

@@ -2,6 +2,7 @@ package hosts_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,8 +42,12 @@ func TestStatuses(t *testing.T) {
 	// Claude Code launches Plexus as the agent "cc"; Cursor reaches /mcp
 	// with the PAT of "cur"; Gemini's file does not parse; a project file
 	// of Claude Code has no plexus entry; the others have no file.
+	// Claude Code's local scope has an entry for this project (agent
+	// "ccl"), none for another one.
 	writeFile(t, filepath.Join(userHome, ".claude.json"),
-		`{"mcpServers": {"plexus": {"type": "stdio", "command": "/bin/plexus", "args": ["--home", "/h", "mcp", "serve", "--agent", "cc"]}}}`)
+		`{"mcpServers": {"plexus": {"type": "stdio", "command": "/bin/plexus", "args": ["--home", "/h", "mcp", "serve", "--agent", "cc"]}},
+		  "projects": {`+quoteJSON(project)+`: {"mcpServers": {"plexus": {"type": "stdio", "command": "/bin/plexus", "args": ["--home", "/h", "mcp", "serve", "--agent", "ccl"]}}},
+		               "/elsewhere": {"mcpServers": {"plexus": {"command": "/bin/plexus", "args": ["--agent", "other"]}}}}}`)
 	writeFile(t, filepath.Join(userHome, ".cursor", "mcp.json"),
 		`{"mcpServers": {"plexus": {"url": "http://127.0.0.1:7077/mcp", "headers": {"Authorization": "Bearer plx_agent_cur"}}}}`)
 	writeFile(t, filepath.Join(userHome, ".gemini", "settings.json"), `{"mcpServers": [`)
@@ -60,6 +65,8 @@ func TestStatuses(t *testing.T) {
 	want := map[string]hosts.Status{
 		"claude-code/user": {Host: "claude-code", Scope: "user", Config: filepath.Join(userHome, ".claude.json"),
 			Installed: true, Connected: true, Transport: "stdio", Agent: "cc", Enrolled: true},
+		"claude-code/local": {Host: "claude-code", Scope: "local", Config: filepath.Join(userHome, ".claude.json"), Project: project,
+			Installed: true, Connected: true, Transport: "stdio", Agent: "ccl"},
 		"claude-code/project": {Host: "claude-code", Scope: "project", Config: filepath.Join(project, ".mcp.json"), Installed: true},
 		"cursor/user": {Host: "cursor", Scope: "user", Config: filepath.Join(userHome, ".cursor", "mcp.json"),
 			Installed: true, Connected: true, Transport: "http", Agent: "cur", Enrolled: true},
@@ -93,19 +100,29 @@ func TestStatusesAgentNotEnrolled(t *testing.T) {
 func TestWriteStatuses(t *testing.T) {
 	last := time.Date(2026, 6, 23, 10, 15, 0, 0, time.UTC)
 	rows := []hosts.Status{
-		{Host: "claude-code", Config: "/h/.claude.json", Installed: true, Connected: true, Transport: "stdio", Agent: "cc", LastCall: &last},
-		{Host: "cursor", Config: "/h/.cursor/mcp.json"},
-		{Host: "gemini", Config: "/h/.gemini/settings.json", Installed: true, Problem: "bad JSON"},
+		{Host: "claude-code", Scope: "user", Config: "/h/.claude.json", Installed: true, Connected: true, Transport: "stdio", Agent: "cc", LastCall: &last},
+		{Host: "claude-code", Scope: "local", Config: "/h/.claude.json", Project: "/src/app", Installed: true, Connected: true, Transport: "stdio", Agent: "cc2"},
+		{Host: "cursor", Scope: "user", Config: "/h/.cursor/mcp.json"},
+		{Host: "gemini", Scope: "user", Config: "/h/.gemini/settings.json", Installed: true, Problem: "bad JSON"},
 	}
 	var b bytes.Buffer
 	if err := hosts.WriteStatuses(&b, rows); err != nil {
 		t.Fatal(err)
 	}
-	want := "HOST         INSTALLED  CONNECTED    AGENT  LAST CALL         CONFIG\n" +
-		"claude-code  yes        yes (stdio)  cc     " + last.Local().Format("2006-01-02 15:04") + "  /h/.claude.json\n" +
-		"cursor       no         no           -      -                 /h/.cursor/mcp.json\n" +
-		"gemini       yes        ? bad JSON   -      -                 /h/.gemini/settings.json\n"
+	want := "HOST         SCOPE  INSTALLED  CONNECTED    AGENT  LAST CALL         CONFIG\n" +
+		"claude-code  user   yes        yes (stdio)  cc     " + last.Local().Format("2006-01-02 15:04") + "  /h/.claude.json\n" +
+		"claude-code  local  yes        yes (stdio)  cc2    -                 /h/.claude.json (projects[\"/src/app\"])\n" +
+		"cursor       user   no         no           -      -                 /h/.cursor/mcp.json\n" +
+		"gemini       user   yes        ? bad JSON   -      -                 /h/.gemini/settings.json\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
 	}
+}
+
+func quoteJSON(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

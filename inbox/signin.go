@@ -56,7 +56,7 @@ func (w body) signInOrigin(s plexus.SignInDecision) {
 // exact resource the tokens are for, the authorization server and the
 // scopes, a widening's added scopes set apart.
 func (w body) signIn(s plexus.SignInDecision) {
-	issuer := "not discovered yet (Plexus finds it when the sign-in starts, and refuses one that does not match)"
+	issuer := "not discovered yet (approving starts no sign-in then: Plexus files a new request naming the one it finds)"
 	if s.Issuer != "" {
 		issuer = codeExact(s.Issuer)
 	}
@@ -67,8 +67,11 @@ func (w body) signIn(s plexus.SignInDecision) {
 	w.para("Approving starts signing Plexus in to the MCP server "+code(s.Server)+" (source "+code("mcp:"+s.Server)+"):", "",
 		"- the tokens are issued for exactly "+codeExact(s.Resource)+", and are sent to nothing else;",
 		"- the authorization server (issuer) is "+issuer+";",
-		"- the scopes asked are "+scopes+".", "",
-		"You finish the sign-in in your browser. The tokens are kept encrypted with your secrets; no agent ever sees them, "+
+		"- the scopes asked are "+scopes+", and `offline_access` where the server offers it (for a refresh token).", "",
+		"A sign-in at another authorization server, for another resource or asking for more does not start: "+
+			"Plexus files a new request showing what it found.", "",
+		"You finish the sign-in in your browser. The tokens are kept with your secrets (`plexus secrets`): a file in "+
+			"Plexus's home only your user can read (mode 0600), not encrypted. No agent ever sees them, "+
 			"and calling the server's entries still needs each agent's grant.")
 	if len(s.Widening) > 0 {
 		lines := []string{"### A widening", "", "The server asks for more than you approved before (a step-up). Approving grants these scopes too:", ""}

@@ -46,7 +46,9 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &bridge{o: o, calls: map[string]progressTarget{}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b := &bridge{o: o, ctx: ctx, calls: map[string]progressTarget{}, pumped: map[jsonrpc.ID]context.CancelFunc{}}
 	// Completions and subscriptions are forwarded as the front door takes
 	// them (bridge_primitives.go); the SDK sends the daemon's updates on
 	// to the host when it subscribed.
@@ -57,8 +59,11 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 			CompletionHandler: b.complete, SubscribeHandler: b.subscribe, UnsubscribeHandler: b.unsubscribe})
 	srv.AddReceivingMiddleware(b.middleware)
 	b.srv = srv
-	defer b.close()
-	return srv.Run(ctx, t)
+	err := srv.Run(ctx, hostTransport{Transport: t, b: b})
+	cancel()
+	b.close()
+	b.wg.Wait()
+	return err
 }
 
 // loopbackEndpoint refuses an endpoint the agent's PAT must not be sent
@@ -80,11 +85,24 @@ func loopbackEndpoint(endpoint string) error {
 type bridge struct {
 	o   BridgeOptions
 	srv *mcp.Server // the host's side, for list_changed
+	// ctx lives as long as the bridge: its goroutines (pumped calls and
+	// their connection's reader, bridgepump.go) end with it, and wg
+	// counts them.
+	ctx context.Context
+	wg  sync.WaitGroup
 
-	mu      sync.Mutex // guards up and calls
-	up      *mcp.ClientSession
-	calls   map[string]progressTarget // the daemon-side progress token → the host's
-	counter atomic.Uint64
+	mu sync.Mutex // guards up, upTransport, calls, host, pumped and pc
+	up *mcp.ClientSession
+	// upTransport carries up's requests, and its pumped calls'.
+	upTransport *http.Transport
+	calls       map[string]progressTarget // the daemon-side progress token → the host's
+	counter     atomic.Uint64
+	// host is the host's connection, for what the fast path sends it.
+	host mcp.Connection
+	// pumped cancels each pumped call, by the host's request id; pc is
+	// their connection to up's daemon session.
+	pumped map[jsonrpc.ID]context.CancelFunc
+	pc     *pumpConn
 }
 
 // progressTarget is where a forwarded call's progress goes on the host's
@@ -173,18 +191,23 @@ func (b *bridge) relay(_ context.Context, req *mcp.ProgressNotificationClientReq
 // session is the connection to the daemon, opened (again) when there is
 // none, under the host's own client name and version.
 func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSession, error) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	return b.sessionFor(ctx, ss)
+}
+
+// sessionFor is [bridge.session] for the host's session ss.
+func (b *bridge) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.ClientSession, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.up != nil {
 		return b.up, nil
 	}
 	impl := &mcp.Implementation{Name: "plexus-mcp-serve", Version: plexus.Version}
-	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			impl = &mcp.Implementation{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 		}
 	}
-	ss, _ := req.GetSession().(*mcp.ServerSession)
 	opts := b.clientOptions(ss)
 	opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { sendListChanged(b.srv, true, false, false) }
 	opts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { sendListChanged(b.srv, false, true, false) }
@@ -194,13 +217,14 @@ func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 	c.AddReceivingMiddleware(relayRoots(ss))
 	// No reconnection attempts: a daemon that is down is said so at once,
 	// and the next request connects anew.
+	ht := bridgeTransport()
 	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: bridgeTransport()}}}
+		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: ht}}}
 	up, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return nil, b.unreachable(err)
 	}
-	b.up = up
+	b.up, b.upTransport = up, ht
 	return up, nil
 }
 
@@ -213,6 +237,10 @@ func (b *bridge) failed(up *mcp.ClientSession, err error) error {
 	b.mu.Lock()
 	if b.up == up {
 		b.up = nil
+	}
+	if b.pc != nil && b.pc.up == up {
+		b.closePump(b.pc)
+		b.pc = nil
 	}
 	b.mu.Unlock()
 	if cerr := up.Close(); cerr != nil {
@@ -243,6 +271,10 @@ func (b *bridge) close() {
 	b.mu.Lock()
 	up := b.up
 	b.up = nil
+	if b.pc != nil {
+		b.closePump(b.pc)
+		b.pc = nil
+	}
 	b.mu.Unlock()
 	if up != nil {
 		if err := up.Close(); err != nil {
@@ -251,14 +283,37 @@ func (b *bridge) close() {
 	}
 }
 
-// bearerRoundTripper adds the agent's PAT to each request to the daemon.
+// bearerRoundTripper adds the agent's PAT to each request to the daemon;
+// for the fast path's connection (bridgepump.go), which speaks in a
+// session its client session opened, also the session's id and protocol
+// version, and it notes when the daemon no longer knows the session and
+// never sends the DELETE that would end it.
 type bearerRoundTripper struct {
 	pat  string
 	base http.RoundTripper
+
+	session, version string
+	gone             *atomic.Bool
 }
 
 func (t bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+t.pat)
-	return t.base.RoundTrip(r)
+	if t.session != "" {
+		if r.Method == http.MethodDelete {
+			// The session is its client session's to end, not this
+			// connection's, which closes when it fails or is replaced.
+			return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		}
+		r.Header.Set(sessionHeader, t.session)
+		if r.Header.Get("Mcp-Protocol-Version") == "" {
+			r.Header.Set("Mcp-Protocol-Version", t.version)
+		}
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && t.gone != nil && resp.StatusCode == http.StatusNotFound {
+		t.gone.Store(true)
+	}
+	return resp, err
 }

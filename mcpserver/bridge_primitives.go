@@ -76,7 +76,6 @@ func (b *bridge) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 // updated hands the daemon's update of a resource to the host, which the
 // SDK sends it only if it subscribed.
 func (b *bridge) updated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-	println("DEBUG bridge got")
 	if req.Params == nil {
 		return
 	}

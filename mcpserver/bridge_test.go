@@ -26,6 +26,13 @@ func bridged(t *testing.T, o mcpserver.BridgeOptions, host string, opts *mcp.Cli
 // newest).
 func bridgedVersion(t *testing.T, o mcpserver.BridgeOptions, host, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return bridgedTee(t, o, host, version, opts, io.Discard)
+}
+
+// bridgedTee is bridgedVersion with a copy of all the host reads written
+// to tee.
+func bridgedTee(t *testing.T, o mcpserver.BridgeOptions, host, version string, opts *mcp.ClientOptions, tee io.Writer) *mcp.ClientSession {
+	t.Helper()
 	hostR, bridgeW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +47,11 @@ func bridgedVersion(t *testing.T, o mcpserver.BridgeOptions, host, version strin
 		done <- mcpserver.Bridge(ctx, &mcp.IOTransport{Reader: bridgeR, Writer: bridgeW}, o)
 	}()
 	c := mcp.NewClient(&mcp.Implementation{Name: host, Version: "9.9"}, opts)
-	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: hostR, Writer: hostW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	read := struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(hostR, tee), hostR}
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: read, Writer: hostW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +71,17 @@ func bridgedVersion(t *testing.T, o mcpserver.BridgeOptions, host, version strin
 // daemon's front door: the same tools, a call, the call's progress under
 // the host's own token, and the host's name in the session's row.
 func TestBridge(t *testing.T) {
+	// A host of 2025-11-25 has its calls pumped (bridgepump.go), a
+	// 2026-07-28 host's go through the SDK's sessions.
+	for _, version := range []string{"2025-11-25", ""} {
+		t.Run("version "+version, func(t *testing.T) { testBridge(t, version) })
+	}
+}
+
+func testBridge(t *testing.T, version string) {
 	f := newFixture(t, mcpserver.Options{})
 	prog := &progressLog{}
-	cs := bridged(t, mcpserver.BridgeOptions{Endpoint: f.url, PAT: f.agent("desk")}, "claude-desktop",
+	cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: f.url, PAT: f.agent("desk")}, "claude-desktop", version,
 		&mcp.ClientOptions{ProgressNotificationHandler: prog.handle})
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

@@ -24,7 +24,7 @@ const tokenMargin = 10 * time.Second
 // gateway. A call the gateway refuses or that fails is a tool error
 // (isError) carrying the Plexus error code; a tool name outside the
 // agent's view is a protocol error, and nothing runs.
-func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest) (mcp.Result, error) {
 	c, err := s.catalog(ctx, l)
 	if err != nil {
 		return nil, err
@@ -43,10 +43,13 @@ func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest
 		return nil, err
 	}
 	resp, answer, err := s.run(ctx, l, entry, "the MCP tool "+req.Params.Name, input, newProgress(ctx, req))
-	if err != nil || answer != nil {
-		return answer, err
+	if err != nil {
+		return nil, err
 	}
-	return callResult(entry, resp), nil
+	if answer != nil {
+		return answer, nil
+	}
+	return s.toolResult(req, entry, resp), nil
 }
 
 // run makes one call of entry (what names it in a grant's purpose): a

@@ -26,12 +26,16 @@ type catalog struct {
 	view View
 	// tools are the capabilities shown as tools (in search mode, those the
 	// search tools reach).
-	tools     []projected
+	tools []projected
+	// byName indexes tools by name.
+	byName    map[string]int
 	resources []shown // static resources: the upstream URI
 	templates []shown // resource templates: the upstream uriTemplate
 	prompts   []shown
 	// search is set when the host is shown the search tools instead.
 	search bool
+	// headerBound is set when a tool binds an argument to a header.
+	headerBound bool
 }
 
 // shown is an entry shown as a resource, template or prompt under name.
@@ -61,6 +65,11 @@ func buildCatalog(entries []plexus.Entry, v View) *catalog {
 		kept = append(kept, e)
 	}
 	c.tools = project(kept, v.Names)
+	c.byName = make(map[string]int, len(c.tools))
+	for i, p := range c.tools {
+		c.byName[p.tool.Name] = i
+		c.headerBound = c.headerBound || len(p.headers) > 0
+	}
 	for _, e := range kept {
 		switch primitiveOf(e) {
 		case primResource:
@@ -130,14 +139,19 @@ func unique(items []shown) []shown {
 
 // tool is the capability the view shows as tool name.
 func (c *catalog) tool(name string) (plexus.Entry, error) {
-	if !c.search {
-		for _, p := range c.tools {
-			if p.tool.Name == name {
-				return p.entry, nil
-			}
-		}
+	if i, ok := c.byName[name]; ok && !c.search {
+		return c.tools[i].entry, nil
 	}
 	return plexus.Entry{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool: " + clip(name, 80) + " (tools/list shows the tools this agent may call)"}
+}
+
+// bindings are the header bindings of tool name, none in search mode,
+// where the host calls the search tools.
+func (c *catalog) bindings(name string) []paramBinding {
+	if i, ok := c.byName[name]; ok && !c.search {
+		return c.tools[i].headers
+	}
+	return nil
 }
 
 // byID is the entry of capability id, when the view shows it in any form.

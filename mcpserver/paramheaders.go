@@ -1,7 +1,7 @@
 package mcpserver
 
 import (
-	"context"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -24,6 +24,8 @@ import (
 // it to the host (the upstream's input schema, verbatim).
 const (
 	paramHeaderPrefix = "Mcp-Param-"
+	methodHeader      = "Mcp-Method"
+	nameHeader        = "Mcp-Name"
 	base64Prefix      = "=?base64?"
 	base64Suffix      = "?="
 	// maxSafeInteger bounds the integers a header value carries exactly.
@@ -33,58 +35,64 @@ const (
 // paramHeaders answers, on w, a sessionless tools/call whose Mcp-Param
 // headers disagree with its arguments: 400 and HeaderMismatch (-32020),
 // and nothing runs. It reports whether it answered.
+//
+// Only a call of a tool with bindings costs anything: the tool is found by
+// the Mcp-Method and Mcp-Name headers, whose agreement with the body the
+// SDK checks after this (a request they misname is refused there, and
+// nothing runs), and the catalog holds each tool's bindings; only then is
+// the body read, and it must name the same method and tool.
 func (s *Server) paramHeaders(w http.ResponseWriter, r *http.Request, l *link) bool {
-	if r.Method != http.MethodPost {
+	if r.Method != http.MethodPost || r.Header.Get(methodHeader) != "tools/call" {
+		return false
+	}
+	name := r.Header.Get(nameHeader)
+	c, err := s.catalog(r.Context(), l)
+	if err != nil || !c.headerBound {
+		return false // the call answers why
+	}
+	bs := c.bindings(name)
+	if len(bs) == 0 {
 		return false
 	}
 	body, ref := s.peek(r)
 	if ref != nil || int64(len(body)) > s.opts.MaxBodyBytes {
 		return false // the SDK refuses it
 	}
-	msg, err := jsonrpc.DecodeMessage(body)
-	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || req.Method != "tools/call" {
-		return false
+	var call struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string                     `json:"name"`
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		} `json:"params"`
 	}
-	tool := s.shownTool(r.Context(), l, req.Params)
-	if tool == nil {
-		return false // the call answers why
+	if json.Unmarshal(body, &call) != nil || call.Method != "tools/call" || call.Params.Name != name {
+		return false // the SDK refuses it, or the call answers that its params are invalid
 	}
-	if err := checkParamHeaders(r.Header, req.Params, tool); err != nil {
-		out, eerr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: err.Error()}})
-		if eerr != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return true
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		if _, werr := w.Write(out); werr != nil {
-			s.log.Debug("mcp: write a header mismatch", "err", werr)
-		}
+	if err := checkParamHeaders(r.Header, call.Params.Arguments, bs); err != nil {
+		s.headerMismatch(w, body, err)
 		return true
 	}
 	return false
 }
 
-// shownTool is the tool a tools/call's params name in the link's view,
-// as the host was shown it, or nil.
-func (s *Server) shownTool(ctx context.Context, l *link, params json.RawMessage) *mcp.Tool {
-	var p struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil
-	}
-	c, err := s.catalog(ctx, l)
-	if err != nil || c.search {
-		return nil
-	}
-	for _, t := range c.tools {
-		if t.tool.Name == p.Name {
-			return t.tool
+// headerMismatch answers the call in body 400 with HeaderMismatch.
+func (s *Server) headerMismatch(w http.ResponseWriter, body []byte, mismatch error) {
+	resp := &jsonrpc.Response{Error: &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: mismatch.Error()}}
+	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			resp.ID = req.ID
 		}
 	}
-	return nil
+	out, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		http.Error(w, mismatch.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	if _, werr := w.Write(out); werr != nil {
+		s.log.Debug("mcp: write a header mismatch", "err", werr)
+	}
 }
 
 // headerProp is what a schema property says of x-mcp-header.
@@ -100,11 +108,15 @@ type paramBinding struct {
 	header string
 }
 
-// bindings are the tool's annotated properties, nested ones included.
-func bindings(tool *mcp.Tool) []paramBinding {
-	raw, err := json.Marshal(tool.InputSchema)
+// headerAnnotation is how an input schema that binds a header says so.
+var headerAnnotation = []byte(`"x-mcp-header"`)
+
+// bindings are the annotated properties of an input schema, nested ones
+// included; none, without decoding, for a schema that never says
+// x-mcp-header.
+func bindings(schema json.RawMessage) []paramBinding {
 	var root headerProp
-	if err != nil || json.Unmarshal(raw, &root) != nil {
+	if !bytes.Contains(schema, headerAnnotation) || json.Unmarshal(schema, &root) != nil {
 		return nil
 	}
 	var out []paramBinding
@@ -127,21 +139,11 @@ func bindings(tool *mcp.Tool) []paramBinding {
 // a bound parameter, or nil: a value present in one and not the other, a
 // header that is not valid Base64 where it says it is, or two values that
 // differ.
-func checkParamHeaders(header http.Header, params json.RawMessage, tool *mcp.Tool) error {
-	bs := bindings(tool)
-	if len(bs) == 0 {
-		return nil
-	}
-	var p struct {
-		Arguments map[string]json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil // the call answers that its params are invalid
-	}
+func checkParamHeaders(header http.Header, args map[string]json.RawMessage, bs []paramBinding) error {
 	for _, b := range bs {
 		name := paramHeaderPrefix + b.header
 		got := strings.TrimSpace(header.Get(name))
-		arg, ok := lookupArg(p.Arguments, b.path)
+		arg, ok := lookupArg(args, b.path)
 		if !ok || string(arg) == "null" {
 			if got != "" {
 				return fmt.Errorf("header mismatch: unexpected %s header for absent or null parameter %q", name, strings.Join(b.path, "."))

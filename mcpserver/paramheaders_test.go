@@ -83,6 +83,10 @@ func TestParamHeadersChecked(t *testing.T) {
 		{"mismatch", map[string]any{"region": "eu-west"}, map[string]string{"Mcp-Param-Region": "us-east"}, false},
 		{"bad base64", map[string]any{"region": "Hello"}, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8?="}, false},
 		{"header for an absent argument", map[string]any{"level": 3}, map[string]string{"Mcp-Param-Region": "eu-west"}, false},
+		// The tool is found by the standard headers; ones that misname the
+		// body's method or tool are refused too.
+		{"name header names another tool", map[string]any{"region": "eu-west"}, map[string]string{"Mcp-Name": "mcp__asker__ask", "Mcp-Param-Region": "eu-west"}, false},
+		{"method header names another method", map[string]any{"region": "eu-west"}, map[string]string{"Mcp-Method": "tools/list", "Mcp-Param-Region": "eu-west"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := a.regions.Load()

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -46,6 +47,38 @@ func callResult(entry plexus.Entry, resp plexus.InvokeResponse) *mcp.CallToolRes
 		}
 	}
 	return r
+}
+
+// passedResult is an ingested MCP tool's result passed to the host as
+// the bytes its server sent (see [Server.toolResult]). The embedded result
+// only says isError, and makes it an [mcp.Result].
+type passedResult struct {
+	*mcp.CallToolResult
+	raw json.RawMessage
+}
+
+// MarshalJSON is the server's result, byte for byte.
+func (r *passedResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// toolResult is the gateway's answer as req's result. An ingested MCP
+// tool's own result (success, or its isError) passes to a host on the
+// wire it came in on (a session of 2025-11-25 or earlier, as Plexus
+// speaks to upstreams) as its server's bytes, which the mcp transport's
+// SDK client has already decoded as a tool result: no decode into the
+// SDK's types and encode back, byte for byte as over /invoke. A
+// 2026-07-28 host's result is reshaped (shaped), and a front door with
+// Middleware decodes it for them (they inspect results as the SDK's
+// types): both get [callResult]'s.
+func (s *Server) toolResult(req *mcp.CallToolRequest, entry plexus.Entry, resp plexus.InvokeResponse) mcp.Result {
+	raw := bytes.TrimLeft(resp.MCPResult, " \t\r\n")
+	passes := len(raw) > 0 && raw[0] == '{' && primitiveOf(entry) == primTool && entry.MCP != nil &&
+		(resp.OK || resp.Error != nil && resp.Error.Code == plexus.CodeMCPToolError) && len(s.opts.Middleware) == 0
+	if ss := sessionOf(req); passes && ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion < newProtocol {
+			return &passedResult{CallToolResult: &mcp.CallToolResult{IsError: !resp.OK}, raw: resp.MCPResult}
+		}
+	}
+	return callResult(entry, resp)
 }
 
 // errorResult is a tool error carrying a Plexus error: its code in the text

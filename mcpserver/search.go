@@ -43,7 +43,7 @@ func searchTools() []*mcp.Tool {
 // searchCall answers a tools/call in search mode: a search, or a call by
 // id of a capability the view shows (through the same grants and waits as
 // any call). Anything else is an unknown tool, and nothing runs.
-func (s *Server) searchCall(ctx context.Context, l *link, c *catalog, req *mcp.CallToolRequest, input map[string]any) (*mcp.CallToolResult, error) {
+func (s *Server) searchCall(ctx context.Context, l *link, c *catalog, req *mcp.CallToolRequest, input map[string]any) (mcp.Result, error) {
 	switch req.Params.Name {
 	case SearchToolName:
 		q, _ := input["query"].(string)
@@ -61,14 +61,17 @@ func (s *Server) searchCall(ctx context.Context, l *link, c *catalog, req *mcp.C
 		}
 		args, _ := input["arguments"].(map[string]any)
 		resp, answer, err := s.run(ctx, l, entry, "the capability "+entry.ID+" (by "+CallToolName+")", args, newProgress(ctx, req))
-		if err != nil || answer != nil {
-			return answer, err
+		if err != nil {
+			return nil, err
+		}
+		if answer != nil {
+			return answer, nil
 		}
 		if primitiveOf(entry) != primTool && resp.OK && len(resp.MCPResult) > 0 {
 			// A resource's or prompt's result is not a tool's: show it as is.
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(resp.MCPResult)}}}, nil
 		}
-		return callResult(entry, resp), nil
+		return s.toolResult(req, entry, resp), nil
 	}
 	_, err := c.tool(req.Params.Name) // the unknown-tool error
 	return nil, err

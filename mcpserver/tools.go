@@ -50,6 +50,9 @@ func (s *Server) gatewayError(l *link, err error) error {
 type projected struct {
 	entry plexus.Entry
 	tool  *mcp.Tool
+	// headers are the arguments its input schema mirrors into Mcp-Param
+	// headers (paramheaders.go), found once per catalog.
+	headers []paramBinding
 }
 
 // project shows the callable entries as tools, in manifest order, named
@@ -67,7 +70,11 @@ func project(entries []plexus.Entry, names string) []projected {
 		t := toolOf(e)
 		t.Name = shownName(e, names)
 		count[t.Name]++
-		out = append(out, projected{entry: e, tool: t})
+		var headers []paramBinding
+		if e.IO != nil {
+			headers = bindings(e.IO.Input)
+		}
+		out = append(out, projected{entry: e, tool: t, headers: headers})
 	}
 	return slices.DeleteFunc(out, func(p projected) bool { return count[p.tool.Name] > 1 })
 }

@@ -37,14 +37,27 @@ func (s *source) clientCredentialsToken(ctx context.Context) (*oauth2.Token, err
 // grant): the token endpoint found by discovery, the resource indicator
 // sent, the client authenticated by its secret or a private_key_jwt
 // assertion (RFC 7523). A refusal needs the owner: nothing retries it.
+//
+// It asks for the entry's scopes and those the owner granted by a Login,
+// never for a step-up's on its own; and it sends the client's secret only
+// to the authorization server it signed in at before (the one the owner
+// approved, or the entry pins): a changed one is a new sign-in request.
 func (s *source) fetchClientCredentials(ctx context.Context) (*oauth2.Token, error) {
 	d, err := s.m.discover(ctx, s.url, nil, s.cfg.AuthServerMetadataURL)
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
 	}
 	s.mu.Lock()
-	scopes := union(s.cfg.Scopes, s.widen)
+	scopes, known := union(s.cfg.Scopes, s.granted), s.issuer
 	s.mu.Unlock()
+	if known != "" && known != d.asm.Issuer {
+		s.mu.Lock()
+		s.dead = true
+		s.mu.Unlock()
+		reason := fmt.Sprintf("the authorization server changed from %s to %s", known, d.asm.Issuer)
+		s.refile(ctx, reason, d, scopes)
+		return nil, fmt.Errorf("%s: %s; approve the new sign-in request, or run: plexus mcp login %s: %w", s.name, reason, s.name, ErrNeedsSignIn)
+	}
 	r := tokenRequest{url: d.asm.TokenEndpoint, clientID: s.cfg.ClientID, scopes: scopes,
 		params: url.Values{"resource": {d.resource}}}
 	if err := s.m.clientAuth(&r, s.cfg, d.asm); err != nil {
@@ -66,11 +79,12 @@ func (s *source) fetchClientCredentials(ctx context.Context) (*oauth2.Token, err
 	first := s.rec == nil
 	s.rec = &record{ServerURL: s.url, Token: tok, Scopes: scopes, Resource: d.resource, Issuer: d.asm.Issuer,
 		TokenURL: d.asm.TokenEndpoint, RevocationURL: d.asm.RevocationEndpoint, ClientID: s.cfg.ClientID}
-	s.needs, s.notified = false, false
+	s.issuer = d.asm.Issuer
+	s.needs, s.notified, s.shown = false, false, nil
 	s.mu.Unlock()
 	if first {
 		s.m.journal(ctx, "oauth.signin.completed", s.name, map[string]any{
-			"grant": GrantClientCredentials, "issuer": d.asm.Issuer, "resource": d.resource, "scopes": scopes})
+			"grant": GrantClientCredentials, "issuer": d.asm.Issuer, "resource": shown(d.resource), "scopes": scopes})
 	}
 	return tok, nil
 }

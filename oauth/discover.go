@@ -27,7 +27,21 @@ type discovery struct {
 // metadata (RFC 8414 or OpenID discovery, else the 2025-03-26 fallbacks).
 // An issuer that does not match its metadata is refused (oauthex checks
 // it), as is any endpoint that is not https outside loopback.
+//
+// What the upstream names (the challenge's resource_metadata, the
+// metadata's authorization servers and endpoints) may not reach further
+// in than the server itself: no loopback address for a server that is not
+// on loopback, no private one for a public server. The daemon fetches
+// them on a first 401, with no owner action.
+//
+// asMetaURL, the entry's authServerMetadataUrl, pins the authorization
+// server: its metadata must name the issuer its URL derives from (RFC 8414
+// §3), and a server naming other authorization servers is refused.
 func (m *Manager) discover(ctx context.Context, serverURL string, ch []oauthex.Challenge, asMetaURL string) (*discovery, error) {
+	base := serverURL
+	if asMetaURL != "" {
+		base = inner(serverURL, asMetaURL) // the owner chose it
+	}
 	prm := m.resourceMetadata(ctx, serverURL, ch)
 	d := &discovery{resource: serverURL}
 	issuer := ""
@@ -42,26 +56,39 @@ func (m *Manager) discover(ctx context.Context, serverURL string, ch []oauthex.C
 		}
 		issuer = u.Scheme + "://" + u.Host
 	}
-	asm, err := m.authServerMeta(ctx, issuer, asMetaURL)
+	asm, err := m.authServerMeta(ctx, issuer, asMetaURL, base)
 	if err != nil {
 		return nil, err
 	}
+	if asMetaURL != "" && prm != nil && !slices.ContainsFunc(prm.AuthorizationServers, func(a string) bool { return sameIssuer(a, asm.Issuer) }) {
+		return nil, fmt.Errorf("the server names the authorization server %s, but the entry pins %s (authServerMetadataUrl): refused",
+			issuer, asm.Issuer)
+	}
 	d.asm = asm
-	for _, e := range []string{asm.AuthorizationEndpoint, asm.TokenEndpoint, asm.RevocationEndpoint} {
+	for _, e := range []string{asm.AuthorizationEndpoint, asm.TokenEndpoint, asm.RevocationEndpoint, asm.RegistrationEndpoint} {
 		if e == "" {
 			continue
 		}
 		if err := checkHTTPS(e); err != nil {
 			return nil, fmt.Errorf("authorization server %s: %w", asm.Issuer, err)
 		}
+		if err := reachable(e, base); err != nil {
+			return nil, fmt.Errorf("authorization server %s: %w", asm.Issuer, err)
+		}
 	}
 	return d, nil
 }
+
+func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
 
 // resourceMetadata returns the first protected resource metadata found,
 // or nil when the server publishes none.
 func (m *Manager) resourceMetadata(ctx context.Context, serverURL string, ch []oauthex.Challenge) *oauthex.ProtectedResourceMetadata {
 	for _, c := range prmCandidates(serverURL, ch) {
+		if err := reachable(c.url, serverURL); err != nil {
+			m.opts.Logger.Warn("oauth: the challenge's resource_metadata refused", "url", shown(c.url), "err", err)
+			continue
+		}
 		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, m.opts.HTTPClient)
 		if err != nil || prm == nil || len(prm.AuthorizationServers) == 0 {
 			m.opts.Logger.Debug("oauth: no protected resource metadata here", "url", c.url, "err", err)
@@ -97,17 +124,27 @@ func prmCandidates(serverURL string, ch []oauthex.Challenge) []prmCandidate {
 }
 
 // authServerMeta fetches the metadata from the URL the entry names, else
-// by discovery from the issuer, else builds the 2025-03-26 fallback.
-func (m *Manager) authServerMeta(ctx context.Context, issuer, asMetaURL string) (*oauthex.AuthServerMeta, error) {
+// by discovery from the issuer (which may not reach further in than base),
+// else builds the 2025-03-26 fallback.
+func (m *Manager) authServerMeta(ctx context.Context, issuer, asMetaURL, base string) (*oauthex.AuthServerMeta, error) {
 	var asm *oauthex.AuthServerMeta
 	var err error
 	if asMetaURL != "" {
+		if issuer, err = issuerOf(asMetaURL); err != nil {
+			return nil, err
+		}
 		asm, err = oauthex.GetAuthServerMeta(ctx, asMetaURL, issuer, m.opts.HTTPClient)
+		if err == nil && asm == nil {
+			err = fmt.Errorf("no metadata at %s", shown(asMetaURL))
+		}
 	} else {
+		if err := reachable(issuer, base); err != nil {
+			return nil, fmt.Errorf("the authorization server the server names: %w", err)
+		}
 		asm, err = auth.GetAuthServerMetadata(ctx, issuer, m.opts.HTTPClient)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("authorization server metadata of %s: %w", issuer, err)
+		return nil, fmt.Errorf("authorization server metadata of %s: %w", shown(issuer), err)
 	}
 	if asm == nil {
 		base := strings.TrimSuffix(issuer, "/")
@@ -119,6 +156,24 @@ func (m *Manager) authServerMeta(ctx context.Context, issuer, asMetaURL string) 
 		}
 	}
 	return asm, nil
+}
+
+// issuerOf is the issuer a metadata URL is derived from (RFC 8414 §3, and
+// OpenID discovery's appended form): the metadata must name it.
+func issuerOf(metaURL string) (string, error) {
+	u, err := url.Parse(metaURL)
+	if err == nil && u.Host != "" {
+		origin := u.Scheme + "://" + u.Host
+		for _, wk := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+			if rest, ok := strings.CutPrefix(u.Path, wk); ok {
+				return origin + rest, nil
+			}
+			if pre, ok := strings.CutSuffix(u.Path, wk); ok {
+				return origin + pre, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("authServerMetadataUrl %s is not a metadata URL (https://issuer/.well-known/oauth-authorization-server or …/.well-known/openid-configuration)", shown(metaURL))
 }
 
 func challengeParam(ch []oauthex.Challenge, name string) string {

@@ -1,10 +1,17 @@
 package oauth
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/plexus-gw/plexus/internal/plexustest"
+	"github.com/plexus-gw/plexus/platform"
 )
 
 func TestPRMCandidates(t *testing.T) {
@@ -60,5 +67,79 @@ func TestSafeCode(t *testing.T) {
 		if got := safeCode(in); got != want {
 			t.Errorf("safeCode(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestDiscoverStaysOut: what the upstream names may not reach further in
+// than the server: a public server's challenge naming resource metadata
+// on loopback is not fetched, nor is an issuer on loopback; a redirect
+// from a public URL into loopback or a private network is refused.
+func TestDiscoverStaysOut(t *testing.T) {
+	var mu sync.Mutex
+	hits := 0
+	inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	defer inside.Close()
+	m := New(Options{Store: platform.New(platform.Options{Home: plexustest.TempHome(t).Dir}),
+		CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
+	defer m.Close()
+	ch := []oauthex.Challenge{{Scheme: "bearer", Params: map[string]string{"resource_metadata": inside.URL + "/.well-known/oauth-protected-resource"}}}
+	if _, err := m.discover(t.Context(), "https://mcp.invalid/mcp", ch, ""); err == nil {
+		t.Errorf("discovery for an unreachable public server succeeded")
+	}
+	mu.Lock()
+	if hits != 0 {
+		t.Errorf("the loopback server named by a public server's challenge was asked %d times", hits)
+	}
+	mu.Unlock()
+	if _, err := m.authServerMeta(t.Context(), inside.URL, "", "https://mcp.invalid/mcp"); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("authServerMeta of a loopback issuer for a public server: err = %v, want refused", err)
+	}
+
+	check := ProtectRedirects(http.DefaultClient).CheckRedirect
+	for _, tc := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"https://as.example/a", "https://as.example/b", true},
+		{"https://as.example/a", "http://127.0.0.1/x", false},
+		{"https://as.example/a", "https://10.0.0.5/x", false},
+		{"https://as.example/a", "https://169.254.169.254/latest", false},
+		{"http://127.0.0.1:1/a", "http://127.0.0.1:2/b", true},
+		{"https://10.0.0.4/a", "https://10.0.0.5/b", true},
+	} {
+		from, err := http.NewRequest(http.MethodGet, tc.from, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to, err := http.NewRequest(http.MethodGet, tc.to, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(to, []*http.Request{from}); (err == nil) != tc.ok {
+			t.Errorf("redirect %s → %s: err = %v, want ok %v", tc.from, tc.to, err, tc.ok)
+		}
+	}
+}
+
+// TestSecretNameFits: every server name's sign-in has a valid secret name
+// (at most 64 characters), and two long names that share a beginning
+// have two.
+func TestSecretNameFits(t *testing.T) {
+	long := strings.Repeat("a", 58)
+	for _, n := range []string{"gh", long + "1", long + "22", strings.Repeat("b", 64)} {
+		if got := secretName(n); !platform.ValidSecretName(got) {
+			t.Errorf("secretName(%q) = %q, not a valid secret name", n, got)
+		}
+	}
+	if secretName(long+"1") == secretName(long+"2") {
+		t.Errorf("two long names share the secret %q", secretName(long+"1"))
+	}
+	if got := secretName("gh"); got != "oauth.gh" {
+		t.Errorf("secretName(gh) = %q, want oauth.gh", got)
 	}
 }

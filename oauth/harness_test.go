@@ -36,6 +36,9 @@ type harness struct {
 	as    *oauthtest.Server
 	m     *oauth.Manager
 	store *platform.Services
+	// wrap, when set, stands between the Manager and the store (a test
+	// holding a write to see what runs meanwhile).
+	wrap  func(oauth.Store) oauth.Store
 	home  string
 	clock *plexustest.Clock
 	cb    *httptest.Server
@@ -77,11 +80,15 @@ func newHarness(t *testing.T, opts oauthtest.Options) *harness {
 func (h *harness) newManager() {
 	mux := http.NewServeMux()
 	var m *oauth.Manager
+	var st oauth.Store = h.store
+	if h.wrap != nil {
+		st = h.wrap(st)
+	}
 	mux.Handle("/oauth/callback", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.Callback().ServeHTTP(w, r) }))
 	h.cb = httptest.NewServer(mux)
 	h.t.Cleanup(h.cb.Close)
 	m = oauth.New(oauth.Options{
-		Store:      h.store,
+		Store:      st,
 		HTTPClient: oauth.ProtectRedirects(http.DefaultClient),
 		Now:        h.clock.Now,
 		CallbackURL: func(port int) string {

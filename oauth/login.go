@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/plexus-gw/plexus"
 )
 
 // Flow is a sign-in under way: URL is the authorization URL the owner
@@ -32,6 +35,7 @@ type login struct {
 	src      *source
 	d        *discovery
 	redirect string
+	approved *plexus.SignInRequest // the request the owner approved, if the inbox started it
 	cancel   context.CancelFunc
 	urlCh    chan string   // the authorization URL, once
 	done     chan error    // Flow.Done: the outcome, once
@@ -53,13 +57,34 @@ type callbackResult struct {
 	err       error
 }
 
+// LoginOption changes one [Manager.Login].
+type LoginOption func(*loginOptions)
+
+type loginOptions struct {
+	approved *plexus.SignInRequest
+}
+
+// Approved binds a Login to the sign-in request the owner approved in the
+// inbox: it starts only at the issuer and for the resource the request
+// showed, asking for no scope beyond those it showed (offline_access
+// aside, for the refresh token). Anything else fails the start, saying
+// why, and files a new request showing what was found.
+func Approved(req plexus.SignInRequest) LoginOption {
+	return func(o *loginOptions) { o.approved = &req }
+}
+
 // Login starts the owner's sign-in to a server and returns once the
 // authorization URL is known (or, for client credentials, once signed in).
 // It probes the server for its challenge and runs the SDK's
 // authorization-code handler, whose browser step waits for [Manager.Callback]
 // (or a listener on the entry's callbackPort). A new Login for the same
-// server ends the one before. The flow ends after ten minutes.
-func (m *Manager) Login(ctx context.Context, server string) (*Flow, error) {
+// server ends the one before. The flow ends after ten minutes. Its errors
+// hold no text of the authorization server's but short codes.
+func (m *Manager) Login(ctx context.Context, server string, opts ...LoginOption) (*Flow, error) {
+	var o loginOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	s, err := m.lookup(server)
 	if err != nil {
 		return nil, err
@@ -68,10 +93,11 @@ func (m *Manager) Login(ctx context.Context, server string) (*Flow, error) {
 		return nil, s.err
 	}
 	if s.cfg.Grant == GrantClientCredentials {
-		return m.loginClientCredentials(ctx, s)
+		return m.loginClientCredentials(ctx, s, o.approved)
 	}
-	l, err := m.startLogin(ctx, s)
+	l, err := m.startLogin(ctx, s, o.approved)
 	if err != nil {
+		err = clean(err)
 		m.journal(ctx, "oauth.signin.failed", server, map[string]any{"error": err.Error()})
 		return nil, err
 	}
@@ -87,15 +113,24 @@ func (m *Manager) Login(ctx context.Context, server string) (*Flow, error) {
 	}
 }
 
-func (m *Manager) loginClientCredentials(ctx context.Context, s *source) (*Flow, error) {
+// loginClientCredentials signs in with no person. The scopes it asks for
+// from now on are the entry's and, when the owner approved a request (a
+// widening), those it showed; from the command line, also those a step-up
+// asked for, which a request showed already.
+func (m *Manager) loginClientCredentials(ctx context.Context, s *source, approved *plexus.SignInRequest) (*Flow, error) {
 	s.fetchMu.Lock()
 	s.mu.Lock()
 	s.dead, s.forced, s.rec = false, "", nil
+	s.granted = union(s.granted, minus(s.widen, s.cfg.Scopes))
+	if approved != nil {
+		s.granted = minus(union(approved.Scopes, approved.Widening), s.cfg.Scopes)
+		s.issuer = approved.Issuer
+	}
 	s.mu.Unlock()
 	_, err := s.fetchClientCredentials(ctx)
 	s.fetchMu.Unlock()
 	if err != nil {
-		return nil, err
+		return nil, clean(err)
 	}
 	if m.opts.SignedIn != nil {
 		m.opts.SignedIn(s.name)
@@ -108,7 +143,7 @@ func (m *Manager) loginClientCredentials(ctx context.Context, s *source) (*Flow,
 // startLogin prepares everything that can fail before the owner is sent
 // anywhere (the challenge, discovery, the SDK handler, the loopback
 // listener), then starts the flow.
-func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
+func (m *Manager) startLogin(ctx context.Context, s *source, approved *plexus.SignInRequest) (*login, error) {
 	req, resp, err := m.probe(ctx, s.url)
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
@@ -119,7 +154,7 @@ func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 			resp.Body.Close()
 		}
 	}()
-	l, h, err := m.prepareLogin(ctx, s, resp)
+	l, h, err := m.prepareLogin(ctx, s, resp, approved)
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
 	}
@@ -136,7 +171,7 @@ func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 		}
 		return nil, fmt.Errorf("sign in to %s: the OAuth manager is closed", s.name)
 	}
-	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": l.d.asm.Issuer, "resource": l.d.resource})
+	m.journal(ctx, "oauth.signin.started", s.name, map[string]any{"issuer": l.d.asm.Issuer, "resource": shown(l.d.resource)})
 	started = true
 	go l.run(lctx, h, req, resp, srv)
 	return l, nil
@@ -144,12 +179,12 @@ func (m *Manager) startLogin(ctx context.Context, s *source) (*login, error) {
 
 // prepareLogin reads the challenge, discovers the authorization server (an
 // issuer mismatch stops here) and builds the SDK's handler for the login.
-func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Response) (*login, *auth.AuthorizationCodeHandler, error) {
+func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Response, approved *plexus.SignInRequest) (*login, *auth.AuthorizationCodeHandler, error) {
 	ch, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
 		ch = nil // an unreadable challenge: discovery falls back to the well-known paths
 	}
-	d, err := m.discover(ctx, s.url, ch, "")
+	d, err := m.discover(ctx, s.url, ch, s.cfg.AuthServerMetadataURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,8 +193,11 @@ func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Respon
 		m.opts.Logger.Warn("oauth: the stored sign-in is unreadable; signing in afresh", "server", s.name, "err", err)
 		rec = nil
 	}
-	l := &login{m: m, src: s, d: d, redirect: m.opts.CallbackURL(s.cfg.CallbackPort),
+	l := &login{m: m, src: s, d: d, redirect: m.opts.CallbackURL(s.cfg.CallbackPort), approved: approved,
 		urlCh: make(chan string, 1), done: make(chan error, 1), finished: make(chan struct{})}
+	if err := l.check(ctx, rec, ch); err != nil {
+		return nil, nil, err
+	}
 	h, err := auth.NewAuthorizationCodeHandler(l.sdkConfig(rec))
 	if err != nil {
 		return nil, nil, err
@@ -206,7 +244,10 @@ func (l *login) sdkConfig(rec *record) *auth.AuthorizationCodeHandlerConfig {
 	}
 	switch {
 	case s.cfg.ClientID != "":
-		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: s.cfg.ClientID}
+		// Pinned to the issuer checked above: the SDK rediscovers, and
+		// refuses an authorization server that is not this one, so the
+		// client's secret goes nowhere else.
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: s.cfg.ClientID, Issuer: l.d.asm.Issuer}
 		if s.cfg.ClientSecret != "" {
 			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: s.cfg.ClientSecret}
 		}
@@ -223,7 +264,13 @@ func (l *login) sdkConfig(rec *record) *auth.AuthorizationCodeHandlerConfig {
 // SDK discovered (challenge, else scopes_supported); plus those approved
 // before at the same issuer and those a step-up asked for (the owner
 // approves them by signing in).
+//
+// A sign-in the owner approved in the inbox asks for exactly the scopes
+// the request showed.
 func (l *login) scopes(discovered []string, rec *record) []string {
+	if l.approved != nil {
+		return union(l.approved.Scopes, nil)
+	}
 	out := discovered
 	if len(l.src.cfg.Scopes) > 0 {
 		out = l.src.cfg.Scopes
@@ -266,6 +313,9 @@ func (l *login) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.
 	if state == "" {
 		return nil, errors.New("the authorization URL has no state")
 	}
+	if err := l.matches(u); err != nil {
+		return nil, err
+	}
 	p := &pending{login: l, expires: l.m.opts.Now().Add(stateLifetime), ch: make(chan callbackResult, 1)}
 	l.m.addState(state, p)
 	defer l.m.dropState(state, p)
@@ -293,7 +343,7 @@ func (l *login) run(ctx context.Context, h *auth.AuthorizationCodeHandler, req *
 		err = errors.New("the server did not ask for a sign-in")
 	}
 	if err != nil {
-		err = fmt.Errorf("sign in to %s: %w", l.src.name, clean(err))
+		err = clean(fmt.Errorf("sign in to %s: %w", l.src.name, clean(err)))
 	}
 	l.src.finishLogin(l, err)
 	l.report(context.WithoutCancel(ctx), err)
@@ -313,7 +363,7 @@ func (l *login) report(ctx context.Context, err error) {
 		return
 	}
 	l.m.journal(ctx, "oauth.signin.completed", l.src.name, map[string]any{
-		"issuer": l.rec.Issuer, "resource": l.rec.Resource, "scopes": l.rec.Scopes})
+		"issuer": l.rec.Issuer, "resource": shown(l.rec.Resource), "scopes": l.rec.Scopes})
 	if l.m.opts.SignedIn != nil {
 		l.m.opts.SignedIn(l.src.name)
 	}
@@ -340,6 +390,16 @@ func (s *source) cancelLogin() {
 	}
 }
 
+// waitLogin waits for the running login, if any, to finish.
+func (s *source) waitLogin() {
+	s.mu.Lock()
+	l := s.login
+	s.mu.Unlock()
+	if l != nil {
+		<-l.finished
+	}
+}
+
 // finishLogin records a login's outcome: a success ends the episode.
 func (s *source) finishLogin(l *login, err error) {
 	s.mu.Lock()
@@ -351,7 +411,7 @@ func (s *source) finishLogin(l *login, err error) {
 		return
 	}
 	s.loaded, s.rec = true, l.rec
-	s.needs, s.reason, s.notified, s.dead, s.forced, s.widen = false, "", false, false, "", nil
+	s.needs, s.reason, s.notified, s.dead, s.forced, s.widen, s.shown = false, "", false, false, "", nil, nil
 }
 
 // probe asks the server, without a token, for its challenge.
@@ -443,16 +503,31 @@ func (m *Manager) serveCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // listen binds the entry's callbackPort on loopback for this login, or
-// returns nil when the daemon's own callback serves it.
+// returns nil when the daemon's own callback serves it. The listener
+// serves the callback's path alone, and only to a request naming it by
+// its loopback host (a DNS-rebound page names another).
 func (m *Manager) listen(port int) (*http.Server, error) {
 	if port == 0 {
 		return nil, nil
+	}
+	cb, err := url.Parse(m.opts.CallbackURL(port))
+	if err != nil {
+		return nil, fmt.Errorf("the callback URL: %w", err)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen on the callback port: %w", err)
 	}
-	srv := &http.Server{Handler: m.Callback(), ReadHeaderTimeout: 10 * time.Second}
+	hosts := []string{cb.Host, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), net.JoinHostPort("localhost", strconv.Itoa(port))}
+	cbh := m.Callback()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != cb.Path || !slices.Contains(hosts, strings.ToLower(r.Host)) {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		cbh.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.opts.Logger.Error("oauth: callback listener", "err", err)

@@ -51,7 +51,10 @@ func (m *Manager) logoutRecord(s *source, server string) (*record, Config, error
 		rec, err := loadRecord(m.opts.Store, server)
 		return rec, Config{}, err
 	}
+	// A login that exchanged its code just now may be storing its tokens:
+	// it is waited for, so that what is revoked and deleted is all there is.
 	s.cancelLogin()
+	s.waitLogin()
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
 	rec, err := s.record()
@@ -63,7 +66,8 @@ func (m *Manager) logoutRecord(s *source, server string) (*record, Config, error
 func (s *source) signedOut() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loaded, s.rec, s.forced, s.widen, s.notified = true, nil, "", nil, false
+	s.loaded, s.rec, s.forced, s.widen, s.notified, s.shown = true, nil, "", nil, false, nil
+	s.granted, s.issuer = nil, ""
 	s.needs, s.reason, s.dead = false, "", false
 	if s.cfg.Grant == GrantClientCredentials {
 		s.needs, s.reason, s.dead, s.notified = true, "signed out", true, true

@@ -129,7 +129,11 @@ func New(o Options) *Manager {
 		panic("oauth.New: Options.Store and Options.CallbackURL are required")
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = ProtectRedirects(http.DefaultClient)
+		// No proxy from the environment: the requests carry codes,
+		// secrets and tokens, and the redirect checks must see them.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		o.HTTPClient = ProtectRedirects(&http.Client{Transport: t})
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -229,7 +233,7 @@ func checkConfig(serverURL string, cfg Config) error {
 func checkHTTPS(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("parse %q: %w", raw, err)
+		return errors.New("the URL does not parse") // the parser's message quotes it whole
 	}
 	switch u.Scheme {
 	case "https":
@@ -238,9 +242,9 @@ func checkHTTPS(raw string) error {
 		if isLoopback(u.Hostname()) {
 			return nil
 		}
-		return fmt.Errorf("%s uses plain http to a host that is not loopback; use https", u.Redacted())
+		return fmt.Errorf("%s uses plain http to a host that is not loopback, so Plexus does not sign in to it; use https", shown(raw))
 	default:
-		return fmt.Errorf("%s: scheme %q is not https", u.Redacted(), u.Scheme)
+		return fmt.Errorf("%s: scheme %q is not https", shown(raw), u.Scheme)
 	}
 }
 

@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,19 +9,23 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/internal/oauthtest"
 	"github.com/plexus-gw/plexus/oauth"
 )
@@ -536,7 +541,10 @@ func TestIssuerRefused(t *testing.T) {
 	})
 }
 
-// TestPlainHTTPRefused: a token never goes over plain http but to loopback.
+// TestPlainHTTPRefused: a token never goes over plain http but to
+// loopback. A url server refused so (one on the owner's network, which
+// never asks for sign-in) still works: no token, no error; only a sign-in
+// is refused, saying why, and its URL's query is not repeated.
 func TestPlainHTTPRefused(t *testing.T) {
 	for _, tc := range []struct {
 		url string
@@ -546,22 +554,37 @@ func TestPlainHTTPRefused(t *testing.T) {
 		{"http://127.0.0.1:8080/mcp", true},
 		{"http://localhost:8080/mcp", true},
 		{"http://[::1]:8080/mcp", true},
-		{"http://mcp.example.com/mcp", false},
+		{"http://mcp.example.com/mcp?key=CANARY-QUERY-KEY", false},
 		{"http://10.0.0.5/mcp", false},
+		{"http://192.168.1.20/mcp", false},
 		{"ftp://mcp.example.com/mcp", false},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			h := newHarness(t, oauthtest.Options{})
-			oh := h.m.Handler(server, tc.url, oauth.Config{})
-			_, err := oh.TokenSource(t.Context())
-			if (err == nil) != tc.ok {
-				t.Errorf("TokenSource err = %v, want ok %v", err, tc.ok)
+			oh := h.m.Handler(server, tc.url, oauth.Config{Grant: oauth.GrantAuthorizationCode})
+			if ts, err := oh.TokenSource(t.Context()); err != nil || ts != nil {
+				t.Errorf("TokenSource = %v, %v; want no token and no error (nothing signed in yet)", ts, err)
 			}
 			if tc.ok {
 				return
 			}
-			if _, err := h.m.Login(t.Context(), server); err == nil {
-				t.Errorf("Login to %s succeeded, want refused", tc.url)
+			req, err := http.NewRequest(http.MethodPost, tc.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aerr := oh.Authorize(t.Context(), req, fakeResp(401, `Bearer scope="x"`))
+			_, lerr := h.m.Login(t.Context(), server)
+			for what, err := range map[string]error{"Authorize": aerr, "Login": lerr} {
+				if err == nil || errors.Is(err, oauth.ErrNeedsSignIn) {
+					t.Errorf("%s err = %v, want the configuration refused", what, err)
+					continue
+				}
+				if strings.HasPrefix(tc.url, "http:") && !strings.Contains(err.Error(), "plain http") {
+					t.Errorf("%s err = %v, want it to say plain http", what, err)
+				}
+				if strings.Contains(err.Error(), "CANARY-QUERY-KEY") {
+					t.Errorf("%s err = %v repeats the URL's query", what, err)
+				}
 			}
 			if _, detail := h.m.State(server); !strings.Contains(detail, "refused") {
 				t.Errorf("State detail = %q, want it to say the configuration is refused", detail)
@@ -610,5 +633,390 @@ func TestClose(t *testing.T) {
 	}
 	if _, err := h.m.Login(t.Context(), server); err == nil {
 		t.Errorf("Login after Close succeeded")
+	}
+}
+
+func fakeResp(status int, challenge string) *http.Response {
+	h := http.Header{}
+	h.Set("WWW-Authenticate", challenge)
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(""))}
+}
+
+// TestStepUpMidEpisodeFilesWidening: a step-up that arrives while the
+// episode's request is already filed is a new request showing the
+// widening; the sign-in never asks for a scope no request showed. Here the server asks for mcp:admin on a 403 after the 401 that
+// filed the first request; the owner approves what the inbox showed, and
+// the sign-in asks for mcp:admin all the same.
+func TestStepUpMidEpisodeFilesWidening(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	oh := h.handler(oauth.Config{})
+	req, err := http.NewRequest(http.MethodPost, h.as.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oh.Authorize(t.Context(), req, fakeResp(401, `Bearer resource_metadata="`+h.as.URL+`/.well-known/oauth-protected-resource"`)); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("401: %v", err)
+	}
+	if err := oh.Authorize(t.Context(), req, fakeResp(403, `Bearer error="insufficient_scope", scope="mcp:read mcp:admin"`)); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("403: %v", err)
+	}
+	needs := h.needsRequests()
+	for _, n := range needs {
+		t.Logf("request shown to the owner: scopes=%v widening=%v", n.Scopes, n.Widening)
+	}
+	shown := false
+	for _, n := range needs {
+		if slices.Contains(n.Scopes, "mcp:admin") || slices.Contains(n.Widening, "mcp:admin") {
+			shown = true
+		}
+	}
+	h.login() // the owner approves the request the inbox shows
+	got, _ := h.stored()["scopes"].([]any)
+	t.Logf("scopes the sign-in asked for: %v", got)
+	asked := false
+	for _, s := range got {
+		if s == "mcp:admin" {
+			asked = true
+		}
+	}
+	if asked && !shown {
+		t.Fatalf("the sign-in asked for mcp:admin, which no request shown to the owner named")
+	}
+	if len(needs) != 2 || !slices.Equal(needs[1].Widening, []string{"mcp:admin"}) {
+		t.Errorf("requests filed = %+v, want a second one widening by mcp:admin", needs)
+	}
+}
+
+// TestPinnedAuthServer: an entry that pins its authorization server
+// (authServerMetadataUrl) and holds a client secret for it is never sent
+// to another one. The server's protected resource metadata names another;
+// the sign-in is refused before the owner is sent anywhere.
+func TestPinnedAuthServer(t *testing.T) {
+	legit := oauthtest.New(t, oauthtest.Options{})
+	h := newHarness(t, oauthtest.Options{}) // h.as: the server whose PRM names its own AS, not the pinned one
+	h.m.Handler(server, h.as.URL, oauth.Config{ClientID: "owner-app", ClientSecret: "CANARY-CLIENT-SECRET",
+		AuthServerMetadataURL: legit.Issuer + "/.well-known/oauth-authorization-server"})
+	flow, err := h.m.Login(t.Context(), server)
+	if err == nil {
+		t.Fatalf("the entry pins %s, yet the sign-in goes to %s", legit.Issuer, flow.URL)
+	}
+	if !strings.Contains(err.Error(), "pins") {
+		t.Errorf("Login err = %v, want it to say the entry pins another authorization server", err)
+	}
+	if n := h.as.Count(oauthtest.EndpointRegister) + h.as.Count(oauthtest.EndpointAuthorize) + len(h.as.TokenRequests()); n != 0 {
+		t.Errorf("the unpinned authorization server got %d requests, want 0", n)
+	}
+	t.Run("Matching", func(t *testing.T) {
+		h := newHarness(t, oauthtest.Options{})
+		h.as.RegisterClient(oauthtest.Client{ID: "owner-app", Secret: "s", RedirectURIs: []string{h.cb.URL + "/oauth/callback"}})
+		h.m.Handler(server, h.as.URL, oauth.Config{ClientID: "owner-app", ClientSecret: "s",
+			AuthServerMetadataURL: h.as.Issuer + "/.well-known/oauth-authorization-server"})
+		flow, err := h.m.Login(t.Context(), server)
+		if err != nil {
+			t.Fatalf("Login with the pin the server agrees with: %v", err)
+		}
+		if !strings.HasPrefix(flow.URL, h.as.Issuer) {
+			t.Errorf("the sign-in goes to %s, want %s", flow.URL, h.as.Issuer)
+		}
+	})
+}
+
+// TestRegistrationErrorHoldsNoBody: an authorization server's text does
+// not reach the owner's terminal, the journal or an answer verbatim. Its registration endpoint
+// answers 500 with a terminal escape sequence and a successful-looking
+// body holding a client secret; the SDK quotes the body in its error, and
+// Login returns it (the daemon answers it, the CLI prints it raw).
+func TestRegistrationErrorHoldsNoBody(t *testing.T) {
+	var base string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer scope="x"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"registration_endpoint":%q,"code_challenge_methods_supported":["S256"],"response_types_supported":["code"]}`,
+			base, base+"/authorize", base+"/token", base+"/register")
+	})
+	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, "\x1b]0;owned\x07\x1b[2J{\"client_id\":\"c\",\"client_secret\":\"DCR-SECRET-CANARY\"}")
+	})
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+	base = ts.URL
+	h := newHarness(t, oauthtest.Options{})
+	h.m.Handler(server, ts.URL+"/mcp", oauth.Config{})
+	_, err := h.m.Login(t.Context(), server)
+	if err == nil {
+		t.Fatal("Login succeeded")
+	}
+	t.Logf("Login error: %q", err.Error())
+	rows := strings.Join(h.journalRows(), "\n")
+	if !strings.Contains(err.Error(), "500") {
+		t.Errorf("Login err = %q, want the status", err)
+	}
+	if strings.Contains(err.Error(), "\x1b") || strings.Contains(err.Error(), "DCR-SECRET-CANARY") {
+		t.Errorf("Login's error carries the authorization server's raw body (escape sequences / a secret)")
+	}
+	if strings.Contains(rows, "DCR-SECRET-CANARY") || strings.Contains(rows, `\u001b`) {
+		t.Errorf("the journal carries the authorization server's raw body: %s", rows)
+	}
+}
+
+// TestClientCredentialsStepUpAsksOwner: a client-credentials source (no
+// person) does not ask for a step-up's wider scopes on its own: after a
+// 403 insufficient_scope naming mcp:write, a request showing the widening
+// is filed, and the next token, fetched at expiry, asks for mcp:read only.
+func TestClientCredentialsStepUpAsksOwner(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	h.as.RegisterClient(oauthtest.Client{ID: "svc", Secret: "svc-secret"})
+	oh := h.handler(oauth.Config{ClientID: "svc", ClientSecret: "svc-secret", Grant: oauth.GrantClientCredentials, Scopes: []string{"mcp:read"}})
+	ts, err := oh.TokenSource(t.Context())
+	if err != nil || ts == nil {
+		t.Fatalf("TokenSource: %v %v", ts, err)
+	}
+	if _, err := ts.Token(); err != nil {
+		t.Fatalf("first token: %v", err)
+	}
+	req, err := http.NewRequest(http.MethodPost, h.as.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oh.Authorize(t.Context(), req, fakeResp(403, `Bearer error="insufficient_scope", scope="mcp:read mcp:write"`)); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("403: %v", err)
+	}
+	h.clock.Advance(2 * time.Hour) // the token expires
+	if _, err := ts.Token(); err != nil {
+		t.Logf("token after expiry: %v", err)
+	}
+	reqs := h.as.TokenRequests()
+	last := reqs[len(reqs)-1]
+	t.Logf("token requests: %+v", reqs)
+	if len(reqs) != 2 || slices.Contains(last.Scopes, "mcp:write") {
+		t.Fatalf("token requests = %+v, want a second one without the widening mcp:write (no owner asked)", reqs)
+	}
+	if needs := h.needsRequests(); len(needs) != 1 || !slices.Equal(needs[0].Widening, []string{"mcp:write"}) {
+		t.Errorf("requests filed = %+v, want one widening by mcp:write", needs)
+	}
+}
+
+// TestLoginApproved: a sign-in started from the inbox is bound to the
+// request the owner approved. It asks for the scopes the request showed
+// and no more; an issuer or resource other than the one shown (or an
+// issuer not shown at all) fails the start before the owner is sent
+// anywhere and files a new request showing what was found.
+func TestLoginApproved(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(h *harness, r *plexus.SignInRequest)
+		fails  string // in the error; "" for a start that succeeds
+	}{
+		{name: "AsShown", change: func(*harness, *plexus.SignInRequest) {}},
+		{name: "FewerScopes", change: func(_ *harness, r *plexus.SignInRequest) { r.Scopes = nil }},
+		{name: "OtherIssuer", change: func(_ *harness, r *plexus.SignInRequest) { r.Issuer = "https://as.example" }, fails: "approved request"},
+		{name: "IssuerNotShown", change: func(_ *harness, r *plexus.SignInRequest) { r.Issuer = "" }, fails: "approved request"},
+		{name: "OtherResource", change: func(h *harness, r *plexus.SignInRequest) { r.Resource = h.as.URL + "/other" }, fails: "approved request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, oauthtest.Options{})
+			oh := h.handler(oauth.Config{})
+			if _, err := h.connect(oh); !errors.Is(err, oauth.ErrNeedsSignIn) {
+				t.Fatalf("connect: %v", err)
+			}
+			req := h.needsRequests()[0]
+			tc.change(h, &req)
+			flow, err := h.m.Login(t.Context(), server, oauth.Approved(req))
+			if tc.fails != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.fails) {
+					t.Fatalf("Login err = %v, want it to say %q", err, tc.fails)
+				}
+				if n := h.as.Count(oauthtest.EndpointAuthorize) + h.as.Count(oauthtest.EndpointRegister); n != 0 {
+					t.Errorf("authorize and register requests = %d, want 0", n)
+				}
+				needs := h.needsRequests()
+				if len(needs) != 2 || needs[1].Issuer != h.as.Issuer || needs[1].Resource != h.as.URL {
+					t.Errorf("requests filed = %+v, want a new one showing %s for %s", needs, h.as.Issuer, h.as.URL)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Login: %v", err)
+			}
+			for _, sc := range strings.Fields(mustQuery(t, flow.URL, "scope")) {
+				if sc != "offline_access" && !slices.Contains(req.Scopes, sc) {
+					t.Errorf("the sign-in asks for %q, which the approved request %v did not show", sc, req.Scopes)
+				}
+			}
+			if status, _ := oauthtest.Browse(t, flow.URL); status != http.StatusOK {
+				t.Errorf("callback answered %d", status)
+			}
+			if err := <-flow.Done; err != nil {
+				t.Errorf("flow: %v", err)
+			}
+		})
+	}
+}
+
+// TestCallbackPortServesOnlyCallback: the listener on an entry's
+// callbackPort answers its callback path alone, and only under its
+// loopback host name: another path or a rebound host name reaches no
+// state.
+func TestCallbackPortServesOnlyCallback(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	port := freePort(t)
+	h.handler(oauth.Config{CallbackPort: port})
+	flow, err := h.m.Login(t.Context(), server)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	state := mustQuery(t, flow.URL, "state")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for _, tc := range []struct{ name, path, host string }{
+		{"OtherPath", "/oauth/callback?state=" + state + "&code=x", ""},
+		{"ReboundHost", "/callback?state=" + state + "&code=x", "evil.example:" + strconv.Itoa(port)},
+	} {
+		req, err := http.NewRequest(http.MethodGet, base+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", tc.name, resp.StatusCode)
+		}
+	}
+	// The state is still unused: the owner's browser finishes the sign-in.
+	if status, _ := oauthtest.Browse(t, flow.URL); status != http.StatusOK {
+		t.Errorf("the real callback answered %d, want 200", status)
+	}
+	if err := <-flow.Done; err != nil {
+		t.Errorf("flow: %v", err)
+	}
+}
+
+// heldStore holds the first write of a sign-in until released, and
+// reports a removal: the moment between a login's code exchange and its
+// tokens stored.
+type heldStore struct {
+	oauth.Store
+	held, release, removed chan struct{}
+	once                   sync.Once
+}
+
+func (s *heldStore) SetSecret(name string, v []byte) error {
+	s.once.Do(func() {
+		close(s.held)
+		<-s.release
+	})
+	return s.Store.SetSecret(name, v)
+}
+
+func (s *heldStore) RemoveSecret(name string) error {
+	select {
+	case <-s.removed:
+	default:
+		close(s.removed)
+	}
+	return s.Store.RemoveSecret(name)
+}
+
+// TestLogoutDuringLogin: a logout that comes while a login is storing the
+// tokens it just exchanged waits for it, then revokes and deletes them:
+// no token stays stored and the source is not signed in.
+func TestLogoutDuringLogin(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	hs := &heldStore{held: make(chan struct{}), release: make(chan struct{}), removed: make(chan struct{})}
+	h.wrap = func(st oauth.Store) oauth.Store { hs.Store = st; return hs }
+	h.newManager()
+	h.handler(oauth.Config{})
+	flow, err := h.m.Login(t.Context(), server)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	go oauthtest.Browse(t, flow.URL)
+	<-hs.held // the code is exchanged; the tokens are being stored
+	out := make(chan error, 1)
+	go func() { out <- h.m.Logout(context.Background(), server) }()
+	select {
+	case <-hs.removed: // the logout did not wait: the tokens land after it
+	case <-time.After(200 * time.Millisecond): // waiting, as it should
+	}
+	close(hs.release)
+	if err := <-out; err != nil {
+		t.Fatalf("Logout: %v", err)
+	}
+	<-flow.Done
+	if blob := h.stored(); blob != nil {
+		t.Errorf("tokens stay stored after the logout")
+	}
+	if _, detail := h.m.State(server); detail == "signed in" {
+		t.Errorf("State = %q after the logout", detail)
+	}
+}
+
+// TestSecretClientIssuerChanged: a client holding a secret, with no pinned
+// authorization server, signed in before at one issuer; the server now
+// names another. The sign-in from the command line is refused before the
+// secret goes anywhere, a new request shows the new issuer, and approving
+// that request signs in there.
+func TestSecretClientIssuerChanged(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	h.as.RegisterClient(oauthtest.Client{ID: "plexus-pre", Secret: "pre-secret"})
+	old := fmt.Sprintf(`{"server_url":%q,"issuer":"https://old-as.example","resource":%q,"token_url":"https://old-as.example/token","client_id":"plexus-pre","scopes":["mcp:read"],"token":{"access_token":"old-token"}}`,
+		h.as.URL, h.as.URL)
+	if err := h.store.SetSecret("oauth."+server, []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	h.handler(oauth.Config{ClientID: "plexus-pre", ClientSecret: "pre-secret"})
+	_, err := h.m.Login(t.Context(), server)
+	if err == nil || !strings.Contains(err.Error(), "changed from https://old-as.example") {
+		t.Fatalf("Login err = %v, want the issuer change refused", err)
+	}
+	if n := h.as.Count(oauthtest.EndpointAuthorize) + len(h.as.TokenRequests()); n != 0 {
+		t.Errorf("the new authorization server got %d authorize/token requests, want 0", n)
+	}
+	needs := h.needsRequests()
+	if len(needs) != 1 || needs[0].Issuer != h.as.Issuer {
+		t.Fatalf("requests filed = %+v, want one showing %s", needs, h.as.Issuer)
+	}
+	flow, err := h.m.Login(t.Context(), server, oauth.Approved(needs[0]))
+	if err != nil {
+		t.Fatalf("Login of the approved request: %v", err)
+	}
+	if status, _ := oauthtest.Browse(t, flow.URL); status != http.StatusOK {
+		t.Errorf("callback answered %d", status)
+	}
+	if err := <-flow.Done; err != nil {
+		t.Errorf("flow: %v", err)
+	}
+}
+
+// TestURLQueryNotShown: a server URL's query (where a key sometimes
+// rides) is not in the sign-in request the owner is shown nor in the
+// journal.
+func TestURLQueryNotShown(t *testing.T) {
+	h := newHarness(t, oauthtest.Options{})
+	u := h.as.URL + "?key=CANARY-QUERY-KEY"
+	oh := h.m.Handler(server, u, oauth.Config{})
+	req, err := http.NewRequest(http.MethodPost, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oh.Authorize(t.Context(), req, fakeResp(401, `Bearer scope="mcp:read"`)); !errors.Is(err, oauth.ErrNeedsSignIn) {
+		t.Fatalf("Authorize: %v", err)
+	}
+	needs := h.needsRequests()
+	if len(needs) != 1 || strings.Contains(needs[0].Resource, "CANARY") || needs[0].Resource == "" {
+		t.Errorf("requests filed = %+v, want one whose resource has no query", needs)
+	}
+	if rows := strings.Join(h.journalRows(), "\n"); strings.Contains(rows, "CANARY") {
+		t.Errorf("the journal holds the URL's query: %s", rows)
 	}
 }

@@ -1,11 +1,18 @@
 package oauth
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/plexus-gw/plexus"
@@ -37,7 +44,24 @@ type record struct {
 	RedirectURL string `json:"redirect_url,omitempty"`
 }
 
-func secretName(server string) string { return "oauth." + strings.ToLower(server) }
+// secretName is where a server's sign-in is stored. A secret name holds
+// at most 64 characters; a server name too long for "oauth."+name keeps
+// its first 40 and a hash of the whole, so two long names never share one.
+func secretName(server string) string {
+	n := "oauth." + strings.ToLower(server)
+	if len(n) <= maxSecretName {
+		return n
+	}
+	sum := sha256.Sum256([]byte(strings.ToLower(server)))
+	return n[:len("oauth.")+40] + "-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// SecretName is the name of the secret holding server's sign-in, for the
+// daemon to tell whether one is stored.
+func SecretName(server string) string { return secretName(server) }
+
+// maxSecretName is the secrets store's limit on a name.
+const maxSecretName = 64
 
 // loadRecord reads a server's record; a server never signed in has none
 // (nil, nil).
@@ -92,11 +116,51 @@ func (e *TokenError) Error() string {
 	return fmt.Sprintf("the authorization server answered %d", e.Status)
 }
 
-// clean replaces a token endpoint error in err's chain by a [TokenError]
-// that holds no body; other errors pass unchanged.
+// RegistrationError is a dynamic client registration's refusal (RFC
+// 7591), with the response body left out: the SDK quotes it whole, and it
+// may hold escape sequences or a client secret.
+type RegistrationError struct {
+	Status int    // the HTTP status, when known
+	Code   string // the RFC 7591 error code, when the server sent one
+}
+
+func (e *RegistrationError) Error() string {
+	msg := "client registration at the authorization server failed"
+	if e.Status != 0 {
+		msg += fmt.Sprintf(": it answered %d", e.Status)
+	}
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	return msg
+}
+
+// registrationStatus matches the SDK's message for a refused registration
+// (oauthex/dcr.go), which has no type of its own.
+var registrationStatus = regexp.MustCompile(`registration failed with status (\d{3})`)
+
+// clean replaces what in err's chain may carry an authorization server's
+// text: a token endpoint error by a [TokenError] and a registration error
+// by a [RegistrationError], both holding no body. Other errors keep their
+// message, with control characters replaced: it is shown on the owner's
+// terminal and journaled. The chain (ErrNeedsSignIn) is kept where there
+// is nothing to replace.
 func clean(err error) error {
+	if err == nil {
+		return nil
+	}
 	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) {
+	var ce *oauthex.ClientRegistrationError
+	switch {
+	case errors.As(err, &ce):
+		return &RegistrationError{Code: safeCode(ce.ErrorCode)}
+	case registrationStatus.MatchString(err.Error()):
+		st, _ := strconv.Atoi(registrationStatus.FindStringSubmatch(err.Error())[1])
+		return &RegistrationError{Status: st}
+	case !errors.As(err, &re):
+		if msg := printable(err.Error()); msg != err.Error() {
+			return errors.New(msg)
+		}
 		return err
 	}
 	te := &TokenError{Code: safeCode(re.ErrorCode)}
@@ -104,6 +168,17 @@ func clean(err error) error {
 		te.Status = re.Response.StatusCode
 	}
 	return te
+}
+
+// printable replaces control characters (terminal escape sequences
+// among them) by '?'.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // safeCode keeps an OAuth error code only when it looks like one (RFC 6749

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 )
 
@@ -12,7 +14,8 @@ import (
 // redirect to the same host name (any port, any scheme) and to its
 // subdomains; an MCP server's token is for its own origin only (scheme,
 // host and port), so the header is dropped when a redirect leaves it, and
-// a redirect from https to http is refused. The source's transport and the
+// a redirect from https to http is refused, as is one into loopback or a
+// private network from a URL that was not there. The source's transport and the
 // Manager use such a client. c's own CheckRedirect, if any, still runs.
 func ProtectRedirects(c *http.Client) *http.Client {
 	out := *c
@@ -25,6 +28,9 @@ func ProtectRedirects(c *http.Client) *http.Client {
 		if origin(req) != origin(via[0]) {
 			req.Header.Del("Authorization")
 		}
+		if err := reachable(req.URL.String(), via[0].URL.String()); err != nil {
+			return fmt.Errorf("redirect refused: %w", err)
+		}
 		if next != nil {
 			return next(req, via)
 		}
@@ -34,6 +40,57 @@ func ProtectRedirects(c *http.Client) *http.Client {
 		return nil
 	}
 	return &out
+}
+
+// reach is how far in a host is: the internet, a private network, this
+// machine. Only literal addresses and "localhost" are known; a name is
+// taken for the internet.
+type reach int
+
+const (
+	reachPublic reach = iota
+	reachPrivate
+	reachLoopback
+)
+
+func reachOf(raw string) reach {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return reachLoopback // unknown: the most inward, refused from outside
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return reachLoopback
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return reachPublic
+	}
+	ip = ip.Unmap()
+	switch {
+	case ip.IsLoopback():
+		return reachLoopback
+	case ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsLinkLocalMulticast():
+		return reachPrivate
+	}
+	return reachPublic
+}
+
+// reachable refuses a URL the upstream named that is further in than
+// base, the URL it came from.
+func reachable(target, base string) error {
+	if reachOf(target) > reachOf(base) {
+		return fmt.Errorf("%s is on loopback or a private network, and %s is not", shown(target), shown(base))
+	}
+	return nil
+}
+
+// inner is the one of a and b that reaches further in.
+func inner(a, b string) string {
+	if reachOf(b) > reachOf(a) {
+		return b
+	}
+	return a
 }
 
 func origin(r *http.Request) string {

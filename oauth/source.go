@@ -47,7 +47,17 @@ type source struct {
 	dead     bool     // the token endpoint refused: nothing is asked of it until a sign-in
 	forced   string   // the access token a 401 made us fetch: refused in turn, only the owner can help
 	widen    []string // the scopes a step-up asked for, for the next sign-in
-	login    *login   // the sign-in running, if any
+	// shown are the scopes the requests filed in this episode showed the
+	// owner: a step-up asking beyond them files a new request.
+	shown []string
+	// granted are the scopes beyond cfg.Scopes the owner approved for a
+	// client-credentials source (by a Login): its unattended token
+	// requests ask for cfg.Scopes and these, never for a step-up's.
+	granted []string
+	// issuer is the authorization server a client-credentials source last
+	// signed in at: its secret goes to no other without the owner.
+	issuer string
+	login  *login // the sign-in running, if any
 }
 
 // record returns the stored sign-in, reading it on first use. A record
@@ -113,10 +123,15 @@ var _ auth.OAuthHandler = (*handler)(nil)
 
 // TokenSource returns nil when there is no token to send: the request then
 // goes out bare, the server answers 401, and Authorize reports the sign-in.
+//
+// A refused configuration (a plain-http server URL outside loopback, a
+// grant it cannot do) sends no token and fails nothing here: every url
+// server gets a handler, most never ask for sign-in, and those must keep
+// working. Only a sign-in (Authorize, Login) is refused, saying why.
 func (h *handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	s := h.src
 	if s.err != nil {
-		return nil, s.err
+		return nil, nil
 	}
 	s.mu.Lock()
 	dead := s.dead
@@ -260,11 +275,12 @@ func (s *source) unauthorized(ctx context.Context, sent string, ch []oauthex.Cha
 }
 
 // stepUp answers 403 insufficient_scope. Scopes beyond those the owner
-// approved are a new sign-in request showing the widening; they are never
-// asked for silently.
+// approved and those already shown in this episode are a new sign-in
+// request showing the widening (the gateway lets it supersede the one
+// waiting); they are never asked for silently.
 func (s *source) stepUp(ctx context.Context, ch []oauthex.Challenge) error {
 	want := strings.Fields(challengeParam(ch, "scope"))
-	approved := s.cfg.Scopes
+	approved := union(s.cfg.Scopes, nil)
 	if s.cfg.Grant != GrantClientCredentials {
 		rec, err := s.record()
 		if err != nil {
@@ -273,10 +289,14 @@ func (s *source) stepUp(ctx context.Context, ch []oauthex.Challenge) error {
 		if rec != nil {
 			approved = rec.Scopes
 		}
+	} else {
+		s.mu.Lock()
+		approved = union(approved, s.granted)
+		s.mu.Unlock()
 	}
-	widening := minus(want, approved)
 	s.mu.Lock()
-	s.widen = union(approved, want)
+	widening := minus(want, union(approved, s.shown))
+	s.widen = union(s.widen, union(approved, want))
 	s.mu.Unlock()
 	if len(widening) > 0 {
 		return s.needSignIn(ctx, "the server asks for more scopes than were approved", ch, widening)
@@ -285,34 +305,55 @@ func (s *source) stepUp(ctx context.Context, ch []oauthex.Challenge) error {
 }
 
 // needSignIn puts the source in "needs sign-in", tells the daemon once per
-// episode, and returns the error wrapping [ErrNeedsSignIn].
+// episode (and again for each widening), and returns the error wrapping
+// [ErrNeedsSignIn].
 func (s *source) needSignIn(ctx context.Context, reason string, ch []oauthex.Challenge, widening []string) error {
 	s.mu.Lock()
-	first := !s.notified
+	first := !s.notified || len(widening) > 0
 	if first {
 		s.needs, s.reason, s.notified = true, reason, true // the episode keeps its first reason
 	}
 	s.mu.Unlock()
 	err := fmt.Errorf("%s: %s; run: plexus mcp login %s: %w", s.name, reason, s.name, ErrNeedsSignIn)
-	if !first {
-		return err
-	}
-	req := s.signInRequest(ctx, reason, ch, widening)
-	s.m.journal(ctx, "oauth.signin.needed", s.name, map[string]any{
-		"reason": reason, "resource": req.Resource, "issuer": req.Issuer, "scopes": req.Scopes, "widening": req.Widening,
-	})
-	if s.m.opts.NeedsSignIn != nil {
-		s.m.opts.NeedsSignIn(req)
+	if first {
+		s.notify(ctx, s.signInRequest(ctx, reason, ch, widening))
 	}
 	return err
 }
 
+// refile files a new sign-in request showing what discovery found now,
+// whatever was filed in this episode: a sign-in refused because it would
+// not match what the owner was shown (or what was signed in before).
+func (s *source) refile(ctx context.Context, reason string, d *discovery, scopes []string) {
+	s.mu.Lock()
+	s.needs, s.reason, s.notified = true, reason, true
+	s.mu.Unlock()
+	s.notify(ctx, plexus.SignInRequest{Server: s.name, Resource: shown(d.resource), Issuer: d.asm.Issuer,
+		Scopes: scopes, Reason: reason})
+}
+
+// notify journals req and hands it to the daemon, remembering the scopes
+// it showed.
+func (s *source) notify(ctx context.Context, req plexus.SignInRequest) {
+	s.mu.Lock()
+	s.shown = union(s.shown, union(req.Scopes, req.Widening))
+	s.mu.Unlock()
+	s.m.journal(ctx, "oauth.signin.needed", s.name, map[string]any{
+		"reason": req.Reason, "resource": req.Resource, "issuer": req.Issuer, "scopes": req.Scopes, "widening": req.Widening,
+	})
+	if s.m.opts.NeedsSignIn != nil {
+		s.m.opts.NeedsSignIn(req)
+	}
+}
+
 // signInRequest says what the owner is asked: the stored sign-in's
-// resource and issuer when there is one, else what discovery finds.
+// resource and issuer when there is one, else what discovery finds. A
+// widening shows every scope the next sign-in asks for. The resource is
+// shown without its query (where a key may ride).
 func (s *source) signInRequest(ctx context.Context, reason string, ch []oauthex.Challenge, widening []string) plexus.SignInRequest {
 	req := plexus.SignInRequest{Server: s.name, Resource: s.url, Reason: reason, Widening: widening}
 	s.mu.Lock()
-	rec, widen := s.rec, s.widen
+	rec, widen, before := s.rec, s.widen, s.shown
 	s.mu.Unlock()
 	scopes := strings.Fields(challengeParam(ch, "scope"))
 	if rec != nil {
@@ -330,9 +371,9 @@ func (s *source) signInRequest(ctx context.Context, reason string, ch []oauthex.
 		scopes = s.cfg.Scopes
 	}
 	if len(widening) > 0 {
-		scopes = widen
+		scopes = union(before, widen)
 	}
-	req.Scopes = scopes
+	req.Scopes, req.Resource = scopes, shown(req.Resource)
 	return req
 }
 

@@ -27,6 +27,7 @@ func clientsCommand() *cli.Command {
 			clientsConnectCommand(),
 			clientsDisconnectCommand(),
 			clientsListCommand(),
+			clientsRestoreCommand(),
 		},
 	}
 }
@@ -35,7 +36,8 @@ func clientsCommand() *cli.Command {
 // (--config, --format).
 func hostFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "scope", Value: string(hosts.ScopeUser), Usage: "the host's `user` file, or its `project` file in this folder (.mcp.json, .vscode/mcp.json, .cursor/mcp.json, …)"},
+		&cli.StringFlag{Name: "scope", Value: string(hosts.ScopeUser), Usage: "the host's `user` file; its `project` file in the project (.mcp.json, .vscode/mcp.json, .cursor/mcp.json, …); or, for claude-code, `local`: the project's own servers in ~/.claude.json"},
+		&cli.StringFlag{Name: "project", Usage: "the project `DIR` of --scope project or local (default: this folder)"},
 		&cli.StringFlag{Name: "config", Usage: "edit this file instead of the host's own (with --format)"},
 		&cli.StringFlag{Name: "format", Usage: "the format of --config: mcpServers, vscode or codex-toml"},
 	}
@@ -48,18 +50,42 @@ type hostTarget struct {
 	store *client.CredStore
 }
 
-// hostEnv is what locating a host's file reads from the environment.
-func hostEnv() (hosts.Env, error) {
+// hostEnv is what locating a host's file reads from the environment;
+// the project is project ("" for this folder).
+func hostEnv(project string) (hosts.Env, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return hosts.Env{}, fmt.Errorf("locate the host's file: %w", err)
 	}
-	wd, err := os.Getwd()
+	dir, err := projectDir(project)
 	if err != nil {
-		return hosts.Env{}, fmt.Errorf("locate the project: %w", err)
+		return hosts.Env{}, err
 	}
-	return hosts.Env{GOOS: runtime.GOOS, Home: home, XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
-		CodexHome: os.Getenv("CODEX_HOME"), ProjectDir: wd}, nil
+	return hosts.Env{GOOS: runtime.GOOS, Home: home, AppData: os.Getenv("APPDATA"), XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
+		CodexHome: os.Getenv("CODEX_HOME"), ProjectDir: dir}, nil
+}
+
+// projectDir is the project folder, absolute and with its links resolved:
+// Claude Code keys a project's local servers by the folder it runs in as
+// the system reports it (getcwd), which names no link, whatever $PWD says.
+func projectDir(project string) (string, error) {
+	dir := project
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("locate the project: %w", err)
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("locate the project: %w", err)
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("the project folder: %w", err)
+	}
+	return resolved, nil
 }
 
 // resolveTarget reads the host argument and the host flags, and the host's
@@ -95,11 +121,11 @@ func locateHost(cmd *cli.Command, name string) (hosts.Host, string, error) {
 	if err != nil {
 		return h, "", usageError(cmd, "%v", err)
 	}
-	env, err := hostEnv()
+	env, err := hostEnv(cmd.String("project"))
 	if err != nil {
-		return h, "", err
+		return h, "", usageError(cmd, "--project: %v", err)
 	}
-	path, err := h.Path(env, hosts.Scope(cmd.String("scope")))
+	h, path, err := h.Locate(env, hosts.Scope(cmd.String("scope")))
 	if err != nil {
 		return h, "", usageError(cmd, "%v", err)
 	}
@@ -134,7 +160,7 @@ func clientsListCommand() *cli.Command {
 			if err := checkArgs(cmd, 0, ""); err != nil {
 				return err
 			}
-			env, err := hostEnv()
+			env, err := hostEnv("")
 			if err != nil {
 				return err
 			}
@@ -299,4 +325,57 @@ func connectHost(ctx context.Context, cmd *cli.Command, t hostTarget, plan hosts
 	}
 	return hosts.Connect(ctx, cmd.Root().Writer, hosts.Connection{Config: t.cfg, Agent: t.agent, CredDir: t.store.Dir(),
 		PAT: t.storedPAT(), Reach: reach, DryRun: cmd.Bool("dry-run"), Enroll: enroll}, plan)
+}
+
+func clientsRestoreCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "restore",
+		Usage:     "put a host's file back as a backup Plexus kept of it says (the newest, or --backup)",
+		ArgsUsage: "<host>",
+		Description: "clients connect, clients disconnect and mcp import --replace-in-host keep the host's file as it was beside it\n" +
+			"(<file>.plexus-backup[.N]). restore lists them (--list, newest first) or prints the diff and writes the newest\n" +
+			"(or --backup PATH) back, keeping the file as it is now as a new backup first: a restore can itself be undone.\n" +
+			"Only a backup Plexus wrote for that file is restored: beside it, under its name, a regular file of its format.",
+		Flags: append(hostFlags(),
+			&cli.BoolFlag{Name: "list", Usage: "list the backups of the host's file, newest first; restore nothing"},
+			&cli.StringFlag{Name: "backup", Usage: "restore this backup `PATH` instead of the newest"},
+			&cli.BoolFlag{Name: "json", Usage: "with --list: print JSON"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the diff only"},
+		),
+		Action: clientsRestore,
+	}
+}
+
+func clientsRestore(_ context.Context, cmd *cli.Command) error {
+	if err := checkArgs(cmd, 1, "<host>"); err != nil {
+		return err
+	}
+	h, path, err := locateHost(cmd, cmd.Args().First())
+	if err != nil {
+		return err
+	}
+	w := cmd.Root().Writer
+	if cmd.Bool("list") {
+		list, err := hosts.Backups(path)
+		if err != nil {
+			return err
+		}
+		if cmd.Bool("json") {
+			if list == nil {
+				list = []hosts.BackupFile{}
+			}
+			return printJSON(w, list)
+		}
+		return hosts.WriteBackups(w, path, list)
+	}
+	cfg, err := hosts.Read(h, path)
+	if err != nil {
+		return err
+	}
+	err = hosts.RestoreFile(w, cfg, cmd.String("backup"), cmd.Bool("dry-run"))
+	var be *hosts.BackupError
+	if errors.As(err, &be) {
+		return usageError(cmd, "%v", err)
+	}
+	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/client"
+	"github.com/plexus-gw/plexus/inbox"
 	"github.com/urfave/cli/v3"
 )
 
@@ -39,13 +40,14 @@ func mcpLogin(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 	w := cmd.Root().Writer
 	login, err := adm.StartMCPLogin(ctx, name)
 	if err != nil {
-		return err
+		return termSafe(err)
 	}
 	switch {
 	case login.URL == "":
-		fmt.Fprintf(w, "%s signs in with its client's credentials; no browser is needed.\n", name)
+		fmt.Fprintf(w, "%s signs in with its client's credentials; no browser is needed.\n", inbox.TermSafe(name))
 	default:
-		fmt.Fprintf(w, "Sign in to %s at this URL (it works until %s):\n%s\n", name, login.ExpiresAt.Local().Format(time.TimeOnly), login.URL)
+		fmt.Fprintf(w, "Sign in to %s at this URL (it works until %s):\n%s\n", inbox.TermSafe(name),
+			login.ExpiresAt.Local().Format(time.TimeOnly), inbox.TermSafe(login.URL))
 	}
 	if login.URL != "" && !cmd.Bool("no-browser") {
 		page, err := loginPage(cmd.String("home"), name, login.URL)
@@ -63,17 +65,18 @@ func mcpLogin(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 	deadline := time.Now().Add(cmd.Duration("wait"))
 	st, err := adm.WaitMCPLogin(ctx, name, deadline)
 	if err != nil {
-		return err
+		return termSafe(err)
 	}
 	if st.State == plexus.MCPLoginFailed {
-		return &codedError{code: exitError, msg: fmt.Sprintf("The sign-in to %s failed: %s", name, st.Error)}
+		return &codedError{code: exitError, msg: inbox.TermSafe(fmt.Sprintf("The sign-in to %s failed: %s", name, st.Error))}
 	}
 	last, err := adm.WaitSource(ctx, "mcp:"+name, time.Now().Add(time.Minute), 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	if !client.SourceUp(last) {
-		return &codedError{code: exitError, msg: fmt.Sprintf("Signed in to %s, but the source is not connected: %s %s", name, last.Health.Status, last.Health.Detail)}
+		return &codedError{code: exitError, msg: inbox.TermSafe(fmt.Sprintf("Signed in to %s, but the source is not connected: %s %s",
+			name, last.Health.Status, last.Health.Detail))}
 	}
 	fmt.Fprintf(w, "Signed in to %s; its source mcp:%s is connected with %d entries.\n", name, name, last.Entries)
 	return nil
@@ -88,13 +91,23 @@ func mcpLogoutCommand() *cli.Command {
 		Action: withAdmin(1, "<name>", func(ctx context.Context, cmd *cli.Command, adm *client.Admin) error {
 			name := cmd.Args().First()
 			if _, err := adm.LogoutMCP(ctx, name); err != nil {
-				return err
+				return termSafe(err)
 			}
 			fmt.Fprintf(cmd.Root().Writer, "Signed out of %s; its tokens are revoked and deleted. Sign in again with: plexus mcp login %s\n", name, name)
 			return nil
 		}),
 	}
 }
+
+// termSafeError is an error whose message may quote an authorization
+// server (the daemon's answer to a sign-in), made safe to print on the
+// owner's terminal; its chain stays for the exit status.
+type termSafeError struct{ err error }
+
+func termSafe(err error) error { return termSafeError{err} }
+
+func (e termSafeError) Error() string { return inbox.TermSafe(e.err.Error()) }
+func (e termSafeError) Unwrap() error { return e.err }
 
 // loginPages is the private folder of PLEXUS_HOME where the pages that
 // forward a browser to an authorization URL lie while a login waits.

@@ -234,15 +234,18 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // rawRoundTripper is the Streamable HTTP side of the capture. It also adds
-// the configured headers (secrets: never logged) to every request.
+// the configured headers (secrets: never logged) to every request for the
+// configured origin (home), and to no other: a redirect stayHome let
+// through stays home, but the headers must not rely on it.
 type rawRoundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
+	home    string // originOf the server's URL
 	c       *capture
 }
 
 func (t *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && t.home != "" && originOf(req.URL.String()) == t.home {
 		req = req.Clone(req.Context()) // a RoundTripper must not change its argument
 		for k, v := range t.headers {
 			req.Header.Set(k, v)

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -70,3 +71,42 @@ func mustID(t *testing.T, v any) jsonrpc.ID {
 	}
 	return id
 }
+
+// TestHeadersOnlyHome: the configured headers go with requests for the
+// server's own origin and with no other, whoever sends them.
+func TestHeadersOnlyHome(t *testing.T) {
+	var got []string
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r.Header.Get("X-Api-Key"))
+		return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: r}, nil
+	})
+	rt := &rawRoundTripper{base: base, headers: map[string]string{"X-Api-Key": "k"}, home: originOf("https://mcp.example.com/mcp"), c: newCapture(nil)}
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"https://mcp.example.com/mcp", "k"},
+		{"https://MCP.example.com:443/other", "k"},
+		{"http://mcp.example.com/mcp", ""},
+		{"https://mcp.example.com:8443/mcp", ""},
+		{"https://evil.mcp.example.com/mcp", ""},
+		{"https://example.com/mcp", ""},
+	} {
+		req, err := http.NewRequest(http.MethodGet, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if g := got[len(got)-1]; g != tc.want {
+			t.Errorf("%s: X-Api-Key %q, want %q", tc.url, g, tc.want)
+		}
+	}
+}
+
+// roundTripFunc is the network under a RoundTripper being tested.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -218,4 +219,67 @@ func TestStreamableHTTPSessionGone(t *testing.T) {
 		t.Errorf("the last health reported = %+v, want ok with 1 restart", hl)
 	}
 	h.stop()
+}
+
+// TestRedirectKeepsSecretsHome: a url server's token (the SDK sets it per
+// request) and its configured headers (secrets from ${secret:…}) never
+// reach another origin, however the server redirects: another port of the
+// same host (net/http would keep Authorization there) or another host
+// name for the same address. The configured server (A) answers every
+// request with a 307 to B; B must never see either secret.
+func TestRedirectKeepsSecretsHome(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header string
+		other  func(b string) string
+		cfg    func(a string) mcpclient.ServerConfig
+		opts   mcpclient.Options
+	}{
+		{name: "TokenToAnotherPort", header: "Authorization", other: func(b string) string { return b },
+			cfg: func(a string) mcpclient.ServerConfig { return mcpclient.ServerConfig{URL: a + "/mcp"} },
+			opts: mcpclient.Options{SignIn: &mcpclient.SignIn{Handler: &tokenHandler{token: "canary-access-token"},
+				Needed: func(err error) bool { return errors.Is(err, errNeedsSignIn) }}}},
+		{name: "HeaderToAnotherHost", header: "X-Api-Key",
+			other: func(b string) string { return strings.Replace(b, "127.0.0.1", "localhost", 1) },
+			cfg: func(a string) mcpclient.ServerConfig {
+				return mcpclient.ServerConfig{URL: a + "/mcp", Headers: map[string]string{"X-Api-Key": "canary-api-key"}}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var leaked []string
+			b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				leaked = append(leaked, r.Header.Get(tc.header))
+				mu.Unlock()
+				http.Error(w, "nope", http.StatusNotFound)
+			}))
+			defer b.Close()
+			var hits int
+			a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				hits++
+				mu.Unlock()
+				http.Redirect(w, r, tc.other(b.URL)+"/mcp", http.StatusTemporaryRedirect)
+			}))
+			defer a.Close()
+			tc.opts.MinBackoff, tc.opts.MaxBackoff = time.Millisecond, 5*time.Millisecond
+			startClient(t, "r", tc.cfg(a.URL), tc.opts)
+			eventually(t, 10*time.Second, "three connection attempts", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return hits >= 3
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range leaked {
+				if v != "" {
+					t.Fatalf("another origin received the server's %s: %q", tc.header, v)
+				}
+			}
+			if len(leaked) > 0 {
+				t.Fatalf("the redirect to another origin was followed %d times (bare, but followed)", len(leaked))
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -62,8 +63,11 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	var t mcp.Transport
 	if c.cfg.URL != "" {
 		st := &mcp.StreamableClientTransport{
-			Endpoint:   c.cfg.URL,
-			HTTPClient: &http.Client{Transport: &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, c: s.c}},
+			Endpoint: c.cfg.URL,
+			HTTPClient: &http.Client{
+				Transport:     &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, home: originOf(c.cfg.URL), c: s.c},
+				CheckRedirect: stayHome(c.cfg.URL),
+			},
 		}
 		if c.opts.SignIn != nil {
 			st.OAuthHandler = c.opts.SignIn.Handler
@@ -132,6 +136,41 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		close(s.lost)
 	}()
 	return s, nil
+}
+
+// stayHome is the CheckRedirect of a url server's client: a redirect may
+// not leave the configured origin (scheme, host, port). The SDK sets the
+// source's OAuth token on each request, and net/http keeps it on a
+// redirect to the same host name at another port or scheme and to a
+// subdomain; the configured headers are secrets too. Streamable HTTP has
+// no reason to send a POST elsewhere, so leaving is refused outright
+// (https to http included: it changes the origin).
+func stayHome(serverURL string) func(*http.Request, []*http.Request) error {
+	home := originOf(serverURL)
+	return func(req *http.Request, via []*http.Request) error {
+		if originOf(req.URL.String()) != home {
+			return fmt.Errorf("redirect to another origin (%s) refused: the server's token and headers stay with %s",
+				req.URL.Scheme+"://"+req.URL.Host, redactURL(serverURL))
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// originOf is raw's origin, scheme://host:port with the default port
+// spelled out; "" when raw does not parse (then nothing matches it).
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // close ends s: the SDK closes stdin and waits for the server, then

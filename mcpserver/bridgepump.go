@@ -1,0 +1,481 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The bridge's fast path for a host's tools/call (issue 14's figure for
+// plexus mcp serve). On the slow path the call is decoded into the SDK's
+// types by the bridge's server session, sent again by its client session,
+// and its result decoded and encoded once more on the way back: five
+// decodes of the SDK's (32 KB of buffer each) and a goroutine hop per
+// call. A host on a session of 2025-11-25 or earlier (what the bridge
+// speaks to the daemon) has its tools/call pumped instead: forwarded as
+// the host sent it, under an id of the bridge's, on a connection of the
+// bridge's own to the same daemon session ([pumpConn]), with the daemon's
+// answer and the call's progress (under the host's own token) sent back as
+// they came. What the daemon asks the host meanwhile (sampling,
+// elicitation, roots) and its log messages go through the host's session
+// with the same checks as on the slow path ([bridge.askHost]), the host's
+// cancellation of the call is forwarded, and a daemon that is down or
+// restarted is answered as on the slow path. Every other request, and
+// every request of a 2026-07-28 host (which carries its own protocol
+// metadata), takes the SDK's sessions.
+
+// pumpIDPrefix starts the id under which a pumped call reaches the daemon:
+// the bridge's client session numbers its own requests, and both share
+// the daemon session.
+const pumpIDPrefix = "plexus-bridge-"
+
+// newMeta marks params carrying the metadata of a 2026-07-28 request,
+// which the daemon would read as such: those take the slow path, which
+// sends none of the host's _meta.
+var newMeta = []byte("io.modelcontextprotocol/")
+
+// cancelWait bounds telling the daemon a call was cancelled.
+const cancelWait = 5 * time.Second
+
+// hostTransport is the host's transport, whose connection hands the
+// bridge the messages it pumps before the SDK's server reads them.
+type hostTransport struct {
+	mcp.Transport
+	b *bridge
+}
+
+func (t hostTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.b.mu.Lock()
+	t.b.host = c
+	t.b.mu.Unlock()
+	return &hostConn{Connection: c, b: t.b}, nil
+}
+
+// hostConn is the host's connection; Write is the SDK's, safe for
+// concurrent use, which the pumped calls share.
+type hostConn struct {
+	mcp.Connection
+	b *bridge
+}
+
+func (c *hostConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil || !c.b.pump(msg) {
+			return msg, err
+		}
+	}
+}
+
+// pump takes msg from the host when it is a tools/call the fast path
+// serves, or the cancellation of one; it reports whether it took it.
+func (b *bridge) pump(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false
+	}
+	switch {
+	case req.Method == "notifications/cancelled" && !req.IsCall():
+		return b.cancelPumped(req.Params)
+	case req.Method != "tools/call" || !req.IsCall() || bytes.Contains(req.Params, newMeta):
+		return false
+	}
+	ss := b.hostSession()
+	if ss == nil {
+		return false
+	}
+	if ip := ss.InitializeParams(); ip == nil || ip.ProtocolVersion >= newProtocol {
+		return false
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	b.mu.Lock()
+	b.pumped[req.ID] = cancel
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer func() {
+			b.mu.Lock()
+			delete(b.pumped, req.ID)
+			b.mu.Unlock()
+			cancel()
+		}()
+		if resp := b.pumpCall(ctx, ss, req); resp != nil {
+			// A copy: the SDK's connection still reads the one it delivered.
+			out := *resp
+			out.ID = req.ID
+			if err := b.hostWrite(&out); err != nil {
+				b.o.Logger.Debug("answer the host", "err", err)
+			}
+		}
+	}()
+	return true
+}
+
+// hostSession is the host's session, once it connected.
+func (b *bridge) hostSession() *mcp.ServerSession {
+	for ss := range b.srv.Sessions() {
+		return ss
+	}
+	return nil
+}
+
+// cancelPumped cancels the pumped call the host's notifications/cancelled
+// names, if it names one.
+func (b *bridge) cancelPumped(params json.RawMessage) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return false
+	}
+	b.mu.Lock()
+	cancel, ok := b.pumped[id]
+	b.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// pumpCall forwards the host's call req and answers the daemon's response
+// to it, or an error saying why there is none; nil when ctx ended first
+// (the host cancelled the call: the daemon is told).
+func (b *bridge) pumpCall(ctx context.Context, ss *mcp.ServerSession, req *jsonrpc.Request) *jsonrpc.Response {
+	up, err := b.sessionFor(ctx, ss)
+	if err != nil {
+		return &jsonrpc.Response{Error: err}
+	}
+	pc, err := b.pumpConn(up, ss)
+	if err != nil {
+		return &jsonrpc.Response{Error: err}
+	}
+	id, err := jsonrpc.MakeID(pumpIDPrefix + strconv.FormatUint(b.counter.Add(1), 10))
+	if err != nil {
+		return &jsonrpc.Response{Error: err}
+	}
+	answer := pc.expect(id)
+	defer pc.forget(id)
+	if err := pc.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
+		if ctx.Err() != nil {
+			// Cancelled before the daemon's answer began: the call
+			// may run all the same.
+			b.tellCancelled(pc, id)
+			return nil
+		}
+		return &jsonrpc.Response{Error: b.failed(up, pc.lost(err))}
+	}
+	select {
+	case resp := <-answer:
+		return resp
+	case <-pc.done:
+		return &jsonrpc.Response{Error: b.failed(up, pc.lost(pc.failure()))}
+	case <-ctx.Done():
+		b.tellCancelled(pc, id)
+		return nil
+	}
+}
+
+// tellCancelled tells the daemon the host cancelled call id, as the SDK's
+// client does for the slow path.
+func (b *bridge) tellCancelled(pc *pumpConn, id jsonrpc.ID) {
+	if b.ctx.Err() != nil {
+		return // the bridge ends, and its session with it
+	}
+	params, err := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": "cancelled by the host"})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, cancelWait)
+	defer cancel()
+	if err := pc.conn.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err != nil {
+		b.o.Logger.Debug("tell the daemon a call was cancelled", "err", err)
+	}
+}
+
+// pumpConn is the bridge's connection for pumped calls to the daemon
+// session of up: the SDK's Streamable HTTP client connection, speaking in
+// that session by the headers its requests bear (sessionHeaders). read
+// owns the reading side; Write is the SDK's, safe for concurrent use.
+type pumpConn struct {
+	conn mcp.Connection
+	up   *mcp.ClientSession
+	// gone is set when the daemon answered that the session is unknown
+	// (it restarted).
+	gone *atomic.Bool
+
+	mu      sync.Mutex // guards waiting, asks and err
+	waiting map[jsonrpc.ID]chan *jsonrpc.Response
+	asks    map[jsonrpc.ID]context.CancelFunc // the daemon's requests being asked of the host
+	err     error
+	done    chan struct{} // closed once the connection failed or closed
+}
+
+// pumpConn is the fast path's connection to the daemon session of up,
+// opened when there is none for it, or the one there is failed (the SDK's
+// connection fails for good on an answer it cannot take); one for a
+// session up replaced is closed.
+func (b *bridge) pumpConn(up *mcp.ClientSession, ss *mcp.ServerSession) (*pumpConn, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pc != nil && b.pc.up == up && b.pc.failure() == nil {
+		return b.pc, nil
+	}
+	if old := b.pc; old != nil {
+		b.closePump(old)
+	}
+	gone := &atomic.Bool{}
+	version := "2025-11-25"
+	if ir := up.InitializeResult(); ir != nil {
+		version = ir.ProtocolVersion
+	}
+	rt := bearerRoundTripper{pat: b.o.PAT, base: b.upTransport, session: up.ID(), version: version, gone: gone}
+	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: rt}}
+	conn, err := tr.Connect(b.ctx) // makes the connection; nothing is sent yet
+	if err != nil {
+		return nil, fmt.Errorf("connect the pumped calls: %w", err)
+	}
+	pc := &pumpConn{conn: conn, up: up, gone: gone, waiting: map[jsonrpc.ID]chan *jsonrpc.Response{},
+		asks: map[jsonrpc.ID]context.CancelFunc{}, done: make(chan struct{})}
+	b.pc = pc
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.drain(pc, ss)
+	}()
+	return pc, nil
+}
+
+// closePump closes pc's connection, without waiting for it.
+func (b *bridge) closePump(pc *pumpConn) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := pc.conn.Close(); err != nil {
+			b.o.Logger.Debug("close the pumped calls' connection", "err", err)
+		}
+	}()
+}
+
+// drain reads what the daemon sends on pc until it closes: responses to
+// their calls, progress to the host, the daemon's requests asked of the
+// host.
+func (b *bridge) drain(pc *pumpConn, ss *mcp.ServerSession) {
+	for {
+		msg, err := pc.conn.Read(b.ctx)
+		if err != nil {
+			pc.fail(err)
+			return
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			pc.deliver(m)
+		case *jsonrpc.Request:
+			if !m.IsCall() {
+				b.daemonNotice(pc, ss, m)
+				continue
+			}
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.answerDaemon(pc, ss, m)
+			}()
+		}
+	}
+}
+
+// daemonNotice hands a notification of a pumped call to the host:
+// progress as it came (the token is the host's own), a log message
+// through the host's session (which applies the host's log level), a
+// cancellation to the request it withdraws.
+func (b *bridge) daemonNotice(pc *pumpConn, ss *mcp.ServerSession, m *jsonrpc.Request) {
+	switch m.Method {
+	case "notifications/progress":
+		if err := b.hostWrite(m); err != nil {
+			b.o.Logger.Debug("relay progress to the host", "err", err)
+		}
+	case "notifications/message":
+		var p mcp.LoggingMessageParams
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			return
+		}
+		if err := ss.Log(b.ctx, &p); err != nil {
+			b.o.Logger.Debug("relay a log message to the host", "err", err)
+		}
+	case "notifications/cancelled":
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				pc.cancelAsk(id)
+			}
+		}
+	}
+}
+
+// answerDaemon answers the daemon's request m, made during a pumped call,
+// with the host's answer.
+func (b *bridge) answerDaemon(pc *pumpConn, ss *mcp.ServerSession, m *jsonrpc.Request) {
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	pc.track(m.ID, cancel)
+	defer pc.untrack(m.ID)
+	resp := &jsonrpc.Response{ID: m.ID}
+	res, err := b.askHost(ctx, ss, m.Method, m.Params)
+	if err == nil {
+		resp.Result, err = json.Marshal(res)
+	}
+	resp.Error = err
+	if err := pc.conn.Write(b.ctx, resp); err != nil {
+		b.o.Logger.Debug("answer the daemon", "err", err)
+	}
+}
+
+// askHost asks the host what the daemon asks during a pumped call, as the
+// bridge's client session does on the slow path (clientOptions,
+// relayRoots): sampling and elicitation only when the host declared them,
+// and no more than Plexus relays.
+func (b *bridge) askHost(ctx context.Context, ss *mcp.ServerSession, method string, params json.RawMessage) (any, error) {
+	var caps mcp.ClientCapabilities
+	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+		caps = *ip.Capabilities
+	}
+	switch {
+	case method == "sampling/createMessage" && caps.Sampling != nil:
+		var p mcp.CreateMessageWithToolsParams
+		if err := unmarshalParams(params, &p); err != nil {
+			return nil, err
+		}
+		if err := undeclared(&p); err != nil {
+			return nil, err
+		}
+		return ss.CreateMessageWithTools(ctx, &p)
+	case method == "elicitation/create" && caps.Elicitation != nil:
+		var p mcp.ElicitParams
+		if err := unmarshalParams(params, &p); err != nil {
+			return nil, err
+		}
+		if err := undeclared(&p); err != nil {
+			return nil, err
+		}
+		return ss.Elicit(ctx, &p)
+	case method == "roots/list":
+		var p mcp.ListRootsParams
+		if err := unmarshalParams(params, &p); err != nil {
+			return nil, err
+		}
+		return ss.ListRoots(ctx, &p)
+	case method == "ping":
+		return struct{}{}, nil
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + clip(method, 80)}
+}
+
+// hostWrite sends m to the host.
+func (b *bridge) hostWrite(m jsonrpc.Message) error {
+	b.mu.Lock()
+	host := b.host
+	b.mu.Unlock()
+	if host == nil {
+		return errors.New("the host is not connected")
+	}
+	return host.Write(b.ctx, m)
+}
+
+func (pc *pumpConn) expect(id jsonrpc.ID) <-chan *jsonrpc.Response {
+	ch := make(chan *jsonrpc.Response, 1)
+	pc.mu.Lock()
+	pc.waiting[id] = ch
+	pc.mu.Unlock()
+	return ch
+}
+
+func (pc *pumpConn) forget(id jsonrpc.ID) {
+	pc.mu.Lock()
+	delete(pc.waiting, id)
+	pc.mu.Unlock()
+}
+
+// deliver hands the daemon's response to the call waiting for it; one
+// for a call no longer waiting (cancelled) is dropped.
+func (pc *pumpConn) deliver(r *jsonrpc.Response) {
+	pc.mu.Lock()
+	ch, ok := pc.waiting[r.ID]
+	delete(pc.waiting, r.ID)
+	pc.mu.Unlock()
+	if ok {
+		ch <- r // buffered, and delivered once
+	}
+}
+
+func (pc *pumpConn) track(id jsonrpc.ID, cancel context.CancelFunc) {
+	pc.mu.Lock()
+	pc.asks[id] = cancel
+	pc.mu.Unlock()
+}
+
+func (pc *pumpConn) untrack(id jsonrpc.ID) {
+	pc.mu.Lock()
+	delete(pc.asks, id)
+	pc.mu.Unlock()
+}
+
+func (pc *pumpConn) cancelAsk(id jsonrpc.ID) {
+	pc.mu.Lock()
+	cancel, ok := pc.asks[id]
+	pc.mu.Unlock()
+	if ok {
+		cancel()
+	}
+}
+
+// fail records why the connection ended, once.
+func (pc *pumpConn) fail(err error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.err == nil {
+		pc.err = err
+		close(pc.done)
+	}
+}
+
+func (pc *pumpConn) failure() error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.err
+}
+
+// lost is err, said to be the session's loss when the daemon answered
+// that it does not know the session, as the SDK's client says it on the
+// slow path (where the connection knows the session it speaks in).
+func (pc *pumpConn) lost(err error) error {
+	if err == nil {
+		err = mcp.ErrConnectionClosed
+	}
+	if pc.gone.Load() && !errors.Is(err, mcp.ErrSessionMissing) {
+		return errors.Join(err, mcp.ErrSessionMissing)
+	}
+	return err
+}
