@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -160,15 +161,11 @@ func (f *anchorFile) advance(id int64, hash string, durable bool) error {
 }
 
 func (f *anchorFile) write(a *anchor, sync bool) error {
-	b, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
+	b := appendAnchor(f.rec[:0], a)
 	if len(b) >= anchorSize {
 		return fmt.Errorf("anchor record is %d bytes, more than %d", len(b), anchorSize-1)
 	}
 	rec := f.rec[:]
-	copy(rec, b)
 	for i := len(b); i < anchorSize-1; i++ {
 		rec[i] = ' '
 	}
@@ -180,6 +177,25 @@ func (f *anchorFile) write(a *anchor, sync bool) error {
 		return f.f.Sync()
 	}
 	return nil
+}
+
+// appendAnchor appends a's JSON as json.Marshal writes it (a test holds
+// them equal). It runs after every commit, and json.Marshal of the struct
+// cost six allocations there.
+func appendAnchor(dst []byte, a *anchor) []byte {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, int64(a.V), 10)
+	dst = append(dst, `,"keyedAfter":`...)
+	dst = strconv.AppendInt(dst, a.KeyedAfter, 10)
+	dst = append(dst, `,"id":`...)
+	dst = strconv.AppendInt(dst, a.ID, 10)
+	dst = append(dst, `,"hash":`...)
+	dst = appendJSONString(dst, a.Hash)
+	dst = append(dst, `,"durableId":`...)
+	dst = strconv.AppendInt(dst, a.DurableID, 10)
+	dst = append(dst, `,"mac":`...)
+	dst = appendJSONString(dst, a.MAC)
+	return append(dst, '}')
 }
 
 // truncate drops anything past the record (a longer file someone wrote),
@@ -265,7 +281,7 @@ func anchorHead(q rowQuerier) (mirrorRow, int64, error) {
 	if !ok {
 		return mirrorRow{}, 0, fmt.Errorf("anchor: meta has no %s: journal.db was edited (run: plexus journal verify)", metaKeyedAfter)
 	}
-	head, err := scanActivityRow(q.QueryRow(`SELECT id, ts, trace_id, actor, agent_id, action_type,
+	head, err := scanActivityRow(q.QueryRowContext(context.Background(), `SELECT id, ts, trace_id, actor, agent_id, action_type,
 		target, payload, prev_hash, hash FROM activity ORDER BY id DESC LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		return mirrorRow{}, after, nil
@@ -298,7 +314,7 @@ func (db *DB) anchorHeadNow(path string, head mirrorRow, after int64, old anchor
 
 // rowQuerier is what reads a row: the writer's transaction, or a reader's.
 type rowQuerier interface {
-	QueryRow(query string, args ...any) *sql.Row
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // compareAnchor says what, if anything, is wrong between the anchor and the
@@ -338,7 +354,7 @@ func (db *DB) compareAnchor(q rowQuerier, head mirrorRow, after int64, a anchor,
 		return "", "", nil
 	}
 	var h string
-	err = q.QueryRow(`SELECT hash FROM activity WHERE id = ?`, a.ID).Scan(&h)
+	err = q.QueryRowContext(context.Background(), `SELECT hash FROM activity WHERE id = ?`, a.ID).Scan(&h)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if c, cerr := prunedThrough(q); cerr == nil && a.ID <= c.id {

@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"github.com/plexus-gw/plexus"
 	"strings"
@@ -33,6 +34,35 @@ func TestAnchorMAC(t *testing.T) {
 		if got, want := c.anchorMAC(&a), hex.EncodeToString(m.Sum(nil)); got != want {
 			t.Errorf("anchorMAC(%+v) = %s, want %s", a, got, want)
 		}
+	}
+}
+
+// TestAppendAnchorMatchesJSON: the anchor record written without
+// encoding/json is what json.Marshal wrote before (anchors of earlier builds
+// and of this one read alike), and decodes to the same anchor whatever its
+// strings hold.
+func TestAppendAnchorMatchesJSON(t *testing.T) {
+	for _, a := range []anchor{
+		{V: anchorVersion, KeyedAfter: 0, ID: 1, Hash: "ab", DurableID: 0, MAC: strings.Repeat("0", 64)},
+		{V: anchorVersion, KeyedAfter: 12, ID: 9_000_000_000, Hash: strings.Repeat("f", 64), DurableID: 8_999_999_999, MAC: strings.Repeat("e", 64)},
+		{V: 2, KeyedAfter: -1, ID: 0, Hash: "", DurableID: -5, MAC: ""},
+	} {
+		want, err := json.Marshal(&a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendAnchor(nil, &a); string(got) != string(want) {
+			t.Errorf("appendAnchor(%+v) = %s, want %s", a, got, want)
+		}
+	}
+	odd := anchor{V: anchorVersion, ID: 3, Hash: "a\"b\n<é>\u2028", MAC: "\x00\xff"}
+	var back anchor
+	if err := json.Unmarshal(appendAnchor(nil, &odd), &back); err != nil {
+		t.Fatalf("appendAnchor of %+v does not decode: %v", odd, err)
+	}
+	odd.MAC = "\x00\ufffd" // invalid UTF-8 decodes as the replacement character, as with encoding/json
+	if back != odd {
+		t.Errorf("appendAnchor round trip = %+v, want %+v", back, odd)
 	}
 }
 

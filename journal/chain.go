@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
@@ -41,6 +42,11 @@ type chainer struct {
 	mu  sync.Mutex
 	mac hash.Hash
 	key []byte
+	// msg and sum are scratch space for mac, guarded by mu: a stack buffer
+	// handed to a hash.Hash escapes, and these run for every row and
+	// every commit.
+	msg []byte
+	sum [sha256.Size]byte
 }
 
 func newChainer(key []byte) (*chainer, error) {
@@ -55,22 +61,22 @@ func newChainer(key []byte) (*chainer, error) {
 // docs/journal.md with a secret key, so that rewriting a row and every row
 // after it needs the key, not just the file.
 func (c *chainer) rowHash(prev string, canonical []byte) string {
-	var sum [sha256.Size]byte
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.msg = append(c.msg[:0], prev...)
 	c.mac.Reset()
-	c.mac.Write([]byte(prev))
+	c.mac.Write(c.msg)
 	c.mac.Write(canonical)
-	c.mac.Sum(sum[:0])
-	c.mu.Unlock()
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(c.mac.Sum(c.sum[:0]))
 }
 
 // anchorMAC authenticates an anchor's fields. The domain prefix keeps an
 // anchor MAC from ever equalling a row hash. It is computed after every
 // group commit, so it shares rowHash's HMAC state instead of building one.
 func (c *chainer) anchorMAC(a *anchor) string {
-	var buf [256]byte
-	msg := append(buf[:0], "plexus journal anchor v1\n"...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msg := append(c.msg[:0], "plexus journal anchor v1\n"...)
 	msg = strconv.AppendInt(msg, a.KeyedAfter, 10)
 	msg = append(msg, '\n')
 	msg = strconv.AppendInt(msg, a.ID, 10)
@@ -79,13 +85,10 @@ func (c *chainer) anchorMAC(a *anchor) string {
 	msg = append(msg, '\n')
 	msg = strconv.AppendInt(msg, a.DurableID, 10)
 	msg = append(msg, '\n')
-	var sum [sha256.Size]byte
-	c.mu.Lock()
+	c.msg = msg
 	c.mac.Reset()
 	c.mac.Write(msg)
-	c.mac.Sum(sum[:0])
-	c.mu.Unlock()
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(c.mac.Sum(c.sum[:0]))
 }
 
 // legacyHash is the unkeyed chain hash of rows written before the key,
@@ -100,11 +103,9 @@ func legacyHash(prev string, canonical []byte) string {
 
 // keyedAfter reads the boundary of the keyed chain; ok is false when the
 // journal has none (a tampered meta table, or a journal never migrated).
-func keyedAfter(q interface {
-	QueryRow(query string, args ...any) *sql.Row
-}) (id int64, ok bool, err error) {
+func keyedAfter(q rowQuerier) (id int64, ok bool, err error) {
 	var v string
-	err = q.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaKeyedAfter).Scan(&v)
+	err = q.QueryRowContext(context.Background(), `SELECT value FROM meta WHERE key = ?`, metaKeyedAfter).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

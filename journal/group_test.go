@@ -333,6 +333,35 @@ func TestGroupCommitCommitFails(t *testing.T) {
 	checkJournal(t, td, 2)
 }
 
+// TestGroupCommitRollbackFails: a lone fn that fails after its transaction
+// was ended under the batch (here by a COMMIT of its own) makes the batch's
+// ROLLBACK fail; the caller still gets its own error, and the writer is
+// neither left inside a transaction nor lost: the next Updates, grouped and
+// durable, commit.
+func TestGroupCommitRollbackFails(t *testing.T) {
+	td := mustOpen(t)
+	errOwn := errors.New("own failure")
+	err := td.Update(context.Background(), false, func(stx plexus.StateTx) error {
+		if _, err := stx.(*tx).exec("COMMIT"); err != nil {
+			return err
+		}
+		return errOwn
+	})
+	if !errors.Is(err, errOwn) {
+		t.Fatalf("err = %v, want the fn's own error", err)
+	}
+	mustUpdate(t, td.DB, func(tx plexus.StateTx) error {
+		return tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "after"})
+	})
+	err = td.Update(context.Background(), true, func(tx plexus.StateTx) error {
+		return tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "durable"})
+	})
+	if err != nil {
+		t.Fatalf("durable Update after the failed rollback: %v", err)
+	}
+	checkJournal(t, td, 2)
+}
+
 // TestGroupCommitDurableInterleaved mixes durable Updates (own transaction,
 // synchronous=FULL) with group-committed ones.
 func TestGroupCommitDurableInterleaved(t *testing.T) {

@@ -325,7 +325,7 @@ func deletePrefix(t *tx, end int64, head string) (int64, error) {
 // (0 when there is none).
 func pruneEnd(q rowQuerier, before time.Time) (int64, error) {
 	var through sql.NullInt64
-	err := q.QueryRow(`SELECT COALESCE((SELECT MIN(id) FROM activity WHERE ts >= ?) - 1, (SELECT MAX(id) FROM activity))`,
+	err := q.QueryRowContext(context.Background(), `SELECT COALESCE((SELECT MIN(id) FROM activity WHERE ts >= ?) - 1, (SELECT MAX(id) FROM activity))`,
 		fmtTime(before)).Scan(&through)
 	if err != nil || !through.Valid || through.Int64 <= 0 {
 		return 0, err
@@ -344,7 +344,7 @@ type checkpoint struct {
 func prunedThrough(q rowQuerier) (checkpoint, error) {
 	var c checkpoint
 	var v string
-	err := q.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaPrunedThrough).Scan(&v)
+	err := q.QueryRowContext(context.Background(), `SELECT value FROM meta WHERE key = ?`, metaPrunedThrough).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, nil
 	}
@@ -354,7 +354,7 @@ func prunedThrough(q rowQuerier) (checkpoint, error) {
 	if c.id, err = strconv.ParseInt(v, 10, 64); err != nil {
 		return c, fmt.Errorf("meta %s = %q: %w", metaPrunedThrough, v, err)
 	}
-	err = q.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaPrunedHead).Scan(&c.head)
+	err = q.QueryRowContext(context.Background(), `SELECT value FROM meta WHERE key = ?`, metaPrunedHead).Scan(&c.head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, nil // verify reports the missing head as a broken link
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/plexus-gw/plexus"
 )
 
 const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudDEifQ.c2lnbmF0dXJl"
@@ -116,6 +117,7 @@ func TestRedactNamedStrings(t *testing.T) {
 	for _, v := range []any{
 		testVerb("read"), testVerb(jwt), []testVerb{"read", "write"}, []testVerb{"plx_live_x"}, []testVerb{},
 		[]testVerb(nil), testVerbs{"execute"}, loudString("x"), []loudString{"a"}, loudStrings{"a", "b"},
+		[]plexus.Verb{plexus.VerbRead, plexus.VerbWrite}, []plexus.Verb{"plx_agent_x"}, []plexus.Verb{}, []plexus.Verb(nil),
 	} {
 		if diff := cmp.Diff(roundTrip(v), redactValue(v)); diff != "" {
 			t.Errorf("redactValue(%#v) (-round trip +got):\n%s", v, diff)

@@ -20,7 +20,7 @@ var errReadOnly = errors.New("journal: mutating call inside View")
 type tx struct {
 	ctx context.Context
 	db  *DB
-	q   *sql.Tx
+	q   querier
 	ro  bool
 
 	// recorded holds this transaction's activity rows for the audit mirror,
@@ -60,6 +60,15 @@ func (t *tx) forget() {
 }
 
 var _ plexus.StateTx = (*tx)(nil)
+
+// querier is what a tx runs its statements on: the *sql.Tx of an ordinary
+// Update or View, or the writer's *sql.Conn inside a group-committed batch,
+// which opens and ends the transaction itself (group.go).
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
 
 func (t *tx) writable() error {
 	if t.ro {
