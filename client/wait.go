@@ -12,7 +12,8 @@ import (
 // gateway to show what it made of it.
 
 // WaitSource asks the gateway's status every interval for source id until
-// it is healthy with entries, or until deadline. It returns the last status
+// it is healthy with entries, needs the owner to sign in (waiting longer
+// would change nothing), or until deadline. It returns the last status
 // of id it saw (a zero ID when never listed); an error of a request
 // (ErrUnreachable when the gateway stopped) or ctx's as it is.
 func (a *Admin) WaitSource(ctx context.Context, id string, deadline time.Time, every time.Duration) (plexus.SourceStatus, error) {
@@ -24,7 +25,7 @@ func (a *Admin) WaitSource(ctx context.Context, id string, deadline time.Time, e
 		}
 		if i := slices.IndexFunc(st.Sources, func(s plexus.SourceStatus) bool { return s.ID == id }); i >= 0 {
 			last = st.Sources[i]
-			if SourceUp(last) {
+			if SourceUp(last) || last.Health.NeedsSignIn {
 				return last, nil
 			}
 		}

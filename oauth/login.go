@@ -148,6 +148,14 @@ func (m *Manager) startLogin(ctx context.Context, s *source, approved *plexus.Si
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
 	}
+	if !challenged(resp) {
+		// The probe went through: the challenge that made the source need
+		// sign-in came with a later method (tools/list); use it.
+		if kept := s.lastChallenge(req); kept != nil {
+			resp.Body.Close()
+			resp = kept
+		}
+	}
 	started := false
 	defer func() {
 		if !started {
@@ -412,6 +420,13 @@ func (s *source) finishLogin(l *login, err error) {
 	}
 	s.loaded, s.rec = true, l.rec
 	s.needs, s.reason, s.notified, s.dead, s.forced, s.widen, s.shown = false, "", false, false, "", nil, nil
+	s.challenge = nil
+}
+
+// challenged reports whether resp is a 401 or 403 carrying a challenge.
+func challenged(resp *http.Response) bool {
+	return (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) &&
+		len(resp.Header.Values("WWW-Authenticate")) > 0
 }
 
 // probe asks the server, without a token, for its challenge.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,21 @@ type source struct {
 	// signed in at: its secret goes to no other without the owner.
 	issuer string
 	login  *login // the sign-in running, if any
+	// challenge is the status and WWW-Authenticate values of the last 401
+	// or 403 the server sent a real request: a server may let the login's
+	// probe (initialize) through and challenge only later methods.
+	challenge *http.Response
+}
+
+// lastChallenge returns a copy of the last challenge a request met, or nil.
+func (s *source) lastChallenge(req *http.Request) *http.Response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.challenge == nil {
+		return nil
+	}
+	return &http.Response{StatusCode: s.challenge.StatusCode, Status: s.challenge.Status,
+		Header: s.challenge.Header.Clone(), Body: http.NoBody, Request: req}
 }
 
 // record returns the stored sign-in, reading it on first use. A record
@@ -230,6 +246,12 @@ func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if err != nil {
 		s.m.opts.Logger.Debug("oauth: unreadable challenge", "server", s.name, "err", err)
 		ch = nil
+	}
+	if values := resp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+		kept := &http.Response{StatusCode: resp.StatusCode, Status: resp.Status, Header: http.Header{"Www-Authenticate": slices.Clone(values)}}
+		s.mu.Lock()
+		s.challenge = kept
+		s.mu.Unlock()
 	}
 	if resp.StatusCode == http.StatusForbidden {
 		if challengeParam(ch, "error") != "insufficient_scope" {

@@ -52,6 +52,14 @@ func (c *Client) signInDetail() string {
 // a client waiting for it connects at once. Safe to call at any time, from
 // any goroutine; it never blocks.
 func (c *Client) SignedIn() {
+	c.mu.RLock()
+	waiting := c.health.NeedsSignIn
+	c.mu.RUnlock()
+	if waiting {
+		// Said at once, so that whoever waits for the source after the
+		// sign-in (plexus mcp login) does not read the old "needs sign-in".
+		c.setHealthSignIn(plexus.HealthUnknown, "signed in; connecting", false)
+	}
 	select {
 	case c.wake <- struct{}{}:
 	default: // a wake-up is already pending

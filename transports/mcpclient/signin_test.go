@@ -138,6 +138,11 @@ func TestNeedsSignIn(t *testing.T) {
 	t.Run("ConnectsOnSignedIn", func(t *testing.T) {
 		th.store("t1")
 		h.c.SignedIn()
+		// Said at once: whoever waits for the source after signing in
+		// (plexus mcp login) must not read the old "needs sign-in".
+		if hl := h.c.Health(context.Background()); hl.NeedsSignIn {
+			t.Fatalf("health right after SignedIn: %+v, want no longer needing sign-in", hl)
+		}
 		h.waitReady(t)
 		eventually(t, 10*time.Second, "healthy", func() bool { return h.c.Health(context.Background()).Status == plexus.HealthOK })
 		if got := firstText(t, h.ok(t, "mcp.gh.whoami", nil)); got != "owner" {
