@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -16,10 +17,8 @@ import (
 	"github.com/plexus-gw/plexus/transports/mcpclient"
 )
 
-// versionServer is the SDK's server over Streamable HTTP, restricted to
-// the versions given (all when none; a server restricted to 2026-07-28 is
-// stateless, as that version is and the SDK serves it), refusing the methods in refuse with
-// Method not found. It records the MCP-Protocol-Version header and the
+// versionServer is greetServer over Streamable HTTP (stateless when
+// restricted to versions, as 2026-07-28 is). It records the MCP-Protocol-Version header and the
 // JSON-RPC method (Mcp-Method, or "" for a request without it) of each POST.
 type versionServer struct {
 	ts *httptest.Server
@@ -30,6 +29,27 @@ type versionServer struct {
 
 func newVersionServer(t *testing.T, versions []string, refuse ...string) *versionServer {
 	t.Helper()
+	srv := greetServer(versions, refuse...)
+	s := &versionServer{}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: len(versions) > 0})
+	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			s.mu.Lock()
+			s.posts = append(s.posts, r.Header.Get("Mcp-Protocol-Version")+" "+r.Header.Get("Mcp-Method"))
+			s.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	// Registered before the client's cleanup, so it runs after the client
+	// has let go of its streams.
+	t.Cleanup(s.ts.Close)
+	return s
+}
+
+// greetServer is the SDK's server with a tool greet, restricted to the
+// versions given (all when none), refusing the methods in refuse with
+// Method not found.
+func greetServer(versions []string, refuse ...string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "versioned", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
 	type in struct {
 		Name string `json:"name"`
@@ -48,20 +68,13 @@ func newVersionServer(t *testing.T, versions []string, refuse ...string) *versio
 			return next(ctx, method, req)
 		}
 	})
-	s := &versionServer{}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: len(versions) > 0})
-	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			s.mu.Lock()
-			s.posts = append(s.posts, r.Header.Get("Mcp-Protocol-Version")+" "+r.Header.Get("Mcp-Method"))
-			s.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	}))
-	// Registered before the client's cleanup, so it runs after the client
-	// has let go of its streams.
-	t.Cleanup(s.ts.Close)
-	return s
+	return srv
+}
+
+// runOnlyServer is the stdio server of TestMain's "sdk-0728": it speaks
+// 2026-07-28 only and has no initialize.
+func runOnlyServer() error {
+	return greetServer([]string{"2026-07-28"}, "initialize").Run(context.Background(), &mcp.StdioTransport{})
 }
 
 func (s *versionServer) seen() []string {
@@ -132,5 +145,27 @@ func TestProtocolFallbackRefusedBoth(t *testing.T) {
 	posts := s.seen()
 	if !slices.Contains(posts, "2026-07-28 server/discover") {
 		t.Errorf("2026-07-28 was not tried: %q", posts)
+	}
+}
+
+// TestProtocolFallbackStdio: a stdio server that has no initialize (the
+// SDK's, speaking 2026-07-28 only) is started again and connected at
+// 2026-07-28.
+func TestProtocolFallbackStdio(t *testing.T) {
+	failOnLeakedGoroutines(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startClient(t, "v", mcpclient.ServerConfig{Command: exe, Env: map[string]string{helperEnv: "sdk-0728"}}, mcpclient.Options{})
+	h.waitReady(t)
+	if pv := h.entry(t, "mcp.v.greet").MCP.ProtocolVersion; pv != "2026-07-28" {
+		t.Errorf("protocol version %s, want 2026-07-28", pv)
+	}
+	if got := h.ok(t, "mcp.v.greet", map[string]any{"name": "Ada"}); !strings.Contains(firstText(t, got), "hello Ada") {
+		t.Errorf("result %v", got)
+	}
+	if !strings.Contains(h.logs.String(), "refused protocol 2025-11-25") {
+		t.Errorf("no fallback logged:\n%s", h.logs)
 	}
 }
