@@ -231,7 +231,7 @@ func (b *bridge) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 // failed forgets the connection to the daemon when err says it is gone,
 // so the next request connects again; err is answered as it is.
 func (b *bridge) failed(up *mcp.ClientSession, err error) error {
-	if err == nil || !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, mcp.ErrSessionMissing) {
+	if err == nil || !connectionLost(err) {
 		return err
 	}
 	b.mu.Lock()
@@ -248,6 +248,20 @@ func (b *bridge) failed(up *mcp.ClientSession, err error) error {
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 		Message: "the connection to Plexus was lost (did the daemon restart?); call again to reconnect"}
+}
+
+// connectionLost reports whether err says the daemon session can serve
+// no more calls: the SDK says the connection closed or the session is gone,
+// or the error is neither the daemon's answer (a JSON-RPC error) nor a
+// cancellation. The SDK reports a failed streamable connection (its
+// standalone SSE stream ended with the session) with a plain error, and
+// every later call on it fails the same way.
+func connectionLost(err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+		return true
+	}
+	var answer *jsonrpc.Error
+	return !errors.As(err, &answer) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // unreachable is the host's answer when the daemon cannot be reached or
