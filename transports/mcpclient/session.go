@@ -51,55 +51,37 @@ func (s *session) pid() int {
 // would fail there, though it works for a host that talks to it directly;
 // one written the new way works on both, the SDK turning its input requests
 // into requests for a client on a session. A server that knows only older
-// versions answers with one of them.
+// versions answers with one of them; one that refuses it (refusedVersion)
+// is asked for sessionless next (connect).
 const upstreamProtocol = "2025-11-25"
 
-// connect starts the transport and initializes a session. The SDK's
-// client is made per session, so that its notification handlers feed this
-// session alone.
+// connect starts the transport and initializes a session at
+// upstreamProtocol; a server that refuses that version (refusedVersion) is
+// connected again at sessionless, the way the SDK's client does it
+// (server/discover first). A server that refuses both gets the second
+// attempt's error, which says the same.
 func (c *Client) connect(ctx context.Context) (*session, error) {
+	s, err := c.dial(ctx, upstreamProtocol)
+	if errors.Is(err, errVersionRefused) {
+		c.log.Info("mcp: server refused protocol "+upstreamProtocol+"; connecting at "+sessionless, "server", c.name)
+		s, err = c.dial(ctx, sessionless)
+	}
+	return s, err
+}
+
+// dial starts the transport and initializes a session asking for version
+// pv. The SDK's client is made per session, so that its notification
+// handlers feed this session alone.
+func (c *Client) dial(ctx context.Context, pv string) (*session, error) {
 	c.lastStderr = ""
 	s := &session{c: newCapture(c.log), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
-	var t mcp.Transport
-	if c.cfg.URL != "" {
-		st := &mcp.StreamableClientTransport{
-			Endpoint: c.cfg.URL,
-			HTTPClient: &http.Client{
-				Transport:     &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, home: originOf(c.cfg.URL), c: s.c},
-				CheckRedirect: stayHome(c.cfg.URL),
-			},
-		}
-		if c.opts.SignIn != nil {
-			st.OAuthHandler = c.opts.SignIn.Handler
-		}
-		t = st
-	} else {
-		cmd, err := c.command(s.stderr)
-		if err != nil {
-			return nil, err
-		}
-		s.cmd = cmd
-		t = &rawTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: c.grace}, c: s.c}
+	t, refused, err := c.transport(s)
+	if err != nil {
+		return nil, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, s.relayOptions(&mcp.ClientOptions{
-		Logger: c.log,
-		// Progress is relayed by the capture (capture.go), what the server
-		// asks while a call runs by relayOptions (relay.go).
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			if r.Params != nil {
-				s.watch.updated(r.Params.URI)
-			}
-		},
-		KeepAlive: keepAlive,
-	}))
-	client.AddReceivingMiddleware(s.relayRequests)
-	client.AddSendingMiddleware(declareCaller)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
+	cs, err := c.newSDKClient(s).Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	if err != nil {
 		// The SDK closed what it had opened (a started process included);
 		// what the process left in its group goes too.
@@ -111,6 +93,9 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		}
 		if c.needsSignIn(err) {
 			return nil, fmt.Errorf("connect to %s: %w", what, errSignIn)
+		}
+		if pv == upstreamProtocol && refusedVersion(err, refused) {
+			return nil, fmt.Errorf("connect to %s: %w", what, errVersionRefused)
 		}
 		return nil, fmt.Errorf("connect to %s: %s", what, c.red.err(err))
 	}
@@ -136,6 +121,49 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		close(s.lost)
 	}()
 	return s, nil
+}
+
+// transport is the session's transport: Streamable HTTP for a url server
+// (with what notes a version refusal), the command's stdio otherwise.
+func (c *Client) transport(s *session) (mcp.Transport, *refusal, error) {
+	if c.cfg.URL == "" {
+		cmd, err := c.command(s.stderr)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.cmd = cmd
+		return &rawTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: c.grace}, c: s.c}, nil, nil
+	}
+	refused := &refusal{base: &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, home: originOf(c.cfg.URL), c: s.c}}
+	st := &mcp.StreamableClientTransport{
+		Endpoint:   c.cfg.URL,
+		HTTPClient: &http.Client{Transport: refused, CheckRedirect: stayHome(c.cfg.URL)},
+	}
+	if c.opts.SignIn != nil {
+		st.OAuthHandler = c.opts.SignIn.Handler
+	}
+	return st, refused, nil
+}
+
+// newSDKClient is the SDK's client for session s.
+func (c *Client) newSDKClient(s *session) *mcp.Client {
+	client := mcp.NewClient(&mcp.Implementation{Name: "plexus", Version: plexus.Version}, s.relayOptions(&mcp.ClientOptions{
+		Logger: c.log,
+		// Progress is relayed by the capture (capture.go), what the server
+		// asks while a call runs by relayOptions (relay.go).
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.changed.mark(listTools) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.changed.mark(listResources) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			if r.Params != nil {
+				s.watch.updated(r.Params.URI)
+			}
+		},
+		KeepAlive: keepAlive,
+	}))
+	client.AddReceivingMiddleware(s.relayRequests)
+	client.AddSendingMiddleware(declareCaller)
+	return client
 }
 
 // stayHome is the CheckRedirect of a url server's client: a redirect may
