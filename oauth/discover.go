@@ -21,13 +21,20 @@ type discovery struct {
 	resource        string
 	scopesSupported []string // the protected resource's
 	asm             *oauthex.AuthServerMeta
+	// moved is set when the 2025-03-26 fallback accepted an issuer on the
+	// server's origin other than the origin itself (see
+	// [Manager.legacyAuthServerMeta]): the SDK's handler, which would
+	// refuse it, is shown this discovery instead of its own.
+	moved *movedIssuer
 }
 
 // discover finds the protected resource metadata (RFC 9728: from the
 // challenge, else the well-known paths) and the authorization server's
 // metadata (RFC 8414 or OpenID discovery, else the 2025-03-26 fallbacks).
 // An issuer that does not match its metadata is refused (oauthex checks
-// it), as is any endpoint that is not https outside loopback.
+// it), but for an issuer on the server's own origin in the 2025-03-26
+// fallback ([Manager.legacyAuthServerMeta]); so is any endpoint that is
+// not https outside loopback.
 //
 // What the upstream names (the challenge's resource_metadata, the
 // metadata's authorization servers and endpoints) may not reach further
@@ -35,14 +42,11 @@ type discovery struct {
 // on loopback, no private one for a public server. The daemon fetches
 // them on a first 401, with no owner action. A URL's literal host is
 // checked here; the address a name resolves to is checked when c dials it
-// ([dialGuard]).
+// ([dialGuard]), c being the entry's client.
 //
 // asMetaURL, the entry's authServerMetadataUrl, pins the authorization
 // server: its metadata must name the issuer its URL derives from (RFC 8414
 // §3), and a server naming other authorization servers is refused.
-//
-// c makes the requests: the entry's client, whose dials refuse names that
-// resolve further in than the server.
 func (m *Manager) discover(ctx context.Context, c *http.Client, serverURL string, ch []oauthex.Challenge, asMetaURL string) (*discovery, error) {
 	base := serverURL
 	if asMetaURL != "" {
@@ -62,7 +66,13 @@ func (m *Manager) discover(ctx context.Context, c *http.Client, serverURL string
 		}
 		issuer = u.Scheme + "://" + u.Host
 	}
-	asm, err := m.authServerMeta(ctx, c, issuer, asMetaURL, base)
+	var asm *oauthex.AuthServerMeta
+	var err error
+	if prm == nil && asMetaURL == "" {
+		asm, d.moved, err = m.legacyAuthServerMeta(ctx, c, issuer)
+	} else {
+		asm, err = m.authServerMeta(ctx, c, issuer, asMetaURL, base)
+	}
 	if err != nil {
 		return nil, err
 	}

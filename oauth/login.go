@@ -196,6 +196,12 @@ func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Respon
 	if err != nil {
 		return nil, nil, err
 	}
+	client := s.http
+	if d.moved != nil {
+		if client, err = d.moved.client(s.http, s.url, ch); err != nil {
+			return nil, nil, err
+		}
+	}
 	rec, err := s.record()
 	if err != nil {
 		m.opts.Logger.Warn("oauth: the stored sign-in is unreadable; signing in afresh", "server", s.name, "err", err)
@@ -206,7 +212,7 @@ func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Respon
 	if err := l.check(ctx, rec, ch); err != nil {
 		return nil, nil, err
 	}
-	h, err := auth.NewAuthorizationCodeHandler(l.sdkConfig(rec, s.http))
+	h, err := auth.NewAuthorizationCodeHandler(l.sdkConfig(rec, client))
 	if err != nil {
 		return nil, nil, err
 	}
