@@ -111,6 +111,7 @@ type Client struct {
 	// owned by Run's goroutine
 	cur        listing // the latest listing of every primitive
 	lastStderr string  // the last stderr line of a server that failed to start
+	plainHello bool    // the server refused a dressed initialize (connect)
 
 	mu        sync.RWMutex
 	sess      *session      // the live session; nil while there is none
