@@ -118,6 +118,10 @@ type Client struct {
 	restarts  int           // sessions established after the first; guarded by mu
 	connected bool          // a session was established once; guarded by mu
 	view      view          // guarded by mu
+
+	// refused holds the skills refused, by SKILL.md URI, and why
+	// (skills.go); guarded by mu.
+	refused map[string]string
 }
 
 // view is what Scan, Definitions and Dispatch see.
@@ -421,6 +425,10 @@ func (c *Client) apply() {
 	c.mu.Lock()
 	changed := !c.view.set || sig != c.view.sig
 	c.view = view{proj: proj, visible: visible, sig: sig, set: true}
+	if c.cur.skillsListed {
+		c.refused = nil // a refused skill is refused until its server lists its skills again
+		c.cur.skillsListed = false
+	}
 	c.mu.Unlock()
 	if changed && c.opts.OnChange != nil {
 		c.opts.OnChange()
