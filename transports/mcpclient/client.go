@@ -121,7 +121,7 @@ type Client struct {
 
 	// refused holds the skills refused, by SKILL.md URI, and why
 	// (skills.go); guarded by mu.
-	refused map[string]string
+	refused map[string]skillRefusal
 }
 
 // view is what Scan, Definitions and Dispatch see.

@@ -86,11 +86,12 @@ func (s *session) listSkills(ctx context.Context) ([]json.RawMessage, error) {
 
 // skill is one skills/list entry, checked.
 type skill struct {
-	uri         string         // its SKILL.md
-	root        string         // uri without "/SKILL.md"
-	name        string         // frontmatter.name
-	frontmatter map[string]any // as JSON decodes it
-	files       []skillFile    // in the listed order
+	uri         string            // its SKILL.md
+	sum         [sha256.Size]byte // of the listed entry's bytes: which listing refused it
+	root        string            // uri without "/SKILL.md"
+	name        string            // frontmatter.name
+	frontmatter map[string]any    // as JSON decodes it
+	files       []skillFile       // in the listed order
 }
 
 // skillFile is one of a skill's files as its entry lists it.
@@ -125,7 +126,7 @@ func parseSkill(raw json.RawMessage) (*skill, error) {
 	if !ok || root == "" {
 		return nil, fmt.Errorf("its uri %q does not end in /%s", e.URI, skillMD)
 	}
-	sk := &skill{uri: e.URI, root: root, frontmatter: e.Frontmatter}
+	sk := &skill{uri: e.URI, sum: sha256.Sum256(raw), root: root, frontmatter: e.Frontmatter}
 	if sk.name, _ = e.Frontmatter["name"].(string); sk.name == "" {
 		return nil, fmt.Errorf("%s: its frontmatter has no name", e.URI)
 	}
@@ -239,7 +240,7 @@ func (c *Client) skillRead(entry plexus.Entry, input map[string]any) (*skillRead
 	if err != nil {
 		return nil, plexus.Errorf(plexus.CodeTransportError, "the skill entry cannot be read: %v", err)
 	}
-	if why := c.refusal(sk.uri); why != "" {
+	if why := c.refusal(sk); why != "" {
 		e := plexus.Errorf(plexus.CodeTransportError, "the skill %s of the MCP server %s is refused: %s; it stays refused until the server's skills are listed again", sk.name, c.name, why)
 		e.Detail = map[string]any{"verification": "refused", "skill": sk.uri}
 		return nil, e
@@ -271,7 +272,7 @@ func (c *Client) verified(r *skillRead, res plexus.TransportResult, typed any) p
 	}
 	check, why := r.verify(typed)
 	if why != "" {
-		c.refuse(r.sk.uri, fmt.Sprintf("%s failed verification (%s)", r.file.uri, check))
+		c.refuse(r.sk, fmt.Sprintf("%s failed verification (%s)", r.file.uri, check))
 		e := plexus.Errorf(plexus.CodeTransportError, "the skill %s of the MCP server %s is not loaded: the %s check failed: %s; the skill is refused until the server's skills are listed again", r.sk.name, c.name, check, why)
 		e.Detail = map[string]any{"verification": check, "skill": r.sk.uri, "uri": r.file.uri}
 		c.log.Warn("mcp: a skill failed verification and is refused", "entry", r.entryID, "uri", r.file.uri, "check", check)
@@ -381,21 +382,33 @@ func asJSON(m map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// refusal is why the skill at uri is refused, "" when it is not.
-func (c *Client) refusal(uri string) string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.refused[uri]
+// skillRefusal is a refused skill: the listed entry it was refused under, and
+// why.
+type skillRefusal struct {
+	sum [sha256.Size]byte
+	why string
 }
 
-// refuse refuses the skill at uri until the next listing of skills.
-func (c *Client) refuse(uri, why string) {
+// refusal is why sk is refused, "" when it is not. A refusal binds the
+// entry it was made under: a call that failed on a listing since replaced
+// by another entry does not refuse the new one.
+func (c *Client) refusal(sk *skill) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if r, ok := c.refused[sk.uri]; ok && r.sum == sk.sum {
+		return r.why
+	}
+	return ""
+}
+
+// refuse refuses sk until the next listing of skills.
+func (c *Client) refuse(sk *skill, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.refused == nil {
-		c.refused = map[string]string{}
+		c.refused = map[string]skillRefusal{}
 	}
-	if _, ok := c.refused[uri]; !ok {
-		c.refused[uri] = why
+	if r, ok := c.refused[sk.uri]; !ok || r.sum != sk.sum {
+		c.refused[sk.uri] = skillRefusal{sum: sk.sum, why: why}
 	}
 }

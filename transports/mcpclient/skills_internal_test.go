@@ -72,3 +72,25 @@ func TestFrontmatterDiff(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalBindsEntry: a refusal holds for the listed entry it was made
+// under, not for another entry of the same skill URI (a load that failed
+// on a listing since replaced).
+func TestRefusalBindsEntry(t *testing.T) {
+	entry := func(digest string) *skill {
+		sk, err := parseSkill(json.RawMessage(`{"uri":"skill://x/SKILL.md","frontmatter":{"name":"x"},"resources":[{"uri":"skill://x/SKILL.md","digest":"` + digest + `"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sk
+	}
+	old, listed := entry(okDigest), entry("sha256:"+strings.Repeat("f", 64))
+	c := &Client{}
+	c.refuse(old, "tampered")
+	if got := c.refusal(old); got != "tampered" {
+		t.Errorf("refusal of the refused entry %q", got)
+	}
+	if got := c.refusal(listed); got != "" {
+		t.Errorf("a newer entry of the skill is refused: %q", got)
+	}
+}
