@@ -46,21 +46,23 @@ type skillServer struct {
 	lists  int            // skills/list calls
 }
 
-func newSkillServer(t *testing.T) *skillServer {
+// newSkillServer serves the protocol versions given (all when none;
+// stateless when restricted, as 2026-07-28 is).
+func newSkillServer(t *testing.T, versions ...string) *skillServer {
 	t.Helper()
 	files := map[string]string{pdfSkill: pdfBody, pdfForms: "Supporting content.\n", gitSkill: gitBody}
 	s := &skillServer{served: files, listed: clone(files),
 		pdfFM: map[string]any{"name": "pdf-processing", "description": pdfDesc, "metadata": map[string]any{"version": 2.1}}}
 	caps := &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{ListChanged: true}}
 	caps.AddExtension("io.modelcontextprotocol/skills", nil)
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "skills", Version: "1"}, &mcp.ServerOptions{Capabilities: caps})
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "skills", Version: "1"}, &mcp.ServerOptions{Capabilities: caps, SupportedProtocolVersions: versions})
 	for _, uri := range []string{pdfSkill, pdfForms, gitSkill} {
 		s.srv.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, s.read)
 	}
 	if err := mcp.AddReceivingCustomMethod(s.srv, "skills/list", s.list); err != nil {
 		t.Fatal(err)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{Stateless: len(versions) > 0})
 	s.ts = httptest.NewServer(h)
 	t.Cleanup(s.ts.Close)
 	return s
@@ -306,4 +308,23 @@ func TestSkillRefusedUntilListed(t *testing.T) {
 	eventually(t, 10*time.Second, "the refusal lifted", func() bool {
 		return h.call(t, context.Background(), "mcp.sk.skill.pdf-processing", nil, nil).OK
 	})
+}
+
+// TestSkillsSessionless: a server that speaks only 2026-07-28 has its
+// skills listed and verified the same way.
+func TestSkillsSessionless(t *testing.T) {
+	failOnLeakedGoroutines(t)
+	s := newSkillServer(t, "2026-07-28")
+	s.set(func(s *skillServer) { s.served[pdfForms] = "Supporting c0ntent.\n" })
+	h := startClient(t, "sk", mcpclient.ServerConfig{URL: s.ts.URL + "/mcp"}, mcpclient.Options{})
+	h.waitReady(t)
+	if pv := h.entry(t, "mcp.sk.skill.pdf-processing").MCP.ProtocolVersion; pv != "2026-07-28" {
+		t.Fatalf("protocol %s", pv)
+	}
+	h.ok(t, "mcp.sk.skill.pdf-processing", nil)
+	wantErr(t, h.call(t, context.Background(), "mcp.sk.skill.pdf-processing", fileInput(pdfForms), nil), plexus.CodeTransportError, "digest")
+	wantErr(t, h.call(t, context.Background(), "mcp.sk.skill.pdf-processing", nil, nil), plexus.CodeTransportError, "refused")
+	if got := s.readsSoFar(); !slices.Equal(got, []string{pdfSkill, pdfForms}) {
+		t.Errorf("reads %v", got)
+	}
 }
