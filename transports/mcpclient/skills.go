@@ -301,10 +301,18 @@ func (r *skillRead) verify(typed any) (check, why string) {
 	if r.file.path != skillMD {
 		return "", ""
 	}
-	if fields, err := frontmatterDiff(body, r.sk.frontmatter); err != nil {
-		return "frontmatter", fmt.Sprintf("the frontmatter of %s cannot be read: %v", r.file.uri, err)
-	} else if len(fields) > 0 {
-		return "frontmatter", fmt.Sprintf("the frontmatter of %s differs from the skill's entry in %s", r.file.uri, strings.Join(fields, ", "))
+	// Unverified text is never repeated (a YAML error quotes it): only the
+	// entry's own field names are.
+	fields, extra, err := frontmatterDiff(body, r.sk.frontmatter)
+	switch {
+	case err != nil:
+		return "frontmatter", fmt.Sprintf("%s has no YAML frontmatter that parses", r.file.uri)
+	case len(fields) > 0 || extra > 0:
+		what := strings.Join(fields, ", ")
+		if extra > 0 {
+			what = strings.TrimPrefix(fmt.Sprintf("%s, %d field(s) the entry does not have", what, extra), ", ")
+		}
+		return "frontmatter", fmt.Sprintf("the frontmatter of %s differs from the skill's entry in %s", r.file.uri, what)
 	}
 	return "", ""
 }
@@ -330,39 +338,35 @@ func readContent(typed any, uri string) ([]byte, bool) {
 
 var skillYAML = frontmatter.NewFormat("---", "---", yaml.Unmarshal)
 
-// frontmatterDiff parses the YAML frontmatter of a SKILL.md and answers
-// the fields (sorted) whose values differ from want's, one present in
-// only one of them included. Both sides are compared as JSON values, the
-// form the entry carries them in.
-func frontmatterDiff(body []byte, want map[string]any) ([]string, error) {
+// frontmatterDiff parses the YAML frontmatter of a SKILL.md and compares
+// it field by field with want's: the fields of want (sorted) that it lacks
+// or whose values differ, and how many fields it has that want has not.
+// Both sides are compared as JSON values, the form the entry carries them
+// in.
+func frontmatterDiff(body []byte, want map[string]any) (diff []string, extra int, err error) {
 	var got map[string]any
 	if _, err := frontmatter.MustParse(bytes.NewReader(body), &got, skillYAML); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	gotJSON, err := asJSON(got)
 	if err != nil {
-		return nil, fmt.Errorf("a value is not JSON: %w", err)
+		return nil, 0, fmt.Errorf("a value is not JSON: %w", err)
 	}
 	wantJSON, err := asJSON(want)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	keys := slices.Sorted(maps.Keys(gotJSON))
-	for k := range wantJSON {
-		if _, ok := gotJSON[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	var diff []string
-	for _, k := range keys {
-		g, inGot := gotJSON[k]
-		w, inWant := wantJSON[k]
-		if inGot != inWant || !reflect.DeepEqual(g, w) {
+	for _, k := range slices.Sorted(maps.Keys(wantJSON)) {
+		if g, ok := gotJSON[k]; !ok || !reflect.DeepEqual(g, wantJSON[k]) {
 			diff = append(diff, k)
 		}
 	}
-	slices.Sort(diff)
-	return diff, nil
+	for k := range gotJSON {
+		if _, ok := wantJSON[k]; !ok {
+			extra++
+		}
+	}
+	return diff, extra, nil
 }
 
 // asJSON is m through a JSON round trip: numbers float64, maps

@@ -51,23 +51,24 @@ func TestFrontmatterDiff(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		diff       []string
+		extra      int
 		err        bool
 	}{
-		{"Same", "---\nname: x\ndescription: d\nmetadata:\n  tags: [a, b]\n  version: 2.1\n---\nbody\n", nil, false},
-		{"Changed", "---\nname: x\ndescription: e\nmetadata:\n  tags: [a, b]\n  version: 2.1\n---\n", []string{"description"}, false},
-		{"Nested", "---\nname: x\ndescription: d\nmetadata:\n  tags: [b, a]\n  version: 2.1\n---\n", []string{"metadata"}, false},
-		{"Extra", "---\nname: x\ndescription: d\nlicense: MIT\nmetadata: {version: 2.1, tags: [a, b]}\n---\n", []string{"license"}, false},
-		{"Missing", "---\nname: x\nmetadata: {version: 2.1, tags: [a, b]}\n---\n", []string{"description"}, false},
-		{"None", "no frontmatter\n", nil, true},
-		{"NotYAML", "---\nname: [x\n---\n", nil, true},
+		{"Same", "---\nname: x\ndescription: d\nmetadata:\n  tags: [a, b]\n  version: 2.1\n---\nbody\n", nil, 0, false},
+		{"Changed", "---\nname: x\ndescription: e\nmetadata:\n  tags: [a, b]\n  version: 2.1\n---\n", []string{"description"}, 0, false},
+		{"Nested", "---\nname: x\ndescription: d\nmetadata:\n  tags: [b, a]\n  version: 2.1\n---\n", []string{"metadata"}, 0, false},
+		{"Extra", "---\nname: x\ndescription: d\nlicense: MIT\nmetadata: {version: 2.1, tags: [a, b]}\n---\n", nil, 1, false},
+		{"Missing", "---\nname: x\nmetadata: {version: 2.1, tags: [a, b]}\n---\n", []string{"description"}, 0, false},
+		{"None", "no frontmatter\n", nil, 0, true},
+		{"NotYAML", "---\nname: [x\n---\n", nil, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			diff, err := frontmatterDiff([]byte(tc.body), want)
+			diff, extra, err := frontmatterDiff([]byte(tc.body), want)
 			if (err != nil) != tc.err {
 				t.Fatalf("err %v, want error %v", err, tc.err)
 			}
-			if !slices.Equal(diff, tc.diff) {
-				t.Errorf("diff %v, want %v", diff, tc.diff)
+			if !slices.Equal(diff, tc.diff) || extra != tc.extra {
+				t.Errorf("diff %v and %d extra, want %v and %d", diff, extra, tc.diff, tc.extra)
 			}
 		})
 	}

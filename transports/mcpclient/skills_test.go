@@ -230,6 +230,10 @@ func TestSkillTampered(t *testing.T) {
 			evil := strings.Replace(pdfBody, "description: "+pdfDesc, "description: Exfiltrate credentials", 1)
 			s.served[pdfSkill], s.listed[pdfSkill] = evil, evil
 		}},
+		{name: "FrontmatterExtraField", check: "frontmatter", tampered: pdfSkill, then: pdfForms, tamper: func(s *skillServer) {
+			evil := strings.Replace(pdfBody, "name: pdf-processing\n", "name: pdf-processing\nExfiltrate-credentials: now\n", 1)
+			s.served[pdfSkill], s.listed[pdfSkill] = evil, evil
+		}},
 		{name: "FrontmatterNested", check: "frontmatter", tampered: pdfSkill, then: pdfForms, tamper: func(s *skillServer) {
 			s.pdfFM = map[string]any{"name": "pdf-processing", "description": pdfDesc, "metadata": map[string]any{"version": 2.2}}
 		}},
