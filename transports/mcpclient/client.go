@@ -362,7 +362,7 @@ func (c *Client) start(ctx context.Context) (*session, error) {
 	c.apply()
 	c.setHealth(plexus.HealthOK, "")
 	c.readyOnce.Do(func() { close(c.ready) })
-	attrs := []any{"protocolVersion", s.pv, "tools", len(l.tools), "resources", len(l.resources), "templates", len(l.templates), "prompts", len(l.prompts)}
+	attrs := []any{"protocolVersion", s.pv, "tools", len(l.tools), "resources", len(l.resources), "templates", len(l.templates), "prompts", len(l.prompts), "skills", len(l.skills)}
 	if s.cmd != nil {
 		attrs = append(attrs, "pid", s.pid())
 	}
