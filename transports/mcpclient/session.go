@@ -188,6 +188,9 @@ func (c *Client) newSDKClient(s *session) *mcp.Client {
 	}))
 	client.AddReceivingMiddleware(s.relayRequests)
 	client.AddSendingMiddleware(declareCaller)
+	if err := addSkillMethods(client); err != nil {
+		c.log.Error("mcp: skills/list cannot be sent; no skill will be listed", "err", err)
+	}
 	return client
 }
 
@@ -330,6 +333,14 @@ func (c *Client) list(ctx context.Context, s *session, which primitives) (listin
 			return l, fmt.Errorf("resources/templates/list: %w", err)
 		}
 	}
+	// A skill's files are resources: a changed resource list re-lists
+	// the skills.
+	if which&listResources != 0 && s.servesSkills() {
+		if l.skills, err = s.listSkills(ctx); err != nil {
+			return l, fmt.Errorf("skills/list: %w", err)
+		}
+		l.skillsListed = true
+	}
 	if which&listPrompts != 0 && s.caps.Prompts != nil {
 		if l.prompts, err = s.listPrompts(ctx); err != nil {
 			return l, fmt.Errorf("prompts/list: %w", err)
@@ -346,6 +357,7 @@ func merge(cur, l listing, which primitives) listing {
 	}
 	if which&listResources != 0 {
 		cur.resources, cur.templates = l.resources, l.templates
+		cur.skills, cur.skillsListed = l.skills, l.skillsListed
 	}
 	if which&listPrompts != 0 {
 		cur.prompts = l.prompts
