@@ -168,7 +168,7 @@ func checkSealed(t *testing.T, h *harness, blob map[string]any) {
 // refresh).
 func TestLegacySignInSealedOnWrite(t *testing.T) {
 	h := newHarness(t, oauthtest.Options{})
-	oh := h.handler(oauth.Config{})
+	h.handler(oauth.Config{})
 	h.login()
 	v, err := h.sealed().Secret(oauth.SecretName(server))
 	if err != nil {
@@ -178,7 +178,7 @@ func TestLegacySignInSealedOnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.newManager()
-	oh = h.handler(oauth.Config{})
+	oh := h.handler(oauth.Config{})
 	if _, err := h.connect(oh); err != nil {
 		t.Fatalf("connect on the plain sign-in: %v", err)
 	}
