@@ -201,14 +201,15 @@ func TestLegacySignInSealedOnWrite(t *testing.T) {
 }
 
 // TestUnopenedSignIn: a stored sign-in that does not open (the token-key
-// replaced, the file changed, a blob moved from another server's name) is
-// no sign-in: the server needs one, said once with the reason, no token
+// replaced, the file changed, a blob moved from another server's name, a
+// file that is not a sign-in at all) is no sign-in: the server needs one, said once with the reason, no token
 // request is made and nothing loops; the error and the log never quote
 // the blob. Signing in again stores a sealed sign-in that opens.
 func TestUnopenedSignIn(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		spoil func(h *harness) string // returns the server whose sign-in no longer opens
+		why   string                  // the reason the sign-in request gives ("": unopened)
 	}{
 		{"KeyReplaced", func(h *harness) string {
 			h.key = make([]byte, 32)
@@ -216,30 +217,37 @@ func TestUnopenedSignIn(t *testing.T) {
 				h.t.Fatal(err)
 			}
 			return server
-		}},
+		}, ""},
 		{"Tampered", func(h *harness) string {
 			raw := []byte(strings.TrimSuffix(h.raw(server), "\n"))
 			raw[len(raw)-5] ^= 1 // another base64 letter: the tag no longer verifies
 			writeRaw(h, server, raw)
 			return server
-		}},
+		}, ""},
 		{"MovedFromAnotherName", func(h *harness) string {
 			writeRaw(h, "twin", []byte(h.raw(server))) // twin has the same URL: only the name tells them apart
 			return "twin"
-		}},
+		}, ""},
+		{"NotJSON", func(h *harness) string {
+			writeRaw(h, server, []byte("plexus-sealed-ish: not a sign-in\n")) // neither sealed nor JSON
+			return server
+		}, "the stored sign-in is not valid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, oauthtest.Options{})
 			h.handler(oauth.Config{})
 			h.login()
 			before := h.raw(server)
-			name := tc.spoil(h)
+			name, why := tc.spoil(h), tc.why
+			if why == "" {
+				why = unopened
+			}
 			h.newManager()
 			oh := h.m.Handler(name, h.as.URL, oauth.Config{})
 			for i := range 3 {
 				_, err := h.connect(oh)
-				if !errors.Is(err, oauth.ErrNeedsSignIn) || !strings.Contains(err.Error(), unopened+"; run: plexus mcp login "+name) {
-					t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn saying %q", i, err, unopened)
+				if !errors.Is(err, oauth.ErrNeedsSignIn) || !strings.Contains(err.Error(), why+"; run: plexus mcp login "+name) {
+					t.Fatalf("connect %d: err = %v, want ErrNeedsSignIn saying %q", i, err, why)
 				}
 				if strings.Contains(err.Error(), before[len(sealPrefix):len(sealPrefix)+16]) {
 					t.Errorf("the error quotes the blob: %v", err)
@@ -249,11 +257,11 @@ func TestUnopenedSignIn(t *testing.T) {
 				t.Errorf("token requests = %d, want 1 (the first login's exchange)", got)
 			}
 			needs := h.needsRequests()
-			if len(needs) != 1 || needs[0].Server != name || needs[0].Reason != unopened {
-				t.Errorf("sign-in requests = %+v, want one for %s saying %q", needs, name, unopened)
+			if len(needs) != 1 || needs[0].Server != name || needs[0].Reason != why {
+				t.Errorf("sign-in requests = %+v, want one for %s saying %q", needs, name, why)
 			}
-			if needs, detail := h.m.State(name); !needs || detail != unopened {
-				t.Errorf("State = %v %q, want needs sign-in, %q", needs, detail, unopened)
+			if needs, detail := h.m.State(name); !needs || detail != why {
+				t.Errorf("State = %v %q, want needs sign-in, %q", needs, detail, why)
 			}
 			if logs := h.logs.String(); strings.Contains(logs, before[len(sealPrefix):len(sealPrefix)+16]) || !strings.Contains(logs, "cannot be used") {
 				t.Errorf("the log quotes the blob or does not say it cannot be used:\n%s", logs)
