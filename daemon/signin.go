@@ -64,8 +64,9 @@ var (
 	_ plexushttp.SignInAPI = (*signIns)(nil)
 )
 
-// newSignIns builds the OAuth client on the platform's secrets, its
-// redirect coming back to the bound listener.
+// newSignIns builds the OAuth client on the platform's secrets, sealed
+// under PLEXUS_HOME/token-key, its redirect coming back to the bound
+// listener.
 func (d *Daemon) newSignIns(o Options) {
 	now := o.Clock
 	if now == nil {
@@ -76,8 +77,9 @@ func (d *Daemon) newSignIns(o Options) {
 		withdraw: d.withdrawSignIn,
 		tokens:   func(server string) bool { _, err := d.plat.Secret(oauth.SecretName(server)); return err == nil }}
 	d.signIn.oauth = oauth.New(oauth.Options{
-		Store: d.plat,
-		Now:   o.Clock,
+		Store:    d.plat,
+		TokenKey: d.home.TokenKey,
+		Now:      o.Clock,
 		CallbackURL: func(p int) string {
 			if p == 0 {
 				return "http://127.0.0.1:" + port + "/oauth/callback"

@@ -164,6 +164,7 @@ func TestMCPOAuthSignIn(t *testing.T) {
 	if len(fx.Issued()) < 2 {
 		t.Fatalf("the fixture issued %v, want an access and a refresh token", fx.Issued())
 	}
+	checkSealedFile(t, td.Home().Dir, secrets) // the stored sign-in shows none of them
 	if it := o.item(); it.Source == nil || it.Source.Health.Status != plexus.HealthOK || it.Source.Health.NeedsSignIn {
 		t.Fatalf("fx after login: %+v", it.Source)
 	}

@@ -92,8 +92,8 @@ func TestRejectedTokens(t *testing.T) {
 
 // TestSecretsCanary runs whole stories and checks that no token, refresh
 // token, code or client secret reached the journal callback, the log, an
-// error, the sign-in request, the callback page or any file but the
-// sign-in's own secret.
+// error, the sign-in request, the callback page or any file: the
+// sign-in's own file in secrets/ holds it sealed.
 func TestSecretsCanary(t *testing.T) {
 	h := newHarness(t, oauthtest.Options{})
 	oh := h.handler(oauth.Config{})
@@ -124,6 +124,7 @@ func TestSecretsCanary(t *testing.T) {
 	if len(secrets) != 4 {
 		t.Fatalf("collected %d secrets, want code, access, refresh and client secret", len(secrets))
 	}
+	checkFiles(t, h, secrets) // the sign-in stored: its file shows none of them
 	_, err = h.connect(oh)
 	errText(err)
 
@@ -133,6 +134,7 @@ func TestSecretsCanary(t *testing.T) {
 	_, err = h.connect(oh)
 	errText(err)
 	keep(h.stored())
+	checkFiles(t, h, secrets) // and the refreshed tokens, stored again
 	_, page = get(t, http.MethodGet, redirect)
 	seen = append(seen, page)
 	h.as.ExpireAccessTokens()
@@ -178,8 +180,8 @@ func TestSecretsCanary(t *testing.T) {
 	checkFiles(t, h, secrets)
 }
 
-// checkFiles walks the home: no file holds a secret (the sign-in itself
-// was deleted by Logout).
+// checkFiles walks the home: no file holds a secret, the sealed sign-in
+// in secrets/ included.
 func checkFiles(t *testing.T, h *harness, secrets []string) {
 	t.Helper()
 	n := 0

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/platform"
 )
 
@@ -87,7 +86,8 @@ func TestDiscoverStaysOut(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	defer inside.Close()
-	m := New(Options{Store: platform.New(platform.Options{Home: plexustest.TempHome(t).Dir}),
+	st, key := testStore(t)
+	m := New(Options{Store: st, TokenKey: key,
 		CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
 	defer m.Close()
 	ch := []oauthex.Challenge{{Scheme: "bearer", Params: map[string]string{"resource_metadata": inside.URL + "/.well-known/oauth-protected-resource"}}}
@@ -162,7 +162,8 @@ func TestDiscoverStaysOutByName(t *testing.T) {
 	inside.Start()
 	defer inside.Close()
 	named := "https://" + net.JoinHostPort("loop.test", strconv.Itoa(inside.Listener.Addr().(*net.TCPAddr).Port))
-	m := New(Options{Store: platform.New(platform.Options{Home: plexustest.TempHome(t).Dir}), Resolver: dnsServer(t, testNames),
+	st, key := testStore(t)
+	m := New(Options{Store: st, TokenKey: key, Resolver: dnsServer(t, testNames),
 		CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
 	defer m.Close()
 	const server = "https://mcp.invalid/mcp"

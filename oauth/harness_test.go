@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +40,10 @@ type harness struct {
 	store *platform.Services
 	// wrap, when set, stands between the Manager and the store (a test
 	// holding a write to see what runs meanwhile).
-	wrap  func(oauth.Store) oauth.Store
+	wrap func(oauth.Store) oauth.Store
+	// key is the token-key the Manager seals with (the home's, unless a
+	// test replaces it before newManager).
+	key   []byte
 	home  string
 	clock *plexustest.Clock
 	cb    *httptest.Server
@@ -70,7 +75,8 @@ func (s *syncBuffer) String() string {
 func newHarness(t *testing.T, opts oauthtest.Options) *harness {
 	t.Helper()
 	h := &harness{t: t, as: oauthtest.New(t, opts), clock: plexustest.NewClock(time.Now())}
-	h.home = plexustest.TempHome(t).Dir
+	home := plexustest.TempHome(t)
+	h.home, h.key = home.Dir, home.TokenKey
 	h.store = platform.New(platform.Options{Home: h.home})
 	h.newManager()
 	return h
@@ -88,8 +94,9 @@ func (h *harness) newManager() {
 	h.cb = httptest.NewServer(mux)
 	h.t.Cleanup(h.cb.Close)
 	m = oauth.New(oauth.Options{
-		Store: st,
-		Now:   h.clock.Now,
+		Store:    st,
+		TokenKey: h.key,
+		Now:      h.clock.Now,
 		CallbackURL: func(port int) string {
 			if port != 0 {
 				return fmt.Sprintf("http://127.0.0.1:%d/callback", port)
@@ -161,10 +168,11 @@ func (h *harness) connect(oh auth.OAuthHandler) (string, error) {
 	return res.Content[0].(*mcp.TextContent).Text, nil
 }
 
-// stored returns the sign-in blob the store holds ("" when none).
+// stored returns the sign-in blob the store holds, opened with the
+// harness's token-key (nil when none).
 func (h *harness) stored() map[string]any {
 	h.t.Helper()
-	v, err := h.store.Secret("oauth." + server)
+	v, err := h.sealed().Secret("oauth." + server)
 	if errors.Is(err, plexus.ErrNotFound) {
 		return nil
 	}
@@ -176,6 +184,26 @@ func (h *harness) stored() map[string]any {
 		h.t.Fatalf("the stored sign-in is not JSON: %v", err)
 	}
 	return out
+}
+
+// sealed is the store as the Manager sees it: sealing under h.key.
+func (h *harness) sealed() oauth.Store {
+	h.t.Helper()
+	st, err := oauth.NewSealedStore(h.store, h.key)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
+// raw returns the stored file of server's sign-in as it is on disk.
+func (h *harness) raw(server string) string {
+	h.t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.home, "secrets", oauth.SecretName(server)))
+	if err != nil {
+		h.t.Fatalf("read the stored sign-in's file: %v", err)
+	}
+	return string(b)
 }
 
 func tokenOf(blob map[string]any, field string) string {

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/plexus-gw/plexus/internal/plexustest"
-	"github.com/plexus-gw/plexus/platform"
 )
 
 // metaServer is a real MCP server's origin with no OAuth of its own: it
@@ -84,7 +81,8 @@ func TestLegacyIssuerOnOrigin(t *testing.T) {
 			for k, v := range tc.docs {
 				docs[k] = strings.NewReplacer("{host}", u.Host, "{port}", u.Port()).Replace(v)
 			}
-			m := New(Options{Store: platform.New(platform.Options{Home: plexustest.TempHome(t).Dir}),
+			st, key := testStore(t)
+			m := New(Options{Store: st, TokenKey: key,
 				CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
 			defer m.Close()
 			pin := ""
@@ -173,7 +171,8 @@ func TestLegacyLogin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var tokens atomic.Int32
 			srv := legacyServer(t, &tokens)
-			m := New(Options{Store: platform.New(platform.Options{Home: plexustest.TempHome(t).Dir}),
+			st, key := testStore(t)
+			m := New(Options{Store: st, TokenKey: key,
 				CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
 			defer m.Close()
 			m.Handler("legacy", srv.URL+"/mcp", Config{})

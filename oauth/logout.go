@@ -66,7 +66,7 @@ func (m *Manager) logoutRecord(s *source, server string) (*record, Config, error
 func (s *source) signedOut() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loaded, s.rec, s.forced, s.widen, s.notified, s.shown = true, nil, "", nil, false, nil
+	s.loaded, s.rec, s.forced, s.widen, s.notified, s.shown, s.unreadable = true, nil, "", nil, false, nil, ""
 	s.granted, s.issuer = nil, ""
 	s.needs, s.reason, s.dead = false, "", false
 	if s.cfg.Grant == GrantClientCredentials {

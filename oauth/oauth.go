@@ -16,7 +16,7 @@
 // without a usable token reports that the server needs sign-in, once per
 // episode, and returns [ErrNeedsSignIn]. It must never let a token, a
 // refresh token, a code or a client secret reach the journal, a log, an
-// error string or any file but the secrets store.
+// error string or any file, the secrets store included, unsealed.
 package oauth
 
 import (
@@ -68,17 +68,23 @@ type Config struct {
 }
 
 // Store keeps the tokens; platform.Services fits. Its methods may be
-// called from any goroutine.
+// called from any goroutine. What the Manager writes to it is sealed under
+// [Options.TokenKey].
 type Store interface {
 	Secret(name string) (string, error)
 	SetSecret(name string, v []byte) error
 	RemoveSecret(name string) error
 }
 
-// Options are a [Manager]'s dependencies. Store and CallbackURL are
-// required; the rest have working zero values.
+// Options are a [Manager]'s dependencies. Store, TokenKey and CallbackURL
+// are required; the rest have working zero values.
 type Options struct {
 	Store Store
+	// TokenKey ([TokenKeySize] bytes: PLEXUS_HOME/token-key) seals every
+	// sign-in the Manager stores (AES-256-GCM, bound to the secret's
+	// name). A plain blob stored before sealing is read, and sealed when
+	// next written; one that does not open means the server needs sign-in.
+	TokenKey []byte
 	// HTTPClient, when set, makes every OAuth request instead of the
 	// client Plexus builds per server entry, whose dials refuse what the
 	// upstream names further in than the server ([DialRefusedError]).
@@ -128,12 +134,17 @@ func (m *Manager) Close() {
 	m.logins.Wait()
 }
 
-// New returns a Manager. It panics when Store or CallbackURL is missing:
-// a wiring bug.
+// New returns a Manager. It panics when Store, TokenKey or CallbackURL is
+// missing or TokenKey is not [TokenKeySize] bytes: a wiring bug.
 func New(o Options) *Manager {
 	if o.Store == nil || o.CallbackURL == nil {
 		panic("oauth.New: Options.Store and Options.CallbackURL are required")
 	}
+	sealed, err := newSealedStore(o.Store, o.TokenKey)
+	if err != nil {
+		panic("oauth.New: Options.TokenKey: " + err.Error())
+	}
+	o.Store = sealed
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -64,22 +64,32 @@ func SecretName(server string) string { return secretName(server) }
 const maxSecretName = 64
 
 // loadRecord reads a server's record; a server never signed in has none
-// (nil, nil).
+// (nil, nil). A stored blob that cannot be used (sealed under another
+// token-key, changed, not a sign-in) is an [*unreadableError].
 func loadRecord(st Store, server string) (*record, error) {
 	v, err := st.Secret(secretName(server))
-	if errors.Is(err, plexus.ErrNotFound) {
+	switch {
+	case errors.Is(err, plexus.ErrNotFound):
 		return nil, nil
-	}
-	if err != nil {
+	case errors.Is(err, errUnopened), errors.Is(err, errSealFormat):
+		return nil, &unreadableError{server: server, why: err.Error()}
+	case err != nil:
 		return nil, fmt.Errorf("read the stored sign-in of %s: %w", server, err)
 	}
 	var rec record
 	if err := json.Unmarshal([]byte(v), &rec); err != nil {
 		// The decoder's message may quote the blob: say only where it is.
-		return nil, fmt.Errorf("the stored sign-in of %s (secret %s) is not valid JSON; run: plexus mcp logout %s",
-			server, secretName(server), server)
+		return nil, &unreadableError{server: server, why: "the stored sign-in is not valid JSON"}
 	}
 	return &rec, nil
+}
+
+// unreadableError is a stored sign-in that cannot be used: the server
+// needs sign-in again, which overwrites it. It never holds the blob.
+type unreadableError struct{ server, why string }
+
+func (e *unreadableError) Error() string {
+	return fmt.Sprintf("%s (secret %s); run: plexus mcp login %s", e.why, secretName(e.server), e.server)
 }
 
 func saveRecord(st Store, server string, rec *record) error {

@@ -9,9 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
-
-	"github.com/plexus-gw/plexus/internal/plexustest"
-	"github.com/plexus-gw/plexus/platform"
 )
 
 // TestRedirectKeepsToken: the source's transport sends its token to its
@@ -45,13 +42,13 @@ func TestRedirectKeepsToken(t *testing.T) {
 			}))
 			defer srv.Close()
 
-			store := platform.New(platform.Options{Home: plexustest.TempHome(t).Dir})
+			store, key := testStore(t)
 			if err := saveRecord(store, "remote", &record{ServerURL: srv.URL + "/mcp", Resource: srv.URL + "/mcp",
 				Token:    &oauth2.Token{AccessToken: "at-canary", TokenType: "Bearer", Expiry: time.Now().Add(time.Hour)},
 				TokenURL: srv.URL + "/token"}); err != nil {
 				t.Fatal(err)
 			}
-			m := New(Options{Store: store, CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
+			m := New(Options{Store: store, TokenKey: key, CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
 			oh := m.Handler("remote", srv.URL+"/mcp", Config{})
 			_, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(t.Context(),
 				&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", OAuthHandler: oh, HTTPClient: tc.client, MaxRetries: -1}, nil)
@@ -74,12 +71,12 @@ func TestRedirectKeepsToken(t *testing.T) {
 // TestRecordForAnotherURL: a stored sign-in made for another server URL
 // (the entry's url changed) is never sent.
 func TestRecordForAnotherURL(t *testing.T) {
-	store := platform.New(platform.Options{Home: plexustest.TempHome(t).Dir})
+	store, key := testStore(t)
 	if err := saveRecord(store, "remote", &record{ServerURL: "https://old.example/mcp",
 		Token: &oauth2.Token{AccessToken: "at-canary", Expiry: time.Now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	m := New(Options{Store: store, CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
+	m := New(Options{Store: store, TokenKey: key, CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
 	ts, err := m.Handler("remote", "https://new.example/mcp", Config{}).TokenSource(t.Context())
 	if err != nil || ts != nil {
 		t.Errorf("TokenSource = %v, %v; want no token source for another URL's sign-in", ts, err)

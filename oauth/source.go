@@ -42,13 +42,17 @@ type source struct {
 	// rec is the sign-in: the stored one, or for client credentials the
 	// current token, kept in memory only. Never mutated: replaced. nil when
 	// there is none.
-	rec      *record
-	needs    bool // waiting for the owner to sign in
-	reason   string
-	notified bool     // NeedsSignIn was called in this episode
-	dead     bool     // the token endpoint refused: nothing is asked of it until a sign-in
-	forced   string   // the access token a 401 made us fetch: refused in turn, only the owner can help
-	widen    []string // the scopes a step-up asked for, for the next sign-in
+	rec    *record
+	needs  bool // waiting for the owner to sign in
+	reason string
+	// unreadable says why the stored sign-in, read once, could not be
+	// used (sealed under another token-key, say): the reason a sign-in is
+	// asked for. A sign-in clears it.
+	unreadable string
+	notified   bool     // NeedsSignIn was called in this episode
+	dead       bool     // the token endpoint refused: nothing is asked of it until a sign-in
+	forced     string   // the access token a 401 made us fetch: refused in turn, only the owner can help
+	widen      []string // the scopes a step-up asked for, for the next sign-in
 	// shown are the scopes the requests filed in this episode showed the
 	// owner: a step-up asking beyond them files a new request.
 	shown []string
@@ -79,6 +83,8 @@ func (s *source) lastChallenge(req *http.Request) *http.Response {
 
 // record returns the stored sign-in, reading it on first use. A record
 // made for another server URL is ignored: its token is not this server's.
+// One that cannot be used is read as none, once: the server answers 401
+// and the source needs sign-in, saying why.
 func (s *source) record() (*record, error) {
 	s.mu.Lock()
 	if s.loaded {
@@ -87,6 +93,14 @@ func (s *source) record() (*record, error) {
 	}
 	s.mu.Unlock()
 	rec, err := loadRecord(s.m.opts.Store, s.name)
+	unreadable := ""
+	var ue *unreadableError
+	if errors.As(err, &ue) {
+		// The blob stays until a sign-in overwrites it: the token-key it
+		// was sealed with, restored, opens it again at the next start.
+		s.m.opts.Logger.Warn("oauth: the stored sign-in cannot be used; sign in again", "server", s.name, "why", ue.why)
+		rec, err, unreadable = nil, nil, ue.why
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +111,7 @@ func (s *source) record() (*record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded {
-		s.loaded, s.rec = true, rec
+		s.loaded, s.rec, s.unreadable = true, rec, unreadable
 	}
 	return s.rec, nil
 }
@@ -105,7 +119,18 @@ func (s *source) record() (*record, error) {
 func (s *source) setRecord(rec *record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loaded, s.rec = true, rec
+	s.loaded, s.rec, s.unreadable = true, rec, ""
+}
+
+// noSignIn is the reason a source with no sign-in needs one: why its
+// stored sign-in could not be used, else def.
+func (s *source) noSignIn(def string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec == nil && s.unreadable != "" {
+		return s.unreadable
+	}
+	return def
 }
 
 func (s *source) state() (bool, string) {
@@ -192,7 +217,7 @@ func (s *source) token(ctx context.Context) (*oauth2.Token, error) {
 	s.mu.Unlock()
 	switch {
 	case rec == nil || rec.Token == nil || dead:
-		return nil, s.needSignIn(ctx, "not signed in", nil, nil)
+		return nil, s.needSignIn(ctx, s.noSignIn("not signed in"), nil, nil)
 	case s.fresh(rec.Token):
 		return rec.Token, nil
 	case rec.Token.RefreshToken == "":
@@ -273,7 +298,7 @@ func (s *source) unauthorized(ctx context.Context, sent string, ch []oauthex.Cha
 		return err
 	}
 	if sent == "" || rec == nil || rec.Token == nil {
-		return s.needSignIn(ctx, "the server answered 401 Unauthorized", ch, nil)
+		return s.needSignIn(ctx, s.noSignIn("the server answered 401 Unauthorized"), ch, nil)
 	}
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()

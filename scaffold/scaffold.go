@@ -39,6 +39,7 @@ const (
 	FileSigningKey    = "signing-key"
 	FileHashKey       = "hash-key"
 	FileChainKey      = "chain-key"
+	FileTokenKey      = "token-key"
 	FileAnchor        = "journal.anchor"
 	FileAuthConfig    = "auth-config.json"
 	FileNetwork       = "network.json"
@@ -82,8 +83,8 @@ type Result struct {
 }
 
 // Init creates whatever of the layout is missing under home: the home
-// itself and its folders (0700), the connection-key, signing-key, hash-key
-// and chain-key (0600, fresh random values), auth-config.json and network.json
+// itself and its folders (0700), the connection-key, signing-key, hash-key,
+// chain-key and token-key (0600, fresh random values), auth-config.json and network.json
 // with defaults (0600), a .gitignore that keeps keys, secrets, the audit
 // mirror and the database out of a repository, and a README. Existing
 // files and folders are left exactly as they are, even when wrong: Verify
@@ -125,6 +126,10 @@ func Init(home string, opts InitOptions) (Result, error) {
 		// An existing home gets its chain-key on the first start of a build
 		// that keys the journal's chain (the journal migrates then).
 		{FileChainKey, SecretMode, newHexKey},
+		// Likewise the token-key, which seals the OAuth sign-ins in secrets/:
+		// blobs written before it are read as they are and sealed when next
+		// written.
+		{FileTokenKey, SecretMode, newHexKey},
 		{FileAuthConfig, SecretMode, func() ([]byte, error) { return marshalConfig(DefaultAuthConfig()) }},
 		{FileNetwork, SecretMode, func() ([]byte, error) { return marshalConfig(DefaultNetwork()) }},
 		{FileGitignore, PublicMode, func() ([]byte, error) { return []byte(gitignore), nil }},
@@ -252,6 +257,7 @@ connection-key
 signing-key
 hash-key
 chain-key
+token-key
 scrape-token
 secrets/
 journal.db*
@@ -274,7 +280,8 @@ Every decision waiting for you is a markdown file in inbox/.
 archive/ holds what ended (expired, used once, revoked, withdrawn). Plexus
 never overwrites a file you edited. audit/ is the daily
 redacted JSONL mirror; journal.db (SQLite) records every transition.
-Keep connection-key, signing-key, hash-key, chain-key and secrets/ private
-(0600/0700). chain-key keys journal.db's hash chain and journal.anchor holds
-its head: plexus journal verify needs both.
+Keep connection-key, signing-key, hash-key, chain-key, token-key and secrets/
+private (0600/0700). chain-key keys journal.db's hash chain and journal.anchor
+holds its head: plexus journal verify needs both. token-key seals the OAuth
+sign-ins in secrets/oauth.*: without it they must be signed in to again.
 `

@@ -2,6 +2,7 @@ package scaffold_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -64,13 +65,13 @@ func TestInit(t *testing.T) {
 		created = append(created, strings.TrimPrefix(p, home))
 	}
 	want := []string{"", "/inbox", "/active", "/rejected", "/archive", "/audit", "/secrets",
-		"/connection-key", "/signing-key", "/hash-key", "/chain-key", "/auth-config.json", "/network.json", "/.gitignore", "/README.md"}
+		"/connection-key", "/signing-key", "/hash-key", "/chain-key", "/token-key", "/auth-config.json", "/network.json", "/.gitignore", "/README.md"}
 	if diff := cmp.Diff(want, created); diff != "" {
 		t.Errorf("Created (-want +got):\n%s", diff)
 	}
 	modes := map[string]fs.FileMode{
 		"": 0o700, "inbox": 0o700, "active": 0o700, "rejected": 0o700, "archive": 0o700, "audit": 0o700, "secrets": 0o700,
-		"connection-key": 0o600, "signing-key": 0o600, "hash-key": 0o600, "chain-key": 0o600, "auth-config.json": 0o600, "network.json": 0o600,
+		"connection-key": 0o600, "signing-key": 0o600, "hash-key": 0o600, "chain-key": 0o600, "token-key": 0o600, "auth-config.json": 0o600, "network.json": 0o600,
 	}
 	for name, mode := range modes {
 		fi, err := os.Stat(filepath.Join(home, name))
@@ -86,7 +87,7 @@ func TestInit(t *testing.T) {
 		t.Errorf("connection-key has the wrong shape (%d bytes)", len(key))
 	}
 	gi, _ := os.ReadFile(filepath.Join(home, ".gitignore"))
-	for _, line := range []string{"connection-key", "signing-key", "hash-key", "chain-key", "secrets/", "journal.db*", "journal.anchor*", "audit/"} {
+	for _, line := range []string{"connection-key", "signing-key", "hash-key", "chain-key", "token-key", "secrets/", "journal.db*", "journal.anchor*", "audit/"} {
 		if !strings.Contains(string(gi), "\n"+line+"\n") {
 			t.Errorf(".gitignore does not ignore %s", line)
 		}
@@ -218,8 +219,8 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.SigningKey) != 32 || len(h.HashKey) != 32 || len(h.ChainKey) != 32 || !strings.HasPrefix(h.ConnectionKey, "plx_live_") {
-		t.Errorf("keys: signing %d bytes, hash %d bytes, chain %d bytes", len(h.SigningKey), len(h.HashKey), len(h.ChainKey))
+	if len(h.SigningKey) != 32 || len(h.HashKey) != 32 || len(h.ChainKey) != 32 || len(h.TokenKey) != 32 || !strings.HasPrefix(h.ConnectionKey, "plx_live_") {
+		t.Errorf("keys: signing %d bytes, hash %d bytes, chain %d bytes, token %d bytes", len(h.SigningKey), len(h.HashKey), len(h.ChainKey), len(h.TokenKey))
 	}
 	if h.Anchor != filepath.Join(home, "journal.anchor") {
 		t.Errorf("anchor path %q", h.Anchor)
@@ -407,6 +408,78 @@ func TestReadChainKey(t *testing.T) {
 			}
 			if _, err := os.Stat(p); tc.name == "ErrMissing" && err == nil {
 				t.Error("ReadChainKey created a chain-key")
+			}
+		})
+	}
+}
+
+// TestTokenKey: the token-key that seals the OAuth sign-ins is created 0600
+// by init and on the first start of an existing home without one, never
+// overwritten, and must be exactly an AES-256 key.
+func TestTokenKey(t *testing.T) {
+	t.Run("ExistingHomeGetsOne", func(t *testing.T) {
+		home := mustInit(t)
+		p := filepath.Join(home, "token-key")
+		if err := os.Remove(p); err != nil { // a home made before the token-key
+			t.Fatal(err)
+		}
+		before := snapshot(t, home)
+		res, err := scaffold.Init(home, scaffold.InitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{p}, res.Created); diff != "" {
+			t.Errorf("Created (-want +got):\n%s", diff)
+		}
+		after := snapshot(t, home)
+		delete(after, "/token-key")
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("Init changed more than the token-key (-before +after):\n%s", diff)
+		}
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("token-key: %v, mode %v; want 0600", err, fi)
+		}
+		h, err := scaffold.Load(home)
+		if err != nil || len(h.TokenKey) != 32 || h.TokenKeyFile != p {
+			t.Fatalf("Load: %v (%d bytes at %s)", err, len(h.TokenKey), h.TokenKeyFile)
+		}
+	})
+	t.Run("NeverOverwritten", func(t *testing.T) {
+		home := mustInit(t)
+		p := filepath.Join(home, "token-key")
+		mine := strings.Repeat("ab", 32) + "\n"
+		if err := os.WriteFile(p, []byte(mine), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := scaffold.Init(home, scaffold.InitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != mine {
+			t.Errorf("Init rewrote the token-key")
+		}
+		if h, err := scaffold.Load(home); err != nil || string(h.TokenKey) != strings.Repeat("\xab", 32) {
+			t.Errorf("Load: %v", err)
+		}
+	})
+	for _, tc := range []struct{ name, body, want string }{
+		{"ErrShort", strings.Repeat("ab", 16), "key is 16 bytes, want at least 32"},
+		{"ErrLong", strings.Repeat("ab", 48), "key is 48 bytes, want 32 (AES-256)"},
+		{"ErrNotHex", strings.Repeat("zz", 32), "want hex digits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := mustInit(t)
+			if err := os.WriteFile(filepath.Join(home, "token-key"), []byte(tc.body+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := scaffold.Load(home)
+			for _, w := range []string{"token-key does not hold a valid key: " + tc.want, "signed in to again: plexus mcp login NAME"} {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("Load = %v, want %q", err, w)
+				}
+			}
+			if strings.Contains(fmt.Sprint(err), tc.body) {
+				t.Errorf("the error holds the key")
 			}
 		})
 	}

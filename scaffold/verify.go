@@ -119,10 +119,10 @@ type Home struct {
 	SocketDir                                        string // Dir/run, created on demand by the ipc transport
 	MCPConfig                                        string // Dir/mcp.json, optional
 	ConnectionKeyFile, SigningKeyFile, HashKeyFile   string
-	ChainKeyFile, Anchor                             string
+	ChainKeyFile, TokenKeyFile, Anchor               string
 	AuthConfigFile, NetworkFile                      string
 	ConnectionKey                                    string
-	SigningKey, HashKey, ChainKey                    []byte
+	SigningKey, HashKey, ChainKey, TokenKey          []byte
 	Auth                                             AuthConfig
 	Network                                          Network
 }
@@ -136,7 +136,7 @@ func Layout(home string) *Home {
 		Archive: j(DirArchive), Audit: j(DirAudit), Secrets: j(DirSecrets),
 		Journal: j(FileJournal), SocketDir: j(DirRun), MCPConfig: j(FileMCPConfig),
 		ConnectionKeyFile: j(FileConnectionKey), SigningKeyFile: j(FileSigningKey), HashKeyFile: j(FileHashKey),
-		ChainKeyFile: j(FileChainKey), Anchor: j(FileAnchor),
+		ChainKeyFile: j(FileChainKey), TokenKeyFile: j(FileTokenKey), Anchor: j(FileAnchor),
 		AuthConfigFile: j(FileAuthConfig), NetworkFile: j(FileNetwork),
 	}
 }
@@ -168,9 +168,9 @@ func (e *LayoutError) Error() string {
 
 // Verify checks the layout under home: every folder exists, is a folder and
 // is not open to group or others; every key file exists, is not open to
-// group or others, and holds a key of at least 32 bytes; both configs exist,
-// are not writable by group or others, parse strictly and hold valid
-// values. It returns a *LayoutError listing every problem with its fix.
+// group or others, and holds a key of at least 32 bytes (the token-key
+// exactly 32); both configs exist, are not writable by group or others,
+// parse strictly and hold valid values. It returns a *LayoutError listing every problem with its fix.
 func Verify(home string) error {
 	_, err := Load(home)
 	return err
@@ -215,6 +215,13 @@ func Load(home string) (*Home, error) {
 			h.ChainKey = k
 		}
 	}
+	if b, ok := v.file(h.TokenKeyFile, FileTokenKey, true); ok {
+		if k, err := parseTokenKey(b); err != nil {
+			v.badKey(h.TokenKeyFile, FileTokenKey, err, tokenKeyConsequence)
+		} else {
+			h.TokenKey = k
+		}
+	}
 	if b, ok := v.file(h.AuthConfigFile, FileAuthConfig, false); ok {
 		h.Auth = v.authConfig(h.AuthConfigFile, b)
 	}
@@ -231,6 +238,26 @@ func Load(home string) (*Home, error) {
 // chainKeyConsequence is what replacing the chain-key costs: the journal
 // refuses a key its chain does not verify with.
 const chainKeyConsequence = " (a journal keyed with the old one will not open: restore the old chain-key, or move journal.db and journal.anchor aside to start a new journal)"
+
+// tokenKeyConsequence is what replacing the token-key costs: the OAuth
+// sign-ins sealed with the old one no longer open.
+const tokenKeyConsequence = " (every remote MCP server signed in with OAuth must then be signed in to again: plexus mcp login NAME)"
+
+// TokenKeySize is the token-key's size: an AES-256 key.
+const TokenKeySize = 32
+
+// parseTokenKey reads the token-key: exactly [TokenKeySize] bytes in hex,
+// as AES-256 takes it (a longer one is refused, not cut).
+func parseTokenKey(b []byte) ([]byte, error) {
+	k, err := parseHexKey(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(k) != TokenKeySize {
+		return nil, fmt.Errorf("key is %d bytes, want %d (AES-256)", len(k), TokenKeySize)
+	}
+	return k, nil
+}
 
 // ReadChainKey reads and checks home's chain-key for a command that only
 // reads the journal (plexus journal verify): it never creates one. The
