@@ -43,7 +43,7 @@ func (s *source) clientCredentialsToken(ctx context.Context) (*oauth2.Token, err
 // to the authorization server it signed in at before (the one the owner
 // approved, or the entry pins): a changed one is a new sign-in request.
 func (s *source) fetchClientCredentials(ctx context.Context) (*oauth2.Token, error) {
-	d, err := s.m.discover(ctx, s.url, nil, s.cfg.AuthServerMetadataURL)
+	d, err := s.m.discover(ctx, s.http, s.url, nil, s.cfg.AuthServerMetadataURL)
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
 	}
@@ -58,7 +58,7 @@ func (s *source) fetchClientCredentials(ctx context.Context) (*oauth2.Token, err
 		s.refile(ctx, reason, d, scopes)
 		return nil, fmt.Errorf("%s: %s; approve the new sign-in request, or run: plexus mcp login %s: %w", s.name, reason, s.name, ErrNeedsSignIn)
 	}
-	r := tokenRequest{url: d.asm.TokenEndpoint, clientID: s.cfg.ClientID, scopes: scopes,
+	r := tokenRequest{client: s.http, url: d.asm.TokenEndpoint, clientID: s.cfg.ClientID, scopes: scopes,
 		params: url.Values{"resource": {d.resource}}}
 	if err := s.m.clientAuth(&r, s.cfg, d.asm); err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)

@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -20,29 +21,38 @@ type discovery struct {
 	resource        string
 	scopesSupported []string // the protected resource's
 	asm             *oauthex.AuthServerMeta
+	// moved is set when the 2025-03-26 fallback accepted an issuer on the
+	// server's origin other than the origin itself (see
+	// [Manager.legacyAuthServerMeta]): the SDK's handler, which would
+	// refuse it, is shown this discovery instead of its own.
+	moved *movedIssuer
 }
 
 // discover finds the protected resource metadata (RFC 9728: from the
 // challenge, else the well-known paths) and the authorization server's
 // metadata (RFC 8414 or OpenID discovery, else the 2025-03-26 fallbacks).
 // An issuer that does not match its metadata is refused (oauthex checks
-// it), as is any endpoint that is not https outside loopback.
+// it), but for an issuer on the server's own origin in the 2025-03-26
+// fallback ([Manager.legacyAuthServerMeta]); so is any endpoint that is
+// not https outside loopback.
 //
 // What the upstream names (the challenge's resource_metadata, the
 // metadata's authorization servers and endpoints) may not reach further
 // in than the server itself: no loopback address for a server that is not
 // on loopback, no private one for a public server. The daemon fetches
-// them on a first 401, with no owner action.
+// them on a first 401, with no owner action. A URL's literal host is
+// checked here; the address a name resolves to is checked when c dials it
+// ([dialGuard]), c being the entry's client.
 //
 // asMetaURL, the entry's authServerMetadataUrl, pins the authorization
 // server: its metadata must name the issuer its URL derives from (RFC 8414
 // §3), and a server naming other authorization servers is refused.
-func (m *Manager) discover(ctx context.Context, serverURL string, ch []oauthex.Challenge, asMetaURL string) (*discovery, error) {
+func (m *Manager) discover(ctx context.Context, c *http.Client, serverURL string, ch []oauthex.Challenge, asMetaURL string) (*discovery, error) {
 	base := serverURL
 	if asMetaURL != "" {
 		base = inner(serverURL, asMetaURL) // the owner chose it
 	}
-	prm := m.resourceMetadata(ctx, serverURL, ch)
+	prm := m.resourceMetadata(ctx, c, serverURL, ch)
 	d := &discovery{resource: serverURL}
 	issuer := ""
 	if prm != nil {
@@ -56,7 +66,13 @@ func (m *Manager) discover(ctx context.Context, serverURL string, ch []oauthex.C
 		}
 		issuer = u.Scheme + "://" + u.Host
 	}
-	asm, err := m.authServerMeta(ctx, issuer, asMetaURL, base)
+	var asm *oauthex.AuthServerMeta
+	var err error
+	if prm == nil && asMetaURL == "" {
+		asm, d.moved, err = m.legacyAuthServerMeta(ctx, c, issuer)
+	} else {
+		asm, err = m.authServerMeta(ctx, c, issuer, asMetaURL, base)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,13 +99,13 @@ func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings
 
 // resourceMetadata returns the first protected resource metadata found,
 // or nil when the server publishes none.
-func (m *Manager) resourceMetadata(ctx context.Context, serverURL string, ch []oauthex.Challenge) *oauthex.ProtectedResourceMetadata {
+func (m *Manager) resourceMetadata(ctx context.Context, hc *http.Client, serverURL string, ch []oauthex.Challenge) *oauthex.ProtectedResourceMetadata {
 	for _, c := range prmCandidates(serverURL, ch) {
 		if err := reachable(c.url, serverURL); err != nil {
 			m.opts.Logger.Warn("oauth: the challenge's resource_metadata refused", "url", shown(c.url), "err", err)
 			continue
 		}
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, m.opts.HTTPClient)
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, hc)
 		if err != nil || prm == nil || len(prm.AuthorizationServers) == 0 {
 			m.opts.Logger.Debug("oauth: no protected resource metadata here", "url", c.url, "err", err)
 			continue
@@ -126,14 +142,14 @@ func prmCandidates(serverURL string, ch []oauthex.Challenge) []prmCandidate {
 // authServerMeta fetches the metadata from the URL the entry names, else
 // by discovery from the issuer (which may not reach further in than base),
 // else builds the 2025-03-26 fallback.
-func (m *Manager) authServerMeta(ctx context.Context, issuer, asMetaURL, base string) (*oauthex.AuthServerMeta, error) {
+func (m *Manager) authServerMeta(ctx context.Context, c *http.Client, issuer, asMetaURL, base string) (*oauthex.AuthServerMeta, error) {
 	var asm *oauthex.AuthServerMeta
 	var err error
 	if asMetaURL != "" {
 		if issuer, err = issuerOf(asMetaURL); err != nil {
 			return nil, err
 		}
-		asm, err = oauthex.GetAuthServerMeta(ctx, asMetaURL, issuer, m.opts.HTTPClient)
+		asm, err = oauthex.GetAuthServerMeta(ctx, asMetaURL, issuer, c)
 		if err == nil && asm == nil {
 			err = fmt.Errorf("no metadata at %s", shown(asMetaURL))
 		}
@@ -141,7 +157,7 @@ func (m *Manager) authServerMeta(ctx context.Context, issuer, asMetaURL, base st
 		if err := reachable(issuer, base); err != nil {
 			return nil, fmt.Errorf("the authorization server the server names: %w", err)
 		}
-		asm, err = auth.GetAuthServerMetadata(ctx, issuer, m.opts.HTTPClient)
+		asm, err = auth.GetAuthServerMetadata(ctx, issuer, c)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authorization server metadata of %s: %w", shown(issuer), err)

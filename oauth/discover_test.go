@@ -1,10 +1,13 @@
 package oauth
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,7 +91,7 @@ func TestDiscoverStaysOut(t *testing.T) {
 		CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
 	defer m.Close()
 	ch := []oauthex.Challenge{{Scheme: "bearer", Params: map[string]string{"resource_metadata": inside.URL + "/.well-known/oauth-protected-resource"}}}
-	if _, err := m.discover(t.Context(), "https://mcp.invalid/mcp", ch, ""); err == nil {
+	if _, err := m.discover(t.Context(), m.client("https://mcp.invalid/mcp", ""), "https://mcp.invalid/mcp", ch, ""); err == nil {
 		t.Errorf("discovery for an unreachable public server succeeded")
 	}
 	mu.Lock()
@@ -96,7 +99,7 @@ func TestDiscoverStaysOut(t *testing.T) {
 		t.Errorf("the loopback server named by a public server's challenge was asked %d times", hits)
 	}
 	mu.Unlock()
-	if _, err := m.authServerMeta(t.Context(), inside.URL, "", "https://mcp.invalid/mcp"); err == nil || !strings.Contains(err.Error(), "loopback") {
+	if _, err := m.authServerMeta(t.Context(), m.client("https://mcp.invalid/mcp", ""), inside.URL, "", "https://mcp.invalid/mcp"); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("authServerMeta of a loopback issuer for a public server: err = %v, want refused", err)
 	}
 
@@ -141,5 +144,37 @@ func TestSecretNameFits(t *testing.T) {
 	}
 	if got := secretName("gh"); got != "oauth.gh" {
 		t.Errorf("secretName(gh) = %q, want oauth.gh", got)
+	}
+}
+
+// TestDiscoverStaysOutByName: the same, for names the upstream gives that
+// resolve to loopback (the literal check takes a name for the internet):
+// the dial refuses them, so the loopback server is never asked, and the
+// error names the host.
+func TestDiscoverStaysOutByName(t *testing.T) {
+	var conns atomic.Int32 // connections made to it, https or not
+	inside := httptest.NewUnstartedServer(http.NotFoundHandler())
+	inside.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	inside.Start()
+	defer inside.Close()
+	named := "https://" + net.JoinHostPort("loop.test", strconv.Itoa(inside.Listener.Addr().(*net.TCPAddr).Port))
+	m := New(Options{Store: platform.New(platform.Options{Home: plexustest.TempHome(t).Dir}), Resolver: dnsServer(t, testNames),
+		CallbackURL: func(int) string { return "http://127.0.0.1:1/oauth/callback" }})
+	defer m.Close()
+	const server = "https://mcp.invalid/mcp"
+	ch := []oauthex.Challenge{{Scheme: "bearer", Params: map[string]string{"resource_metadata": named + "/.well-known/oauth-protected-resource"}}}
+	if _, err := m.discover(t.Context(), m.client(server, ""), server, ch, ""); err == nil {
+		t.Errorf("discovery for an unreachable public server succeeded")
+	}
+	_, err := m.authServerMeta(t.Context(), m.client(server, ""), named, "", server)
+	if err == nil || !strings.Contains(err.Error(), "loop.test resolves to 127.0.0.1, on loopback") {
+		t.Errorf("authServerMeta of an issuer named loop.test for a public server: err = %v, want refused naming the host", err)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("the loopback server named by a public server was connected to %d times", n)
 	}
 }

@@ -88,9 +88,8 @@ func (h *harness) newManager() {
 	h.cb = httptest.NewServer(mux)
 	h.t.Cleanup(h.cb.Close)
 	m = oauth.New(oauth.Options{
-		Store:      st,
-		HTTPClient: oauth.ProtectRedirects(http.DefaultClient),
-		Now:        h.clock.Now,
+		Store: st,
+		Now:   h.clock.Now,
 		CallbackURL: func(port int) string {
 			if port != 0 {
 				return fmt.Sprintf("http://127.0.0.1:%d/callback", port)

@@ -144,7 +144,7 @@ func (m *Manager) loginClientCredentials(ctx context.Context, s *source, approve
 // anywhere (the challenge, discovery, the SDK handler, the loopback
 // listener), then starts the flow.
 func (m *Manager) startLogin(ctx context.Context, s *source, approved *plexus.SignInRequest) (*login, error) {
-	req, resp, err := m.probe(ctx, s.url)
+	req, resp, err := m.probe(ctx, s.http, s.url)
 	if err != nil {
 		return nil, fmt.Errorf("sign in to %s: %w", s.name, err)
 	}
@@ -192,9 +192,15 @@ func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Respon
 	if err != nil {
 		ch = nil // an unreadable challenge: discovery falls back to the well-known paths
 	}
-	d, err := m.discover(ctx, s.url, ch, s.cfg.AuthServerMetadataURL)
+	d, err := m.discover(ctx, s.http, s.url, ch, s.cfg.AuthServerMetadataURL)
 	if err != nil {
 		return nil, nil, err
+	}
+	client := s.http
+	if d.moved != nil {
+		if client, err = d.moved.client(s.http, s.url, ch); err != nil {
+			return nil, nil, err
+		}
 	}
 	rec, err := s.record()
 	if err != nil {
@@ -206,7 +212,7 @@ func (m *Manager) prepareLogin(ctx context.Context, s *source, resp *http.Respon
 	if err := l.check(ctx, rec, ch); err != nil {
 		return nil, nil, err
 	}
-	h, err := auth.NewAuthorizationCodeHandler(l.sdkConfig(rec))
+	h, err := auth.NewAuthorizationCodeHandler(l.sdkConfig(rec, client))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -231,14 +237,14 @@ func (m *Manager) track(s *source, l *login) bool {
 // Metadata Document, else the entry's client id, else the client Plexus
 // registered before at this issuer for this redirect, else dynamic
 // registration; PKCE, resource and the iss check are the SDK's.
-func (l *login) sdkConfig(rec *record) *auth.AuthorizationCodeHandlerConfig {
+func (l *login) sdkConfig(rec *record, client *http.Client) *auth.AuthorizationCodeHandlerConfig {
 	s := l.src
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              l.redirect,
 		AuthorizationCodeFetcher: l.fetch,
 		ScopeFilter:              func(discovered []string) []string { return l.scopes(discovered, rec) },
 		RequestRefreshToken:      true,
-		Client:                   l.m.opts.HTTPClient,
+		Client:                   client,
 		NewTokenSource:           l.keep,
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
 			Metadata: &oauthex.ClientRegistrationMetadata{
@@ -430,7 +436,7 @@ func challenged(resp *http.Response) bool {
 }
 
 // probe asks the server, without a token, for its challenge.
-func (m *Manager) probe(ctx context.Context, serverURL string) (*http.Request, *http.Response, error) {
+func (m *Manager) probe(ctx context.Context, c *http.Client, serverURL string) (*http.Request, *http.Response, error) {
 	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"plexus","version":"0"}}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(initialize))
 	if err != nil {
@@ -438,7 +444,7 @@ func (m *Manager) probe(ctx context.Context, serverURL string) (*http.Request, *
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := m.opts.HTTPClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("probe: %w", err)
 	}

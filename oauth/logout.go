@@ -126,7 +126,7 @@ func (m *Manager) revokeOne(ctx context.Context, rec *record, cfg Config, token,
 	if basic {
 		req.SetBasicAuth(url.QueryEscape(rec.ClientID), url.QueryEscape(rec.ClientSecret))
 	}
-	resp, err := m.opts.HTTPClient.Do(req)
+	resp, err := m.client(rec.ServerURL, cfg.AuthServerMetadataURL).Do(req)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -77,9 +78,14 @@ type Store interface {
 // Options are a [Manager]'s dependencies. Store and CallbackURL are
 // required; the rest have working zero values.
 type Options struct {
-	Store      Store
+	Store Store
+	// HTTPClient, when set, makes every OAuth request instead of the
+	// client Plexus builds per server entry, whose dials refuse what the
+	// upstream names further in than the server ([DialRefusedError]).
 	HTTPClient *http.Client
-	Now        func() time.Time
+	// Resolver resolves host names for those dials; nil is the system's.
+	Resolver *net.Resolver
+	Now      func() time.Time
 	// CallbackURL returns the redirect URI for a login: the daemon's
 	// http://127.0.0.1:<port>/oauth/callback for port 0, or the one the
 	// entry's callbackPort names.
@@ -128,13 +134,6 @@ func New(o Options) *Manager {
 	if o.Store == nil || o.CallbackURL == nil {
 		panic("oauth.New: Options.Store and Options.CallbackURL are required")
 	}
-	if o.HTTPClient == nil {
-		// No proxy from the environment: the requests carry codes,
-		// secrets and tokens, and the redirect checks must see them.
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		o.HTTPClient = ProtectRedirects(&http.Client{Transport: t})
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -160,11 +159,20 @@ func (m *Manager) Handler(server, serverURL string, cfg Config) auth.OAuthHandle
 		old.cancelLogin()
 	}
 	src := &source{m: m, name: server, url: serverURL, cfg: cfg, err: checkConfig(serverURL, cfg),
+		http: m.client(serverURL, cfg.AuthServerMetadataURL),
 		// A client-credentials token lives in memory only: one is asked for
 		// at start and whenever it expires.
 		loaded: cfg.Grant == GrantClientCredentials}
 	m.servers[server] = src
 	return &handler{src: src}
+}
+
+// client makes the OAuth requests of the server entry at serverURL.
+func (m *Manager) client(serverURL, asMetaURL string) *http.Client {
+	if m.opts.HTTPClient != nil {
+		return m.opts.HTTPClient
+	}
+	return guardedClient(serverURL, asMetaURL, m.opts.Resolver)
 }
 
 func sameConfig(a, b Config) bool {

@@ -43,8 +43,9 @@ func ProtectRedirects(c *http.Client) *http.Client {
 }
 
 // reach is how far in a host is: the internet, a private network, this
-// machine. Only literal addresses and "localhost" are known; a name is
-// taken for the internet.
+// machine. Only literal addresses and "localhost" are known from a URL; a
+// name is taken for the internet, and the dial checks the address it
+// resolves to ([dialGuard]).
 type reach int
 
 const (
@@ -53,12 +54,22 @@ const (
 	reachLoopback
 )
 
+func (r reach) where() string {
+	switch r {
+	case reachLoopback:
+		return "loopback"
+	case reachPrivate:
+		return "a private network"
+	}
+	return "the internet"
+}
+
 func reachOf(raw string) reach {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return reachLoopback // unknown: the most inward, refused from outside
 	}
-	host := strings.ToLower(u.Hostname())
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return reachLoopback
 	}
@@ -66,11 +77,15 @@ func reachOf(raw string) reach {
 	if err != nil {
 		return reachPublic
 	}
+	return reachOfAddr(ip)
+}
+
+func reachOfAddr(ip netip.Addr) reach {
 	ip = ip.Unmap()
 	switch {
-	case ip.IsLoopback():
+	case ip.IsLoopback() || ip.IsUnspecified(): // a dial to 0.0.0.0 or :: reaches this machine
 		return reachLoopback
-	case ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsLinkLocalMulticast():
+	case ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast():
 		return reachPrivate
 	}
 	return reachPublic

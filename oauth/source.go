@@ -30,6 +30,7 @@ type source struct {
 	name, url string
 	cfg       Config
 	err       error // the configuration, refused: every use returns it
+	http      *http.Client
 
 	// fetchMu serialises token requests (refresh, client credentials) so
 	// that many callers make one request. It is held across that I/O, and
@@ -205,7 +206,7 @@ func (s *source) token(ctx context.Context) (*oauth2.Token, error) {
 // token endpoint is not asked again until the owner signs in.
 func (s *source) refresh(ctx context.Context, rec *record) (*oauth2.Token, error) {
 	tok, err := s.m.requestToken(ctx, tokenRequest{
-		url: rec.TokenURL, clientID: rec.ClientID, secret: rec.ClientSecret, style: rec.AuthStyle,
+		client: s.http, url: rec.TokenURL, clientID: rec.ClientID, secret: rec.ClientSecret, style: rec.AuthStyle,
 		params: url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rec.Token.RefreshToken}, "resource": {rec.Resource}},
 	})
 	var te *TokenError
@@ -381,7 +382,7 @@ func (s *source) signInRequest(ctx context.Context, reason string, ch []oauthex.
 	if rec != nil {
 		req.Resource, req.Issuer = rec.Resource, rec.Issuer
 		scopes = union(rec.Scopes, scopes)
-	} else if d, err := s.m.discover(ctx, s.url, ch, s.cfg.AuthServerMetadataURL); err == nil {
+	} else if d, err := s.m.discover(ctx, s.http, s.url, ch, s.cfg.AuthServerMetadataURL); err == nil {
 		req.Resource, req.Issuer = d.resource, d.asm.Issuer
 		if len(scopes) == 0 {
 			scopes = d.scopesSupported
@@ -413,6 +414,7 @@ func bearer(req *http.Request) string {
 
 // tokenRequest is one request to a token endpoint.
 type tokenRequest struct {
+	client                *http.Client
 	url, clientID, secret string
 	style                 oauth2.AuthStyle
 	scopes                []string
@@ -431,7 +433,7 @@ func (m *Manager) requestToken(ctx context.Context, r tokenRequest) (*oauth2.Tok
 		ClientID: r.clientID, ClientSecret: r.secret, TokenURL: r.url,
 		Scopes: r.scopes, EndpointParams: r.params, AuthStyle: r.style,
 	}
-	tok, err := conf.Token(context.WithValue(ctx, oauth2.HTTPClient, m.opts.HTTPClient))
+	tok, err := conf.Token(context.WithValue(ctx, oauth2.HTTPClient, r.client))
 	if err != nil {
 		return nil, clean(err)
 	}
