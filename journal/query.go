@@ -175,9 +175,10 @@ func (r mirrorRow) activity() (plexus.Activity, error) {
 // firstAtOrAfter returns where the activity rows recorded at or after ts (a
 // stored time text) start: an id such that every row below it was recorded
 // before ts and the first row at or above it, if any, was not (one past the
-// newest row when every row is older; 0 for an empty table). It is a binary search over ids, each probe one rowid lookup: rows
-// are appended in time order (Record reads the clock under the write lock),
-// so id order is ts order. Should the system clock have been set back while
+// newest row when every row is older; 0 for an empty table). It is a binary
+// search over ids, each probe one rowid lookup: rows are appended in time
+// order (Record reads the clock under the write lock), so id order is ts
+// order. Should the system clock have been set back while
 // rows were written, the search finds one of the places where the times
 // cross ts, and the rows before it are not searched.
 func firstAtOrAfter(ctx context.Context, q rowQuerier, ts string) (int64, error) {
@@ -199,7 +200,7 @@ func firstAtOrAfter(ctx context.Context, q rowQuerier, ts string) (int64, error)
 		var rowTS string
 		err := q.QueryRowContext(ctx, `SELECT id, ts FROM activity WHERE id >= ? ORDER BY id LIMIT 1`, mid).Scan(&id, &rowTS)
 		switch {
-		case errors.Is(err, sql.ErrNoRows): // pruned meanwhile past mid
+		case errors.Is(err, sql.ErrNoRows): // rows deleted since MAX was read
 			hi = mid
 		case err != nil:
 			return 0, fmt.Errorf("first row since %s: %w", ts, err)
