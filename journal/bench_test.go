@@ -51,6 +51,37 @@ func BenchmarkActivityByTrace(b *testing.B) {
 	}
 }
 
+// BenchmarkActivitySince measures `plexus journal --since` with no other
+// filter: the newest 100 of benchRows rows, found by a search over ids
+// since schema version 8 dropped the ts index.
+func BenchmarkActivitySince(b *testing.B) {
+	now := t0
+	db := mustOpenAt(b, filepath.Join(b.TempDir(), "journal.db"), Options{Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	err := db.Update(ctx, false, func(tx plexus.StateTx) error {
+		for i := range benchRows {
+			now = t0.Add(time.Duration(i) * time.Millisecond)
+			if err := tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "invoke.ok", Target: "fs.read"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	since := t0.Add(time.Duration(benchRows-100) * time.Millisecond)
+	for b.Loop() {
+		rows, err := db.Activity(ctx, Filter{Since: since})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(rows) != 100 {
+			b.Fatalf("%d rows since, want 100", len(rows))
+		}
+	}
+}
+
 // BenchmarkRecord measures the audit write path as /invoke uses it: one
 // ordinary (non-durable) Update recording one row, mirror on.
 func BenchmarkRecord(b *testing.B) {

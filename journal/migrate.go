@@ -10,7 +10,7 @@ import (
 // is never edited, because databases in the field have already run it. The
 // schema is a documented interface (docs/journal.md): scripts read activity.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7, schemaV8}
 }
 
 // schemaKeyed is the version whose step keys the activity chain.
@@ -239,6 +239,20 @@ CREATE INDEX activity_agent_type ON activity(agent_id, action_type);
 // pending decision puts up (issue #19).
 const schemaV7 = `
 ALTER TABLE pending ADD COLUMN signin TEXT;
+`
+
+// schemaV8 drops the ts index (issue #16): one B-tree page less written to
+// the WAL per commit, which was about a tenth of a lone /invoke's CPU (and
+// two pwrites, each of which wakes every inotify watch on the home folder).
+// ts is read from the clock inside the write transaction, under SQLite's
+// write lock, so rows are appended in time order and id order is ts order:
+// a time bound finds its first row by a binary search over ids
+// ([firstAtOrAfter]), and pruning's cut-off by scanning from the oldest row
+// (the rows it then verifies and deletes). Dropping an index rewrites no
+// row: the step frees the index's pages, in one transaction, on a journal
+// of any size.
+const schemaV8 = `
+DROP INDEX IF EXISTS activity_ts;
 `
 
 // migrate applies the steps db has not run yet, each in its own write

@@ -322,10 +322,13 @@ func deletePrefix(t *tx, end int64, head string) (int64, error) {
 }
 
 // pruneEnd finds the last row id of the prefix written before the cut-off
-// (0 when there is none).
+// (0 when there is none). ts has no index (schema version 8): the query
+// walks the rows in id order from the oldest and stops at the first one at
+// or after the cut-off, so it reads the prefix that the prune then verifies
+// and deletes, and no more.
 func pruneEnd(q rowQuerier, before time.Time) (int64, error) {
 	var through sql.NullInt64
-	err := q.QueryRowContext(context.Background(), `SELECT COALESCE((SELECT MIN(id) FROM activity WHERE ts >= ?) - 1, (SELECT MAX(id) FROM activity))`,
+	err := q.QueryRowContext(context.Background(), `SELECT COALESCE((SELECT id FROM activity WHERE ts >= ? ORDER BY id LIMIT 1) - 1, (SELECT MAX(id) FROM activity))`,
 		fmtTime(before)).Scan(&through)
 	if err != nil || !through.Valid || through.Int64 <= 0 {
 		return 0, err

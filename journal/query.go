@@ -2,6 +2,8 @@ package journal
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -48,8 +50,8 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 // Activity returns the journal rows matching f, by id. Payload numbers come
 // back as json.Number, exactly as stored. It reads from the
 // reader pool and never waits for the writer. Each selective field is served
-// by an index (trace_id, action_type, agent_id, ts), so `--trace` stays fast
-// however long the journal grows.
+// by an index (trace_id; agent_id with action_type) or, for Since, by a
+// search over ids, so `--trace` stays fast however long the journal grows.
 func (db *DB) Activity(ctx context.Context, f Filter) ([]plexus.Activity, error) {
 	var (
 		where []string
@@ -66,7 +68,17 @@ func (db *DB) Activity(ctx context.Context, f Filter) ([]plexus.Activity, error)
 		where, args = append(where, "agent_id = ?"), append(args, f.AgentID)
 	}
 	if !f.Since.IsZero() {
-		where, args = append(where, "ts >= ?"), append(args, fmtTime(f.Since))
+		since := fmtTime(f.Since)
+		if f.TraceID == "" && f.AgentID == "" {
+			// No index narrows the rows: bound them by id (ts has no index
+			// since schema version 8; id order is time order).
+			from, err := firstAtOrAfter(ctx, db.r, since)
+			if err != nil {
+				return nil, fmt.Errorf("activity query: %w", err)
+			}
+			where, args = append(where, "id >= ?"), append(args, from)
+		}
+		where, args = append(where, "ts >= ?"), append(args, since)
 	}
 	if f.AfterID > 0 {
 		where, args = append(where, "id > ?"), append(args, f.AfterID)
@@ -158,4 +170,45 @@ func (r mirrorRow) activity() (plexus.Activity, error) {
 		}
 	}
 	return a, nil
+}
+
+// firstAtOrAfter returns where the activity rows recorded at or after ts (a
+// stored time text) start: an id such that every row below it was recorded
+// before ts and the first row at or above it, if any, was not (one past the
+// newest row when every row is older; 0 for an empty table). It is a binary
+// search over ids, each probe one rowid lookup: rows are appended in time
+// order (Record reads the clock under the write lock), so id order is ts
+// order. Should the system clock have been set back while
+// rows were written, the search finds one of the places where the times
+// cross ts, and the rows before it are not searched.
+func firstAtOrAfter(ctx context.Context, q rowQuerier, ts string) (int64, error) {
+	var first, last sql.NullInt64
+	// Two subqueries: SQLite answers a lone MIN or MAX from the rowid
+	// B-tree's ends, but scans the table for both in one SELECT.
+	err := q.QueryRowContext(ctx, `SELECT (SELECT MIN(id) FROM activity), (SELECT MAX(id) FROM activity)`).Scan(&first, &last)
+	if err != nil {
+		return 0, fmt.Errorf("first row since %s: %w", ts, err)
+	}
+	if !first.Valid {
+		return 0, nil
+	}
+	// Rows below lo are before ts; the row at or after hi (if any) is not.
+	lo, hi := first.Int64, last.Int64+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		var id int64
+		var rowTS string
+		err := q.QueryRowContext(ctx, `SELECT id, ts FROM activity WHERE id >= ? ORDER BY id LIMIT 1`, mid).Scan(&id, &rowTS)
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // rows deleted since MAX was read
+			hi = mid
+		case err != nil:
+			return 0, fmt.Errorf("first row since %s: %w", ts, err)
+		case rowTS >= ts:
+			hi = mid
+		default:
+			lo = id + 1
+		}
+	}
+	return lo, nil
 }
