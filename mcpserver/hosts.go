@@ -10,12 +10,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Each MCP session (2025-11-25) is served by an SDK server of its own. The
+// Each MCP session (2025-11-25), and each subscriptions/listen stream of a
+// sessionless (2026-07-28) host, is served by an SDK server of its own. The
 // SDK sends list_changed and resources/updated to every session of a
-// server and has no way to address one session, while what a host is shown
-// is its agent's view: with one session per server, the front door decides
-// for each session whether it is told. A server is small (a few maps); the
-// sessionless requests, which are told nothing unasked, share one.
+// server (on 2026-07-28, every listen stream that asked for them) and has
+// no way to address one session, while what a host is shown is its agent's
+// view: with one session per server, the front door decides for each
+// session whether it is told. A server is small (a few maps); the other
+// sessionless requests, which are told nothing, share one.
 
 // newServerKey carries an initialize request's newServer to sessionServer.
 type newServerKey struct{}
@@ -28,9 +30,10 @@ type newServer struct {
 	srv  *mcp.Server
 }
 
-// sessionServer is the SDK server for a request on the stateful handler:
-// a new one for an initialize, else the shared one (the SDK then only reads
-// its protocol versions: the session's own server serves the request).
+// sessionServer is the SDK server for a request: a new one for an
+// initialize or a listen stream (ServeHTTP marks them), else the shared one
+// (for a request of a session, the SDK then only reads its protocol
+// versions: the session's own server serves the request).
 func (s *Server) sessionServer(r *http.Request) *mcp.Server {
 	ns, ok := r.Context().Value(newServerKey{}).(*newServer)
 	if !ok {
@@ -40,7 +43,8 @@ func (s *Server) sessionServer(r *http.Request) *mcp.Server {
 	return ns.srv
 }
 
-// A host is one MCP session, its own SDK server and its link.
+// A host is one MCP session (or listen stream), its own SDK server and its
+// link.
 type host struct {
 	srv *mcp.Server
 	ss  *mcp.ServerSession

@@ -141,7 +141,7 @@ func New(b Backend, opts Options) *Server {
 	s.stateful = withLink(mcp.NewStreamableHTTPHandler(s.sessionServer, &mcp.StreamableHTTPOptions{
 		Logger: opts.Logger, SessionTimeout: opts.SessionIdle, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	}))
-	s.stateless = withLink(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.shared }, &mcp.StreamableHTTPOptions{
+	s.stateless = withLink(mcp.NewStreamableHTTPHandler(s.sessionServer, &mcp.StreamableHTTPOptions{
 		Stateless: true, PropagateRequestCancellation: true,
 		Logger: opts.Logger, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	}))
@@ -194,6 +194,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.paramHeaders(w, r, l) {
 			return
 		}
+		if r.Header.Get(methodHeader) == "subscriptions/listen" {
+			// A listen stream is the session a sessionless host is told
+			// things on: it gets an SDK server of its own (hosts.go).
+			r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, &newServer{}))
+		}
 		s.stateless.ServeHTTP(w, r)
 		return
 	}
@@ -233,6 +238,14 @@ func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHand
 				}
 			}
 			return res, err
+		case "subscriptions/listen":
+			// The stream's session is a host like an initialized one, until
+			// the stream ends; the resources it names are subscribed through
+			// the subscribe handler, which finds the link here.
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && srv != s.shared {
+				s.addHost(ctx, srv, ss, l)
+			}
+			return next(ctx, method, req)
 		case "tools/list":
 			res, err := s.listTools(ctx, l)
 			if err != nil {

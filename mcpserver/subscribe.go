@@ -35,12 +35,20 @@ type watch struct {
 // URI one of its templates expands to): the resource's server is asked to
 // say when it changes. A URI outside the view is refused, nothing asked.
 func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	l := linkOf(req)
-	if l == nil || req.Session == nil {
+	if req.Session == nil {
 		return refuse("no Plexus session")
 	}
-	if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion >= newProtocol {
-		return refuse("resources/subscribe needs an MCP session: a sessionless (%s) host cannot be sent updates this way", newProtocol)
+	l, h := linkOf(req), s.hosts.of(req.Session)
+	if l == nil && h != nil {
+		// The SDK subscribes a subscriptions/listen stream's resources
+		// with a request of its own making, which carries no link.
+		l = h.l
+	}
+	if l == nil {
+		return refuse("no Plexus session")
+	}
+	if ip := req.Session.InitializeParams(); h == nil && (ip == nil || ip.ProtocolVersion >= newProtocol) {
+		return refuse("resources/subscribe needs an MCP session: a sessionless (%s) host subscribes through subscriptions/listen", newProtocol)
 	}
 	c, err := s.catalog(ctx, l)
 	if err != nil {

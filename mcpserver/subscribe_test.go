@@ -255,3 +255,36 @@ func TestListChangedOnlyToItsAgent(t *testing.T) {
 	default:
 	}
 }
+
+// TestSessionlessListen: a sessionless (2026-07-28) host subscribes through
+// a subscriptions/listen stream (the SDK client opens one): the resource
+// is subscribed upstream and its updates reach the stream; a change of its
+// own agent's view is announced on it, and the narrowed view ends the
+// subscription upstream.
+func TestSessionlessListen(t *testing.T) {
+	vf := viewFile(t)
+	f := newFixture(t, mcpserver.Options{Views: vf})
+	_, up, s := newCompletingLibrary()
+	f.addMCP("lib", s)
+	updates, opts := updatesTo()
+	toolsChanged := make(chan struct{}, 16)
+	opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { toolsChanged <- struct{}{} }
+	cs := f.connectVersion(f.agent("gemini"), "gemini-cli", "2026-07-28", opts)
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: readme}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if got := await(t, up.subbed, "upstream subscription"); got != readme {
+		t.Fatalf("upstream subscribed to %s", got)
+	}
+	if err := s.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: readme}); err != nil {
+		t.Fatal(err)
+	}
+	if got := await(t, updates, "update on the listen stream"); got != readme {
+		t.Errorf("update of %s, want %s", got, readme)
+	}
+	f.setView(vf, "gemini", mcpserver.View{Only: []string{libTool}})
+	awaitSignal(t, toolsChanged, "tools/list_changed on the listen stream")
+	if got := await(t, up.unsubbed, "upstream unsubscription after the view narrowed"); got != readme {
+		t.Errorf("upstream unsubscribed %s, want %s", got, readme)
+	}
+}
