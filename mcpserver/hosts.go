@@ -141,8 +141,9 @@ func fingerprint(v any) [32]byte {
 // refresh compares each session's lists now with those it was last shown,
 // and sends list_changed for those that differ to that session alone; and
 // ends the session's subscriptions to resources its view no longer shows.
-// The sessionless hosts' listen streams (the shared server's) are told of
-// every change.
+// The shared server is told nothing: a listen stream is never its (the SDK
+// requires Mcp-Method on a sessionless request, and ServeHTTP gives a
+// listen its own server), and its other sessions last one request.
 func (s *Server) refresh(ctx context.Context) {
 	s.hosts.refreshMu.Lock()
 	defer s.hosts.refreshMu.Unlock()
@@ -157,5 +158,4 @@ func (s *Server) refresh(ctx context.Context) {
 		h.shown, h.known = now, true
 		s.narrow(h.ss, c)
 	}
-	sendListChanged(s.shared, true, true, true)
 }
