@@ -49,6 +49,8 @@ type host struct {
 	srv *mcp.Server
 	ss  *mcp.ServerSession
 	l   *link
+	// listen is set for a sessionless host's subscriptions/listen stream.
+	listen bool
 	// shown are the fingerprints of the lists the session was last
 	// shown or told about (valid when known); guarded by Server.refreshMu.
 	shown listPrints
@@ -98,8 +100,8 @@ func (hs *hosts) of(ss *mcp.ServerSession) *host {
 
 // addHost records a session its initialize just opened, with the lists its
 // host is about to be shown, which later changes are compared with.
-func (s *Server) addHost(ctx context.Context, srv *mcp.Server, ss *mcp.ServerSession, l *link) {
-	h := &host{srv: srv, ss: ss, l: l}
+func (s *Server) addHost(ctx context.Context, srv *mcp.Server, ss *mcp.ServerSession, l *link, listen bool) {
+	h := &host{srv: srv, ss: ss, l: l, listen: listen}
 	s.hosts.live() // forgets the sessions that ended
 	s.hosts.mu.Lock()
 	if s.hosts.bySession == nil {

@@ -234,7 +234,7 @@ func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHand
 			if err == nil {
 				s.links.bind(req.GetSession().ID(), l)
 				if ss, ok := req.GetSession().(*mcp.ServerSession); ok && srv != s.shared {
-					s.addHost(ctx, srv, ss, l)
+					s.addHost(ctx, srv, ss, l, false)
 				}
 			}
 			return res, err
@@ -243,7 +243,7 @@ func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHand
 			// the stream ends; the resources it names are subscribed through
 			// the subscribe handler, which finds the link here.
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && srv != s.shared {
-				s.addHost(ctx, srv, ss, l)
+				s.addHost(ctx, srv, ss, l, true)
 			}
 			return next(ctx, method, req)
 		case "tools/list":

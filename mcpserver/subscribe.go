@@ -39,7 +39,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return refuse("no Plexus session")
 	}
 	l, h := linkOf(req), s.hosts.of(req.Session)
-	if l == nil && h != nil {
+	if l == nil && h != nil && h.listen {
 		// The SDK subscribes a subscriptions/listen stream's resources
 		// with a request of its own making, which carries no link.
 		l = h.l
@@ -47,7 +47,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if l == nil {
 		return refuse("no Plexus session")
 	}
-	if ip := req.Session.InitializeParams(); h == nil && (ip == nil || ip.ProtocolVersion >= newProtocol) {
+	if ip := req.Session.InitializeParams(); (h == nil || !h.listen) && (ip == nil || ip.ProtocolVersion >= newProtocol) {
 		return refuse("resources/subscribe needs an MCP session: a sessionless (%s) host subscribes through subscriptions/listen", newProtocol)
 	}
 	c, err := s.catalog(ctx, l)

@@ -187,11 +187,11 @@ func (w *watchers) renew(ctx context.Context, c *Client, s *session) {
 	case !subscribable(s):
 		c.log.Warn("mcp: the server takes no resource subscriptions since it reconnected; they lapse", "watched", len(uris))
 	default:
+		// One bound for them all: Run waits for this before it serves.
+		sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
 		for _, uri := range uris {
-			sctx, cancel := context.WithTimeout(ctx, connectTimeout)
-			err := s.cs.Subscribe(sctx, &mcp.SubscribeParams{URI: uri})
-			cancel()
-			if err != nil {
+			if err := s.cs.Subscribe(sctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 				c.log.Warn("mcp: a resource subscription was not renewed", "err", c.red.err(err))
 				continue
 			}
