@@ -115,6 +115,7 @@ type Client struct {
 	// owned by Run's goroutine
 	cur        listing // the latest listing of every primitive
 	lastStderr string  // the last stderr line of a server that failed to start
+	plainHello bool    // the server refused a dressed initialize (connect)
 
 	mu        sync.RWMutex
 	sess      *session      // the live session; nil while there is none
@@ -122,6 +123,10 @@ type Client struct {
 	restarts  int           // sessions established after the first; guarded by mu
 	connected bool          // a session was established once; guarded by mu
 	view      view          // guarded by mu
+
+	// refused holds the skills refused, by SKILL.md URI, and why
+	// (skills.go); guarded by mu.
+	refused map[string]skillRefusal
 }
 
 // view is what Scan, Definitions and Dispatch see.
@@ -363,7 +368,7 @@ func (c *Client) start(ctx context.Context) (*session, error) {
 	c.apply()
 	c.setHealth(plexus.HealthOK, "")
 	c.readyOnce.Do(func() { close(c.ready) })
-	attrs := []any{"protocolVersion", s.pv, "tools", len(l.tools), "resources", len(l.resources), "templates", len(l.templates), "prompts", len(l.prompts)}
+	attrs := []any{"protocolVersion", s.pv, "tools", len(l.tools), "resources", len(l.resources), "templates", len(l.templates), "prompts", len(l.prompts), "skills", len(l.skills)}
 	if s.cmd != nil {
 		attrs = append(attrs, "pid", s.pid())
 	}
@@ -426,6 +431,10 @@ func (c *Client) apply() {
 	c.mu.Lock()
 	changed := !c.view.set || sig != c.view.sig
 	c.view = view{proj: proj, visible: visible, sig: sig, set: true}
+	if c.cur.skillsListed {
+		c.refused = nil // a refused skill is refused until its server lists its skills again
+		c.cur.skillsListed = false
+	}
 	c.mu.Unlock()
 	if changed && c.opts.OnChange != nil {
 		c.opts.OnChange()

@@ -9,8 +9,10 @@
 //
 // [Client.Run] owns the session: it starts the server (or opens the HTTP
 // session), initializes, lists tools, resources, resource templates and
-// prompts, each paged to exhaustion, and keeps the session. A
-// notifications/…/list_changed re-lists that primitive; when what
+// prompts (and skills, from a server that declares the skills extension),
+// each paged to exhaustion, and keeps the session. A
+// notifications/…/list_changed re-lists that primitive (the skills with
+// the resources); when what
 // [Client.Scan] returns changes, Options.OnChange is called. When the
 // session is lost (the process died, the HTTP session is gone, a keep-alive
 // ping went unanswered) Run reconnects with a backoff doubling from
@@ -46,6 +48,10 @@
 //	prompt    id mcp.<server>.prompt.<name>; grants read; io.input an object
 //	          of the prompt's arguments, each a string, the required ones
 //	          required, no others; originName the name.
+//	skill     (skills/list, when the server declares the skills extension,
+//	          SEP-2640; skills.go) id mcp.<server>.skill.<frontmatter name>;
+//	          grants read; io.input an optional file, one of the paths the
+//	          skill's entry lists; originName the URI of its SKILL.md.
 //
 // A missing description becomes a line naming the primitive. A tool's
 // grant follows its explicit annotations only: readOnlyHint true is read;
@@ -76,7 +82,9 @@
 //
 // [Transport.Dispatch] branches on the route's primitive: tools/call with
 // the input as arguments, resources/read of the URI (a template's, expanded
-// from the input), prompts/get with the input as string arguments. Every
+// from the input), prompts/get with the input as string arguments, and for
+// a skill resources/read of its SKILL.md (or the listed file the input
+// names), answered only once the content matches the skill's listing. Every
 // call carries a progress token, and each notifications/progress for it is
 // relayed through DispatchContext.Report (channel "progress"), before the
 // result. When the caller's context ends first the SDK sends the server
@@ -96,6 +104,11 @@
 //	session lost during the call    transport_error
 //	a non-string prompt argument
 //	or template variable            schema_validation_failed
+//	a skill's file the listing
+//	does not name                   schema_validation_failed
+//	a skill's file that fails its
+//	size, digest or frontmatter     transport_error, detail.verification;
+//	check, or a refused skill       nothing asked of the server once refused
 //
 // Beside calls, the transport is a [plexus.Completer] (completion/complete
 // for a prompt or template entry, the ref made from its route) and a

@@ -44,9 +44,9 @@ type Definition struct {
 // route is an entry's transport-private route: what Dispatch needs to make
 // the call.
 type route struct {
-	Primitive string `json:"primitive"`          // tool, resource, resourceTemplate or prompt
+	Primitive string `json:"primitive"`          // tool, resource, resourceTemplate, prompt or skill
 	Name      string `json:"name,omitempty"`     // tool or prompt name
-	URI       string `json:"uri,omitempty"`      // resource URI
+	URI       string `json:"uri,omitempty"`      // resource URI; a skill's SKILL.md
 	Template  string `json:"template,omitempty"` // resource uriTemplate
 }
 
@@ -57,6 +57,8 @@ type listing struct {
 	resources       []json.RawMessage
 	templates       []json.RawMessage
 	prompts         []json.RawMessage
+	skills          []json.RawMessage // skills/list entries (skills.go)
+	skillsListed    bool              // skills were listed by this listing
 }
 
 // projection is a listing turned into entries. defs and entries are in the
@@ -86,6 +88,9 @@ func project(name, sourceID string, l listing, log *slog.Logger) projection {
 	}
 	for _, raw := range l.prompts {
 		p.prompt(raw)
+	}
+	for _, raw := range l.skills {
+		p.skill(raw)
 	}
 	return p.out
 }

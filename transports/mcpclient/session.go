@@ -59,19 +59,31 @@ const upstreamProtocol = "2025-11-25"
 // connected again at sessionless, the way the SDK's client does it
 // (server/discover first). A server that refuses both gets the second
 // attempt's error, which says the same.
+//
+// A url server is asked dressed ([dressHello]) first; one that refuses the
+// dress without saying it speaks only sessionless ([errDressRefused]) is
+// asked again plain, and from then on plain (plainHello).
 func (c *Client) connect(ctx context.Context) (*session, error) {
-	s, err := c.dial(ctx, upstreamProtocol)
+	dressed := c.cfg.URL != "" && !c.plainHello
+	s, err := c.dial(ctx, upstreamProtocol, dressed)
+	if errors.Is(err, errDressRefused) {
+		c.log.Info("mcp: server refused the initialize dressed for "+sessionless+"; asking again without its _meta and headers", "server", c.name)
+		if s, err = c.dial(ctx, upstreamProtocol, false); err == nil {
+			c.plainHello = true
+		}
+	}
 	if errors.Is(err, errVersionRefused) {
 		c.log.Info("mcp: server refused protocol "+upstreamProtocol+"; connecting at "+sessionless, "server", c.name)
-		s, err = c.dial(ctx, sessionless)
+		s, err = c.dial(ctx, sessionless, false)
 	}
 	return s, err
 }
 
 // dial starts the transport and initializes a session asking for version
-// pv. The SDK's client is made per session, so that its notification
-// handlers feed this session alone.
-func (c *Client) dial(ctx context.Context, pv string) (*session, error) {
+// pv, the handshake dressed or not ([dressHello]). The SDK's client is
+// made per session, so that its notification handlers feed this session
+// alone.
+func (c *Client) dial(ctx context.Context, pv string, dressed bool) (*session, error) {
 	c.lastStderr = ""
 	s := &session{c: newCapture(c.log), changed: &changes{ch: make(chan struct{}, 1)}, stderr: &tail{}, lost: make(chan struct{})}
 	t, refused, err := c.transport(s)
@@ -80,23 +92,13 @@ func (c *Client) dial(ctx context.Context, pv string) (*session, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := c.newSDKClient(s).Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	client := c.newSDKClient(s)
+	if dressed {
+		client.AddSendingMiddleware(dressHello)
+	}
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	if err != nil {
-		// The SDK closed what it had opened (a started process included);
-		// what the process left in its group goes too.
-		s.sweep()
-		c.lastStderr = s.stderr.lastLine()
-		what := c.cfg.Command
-		if what == "" {
-			what = redactURL(c.cfg.URL)
-		}
-		if c.needsSignIn(err) {
-			return nil, fmt.Errorf("connect to %s: %w", what, errSignIn)
-		}
-		if pv == upstreamProtocol && refusedVersion(err, refused) {
-			return nil, fmt.Errorf("connect to %s: %w", what, errVersionRefused)
-		}
-		return nil, fmt.Errorf("connect to %s: %s", what, c.red.err(err))
+		return nil, c.dialError(s, err, pv, dressed, refused)
 	}
 	if s.cmd != nil {
 		// The SDK started the process; from now on a crash of the daemon
@@ -120,6 +122,29 @@ func (c *Client) dial(ctx context.Context, pv string) (*session, error) {
 		close(s.lost)
 	}()
 	return s, nil
+}
+
+// dialError is dial's error for the SDK's Connect error err: the SDK
+// closed what it had opened (a started process included), and what the
+// process left in its group goes too. A refusal of upstreamProtocol is
+// errDressRefused or errVersionRefused, for connect to ask again.
+func (c *Client) dialError(s *session, err error, pv string, dressed bool, refused *refusal) error {
+	s.sweep()
+	c.lastStderr = s.stderr.lastLine()
+	what := c.cfg.Command
+	if what == "" {
+		what = redactURL(c.cfg.URL)
+	}
+	switch {
+	case c.needsSignIn(err):
+		return fmt.Errorf("connect to %s: %w", what, errSignIn)
+	case pv != upstreamProtocol:
+	case dressed && !speaksOnlyNewer(err) && (answered(err) || refused != nil && refused.bad.Load()):
+		return fmt.Errorf("connect to %s: %w", what, errDressRefused)
+	case refusedVersion(err, refused):
+		return fmt.Errorf("connect to %s: %w", what, errVersionRefused)
+	}
+	return fmt.Errorf("connect to %s: %s", what, c.red.err(err))
 }
 
 // transport is the session's transport: Streamable HTTP for a url server
@@ -162,6 +187,9 @@ func (c *Client) newSDKClient(s *session) *mcp.Client {
 	}))
 	client.AddReceivingMiddleware(s.relayRequests)
 	client.AddSendingMiddleware(declareCaller)
+	if err := addSkillMethods(client); err != nil {
+		c.log.Error("mcp: skills/list cannot be sent; no skill will be listed", "err", err)
+	}
 	return client
 }
 
@@ -304,6 +332,14 @@ func (c *Client) list(ctx context.Context, s *session, which primitives) (listin
 			return l, fmt.Errorf("resources/templates/list: %w", err)
 		}
 	}
+	// A skill's files are resources: a changed resource list re-lists
+	// the skills.
+	if which&listResources != 0 && s.servesSkills() {
+		if l.skills, err = s.listSkills(ctx); err != nil {
+			return l, fmt.Errorf("skills/list: %w", err)
+		}
+		l.skillsListed = true
+	}
 	if which&listPrompts != 0 && s.caps.Prompts != nil {
 		if l.prompts, err = s.listPrompts(ctx); err != nil {
 			return l, fmt.Errorf("prompts/list: %w", err)
@@ -320,6 +356,7 @@ func merge(cur, l listing, which primitives) listing {
 	}
 	if which&listResources != 0 {
 		cur.resources, cur.templates = l.resources, l.templates
+		cur.skills, cur.skillsListed = l.skills, l.skillsListed
 	}
 	if which&listPrompts != 0 {
 		cur.prompts = l.prompts

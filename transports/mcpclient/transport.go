@@ -86,6 +86,14 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 	if err := ctx.Err(); err != nil {
 		return fail(c.ctxError(err, entry.ID, false))
 	}
+	var sr *skillRead // a skill is loaded by reading one of its files, verified (skills.go)
+	if rt.Primitive == PrimitiveSkill {
+		var perr *plexus.Error
+		if sr, perr = c.skillRead(entry, input); perr != nil {
+			return fail(perr)
+		}
+		rt, input = route{Primitive: PrimitiveResource, URI: sr.file.uri}, nil
+	}
 	s, why := c.current()
 	if s == nil {
 		return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why))
@@ -113,7 +121,11 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 		return fail(c.callError(ctx, err, method, entry.ID))
 	}
 
-	return c.result(rt, s.rawResult(sl, typed), typed)
+	res := c.result(rt, s.rawResult(sl, typed), typed)
+	if sr != nil {
+		return c.verified(sr, res, typed)
+	}
+	return res
 }
 
 // request sends the call rt names with input on cs, its progress reported

@@ -129,8 +129,8 @@ func TestProtocolFallback(t *testing.T) {
 }
 
 // TestProtocolFallbackRefusedBoth: a server that refuses 2025-11-25 and
-// 2026-07-28 alike stays unavailable with the SDK's error, after one
-// attempt at each version per connect.
+// 2026-07-28 alike stays unavailable with the SDK's error, after asking
+// for each version per connect (2025-11-25 dressed, then plain).
 func TestProtocolFallbackRefusedBoth(t *testing.T) {
 	failOnLeakedGoroutines(t)
 	s := newVersionServer(t, []string{"2026-07-28"}, "initialize", "server/discover")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log"
 	"strings"
+
+	"github.com/plexus-gw/plexus"
 )
 
 // plan is what the owner and the agent do for a scenario.
@@ -55,6 +57,10 @@ func playOf(scenario string) func(context.Context, *agent, scenarioContext) erro
 		return callContextTools
 	case "http-invalid-tool-headers":
 		return callEveryTool(map[string]any{"region": "us-west1"})
+	case "sep-2640-client-no-prefetch":
+		return discoverSkills
+	case "sep-2640-client-verify-digest", "sep-2640-client-verify-size", "sep-2640-client-verify-frontmatter":
+		return loadSkills
 	}
 	return listOnly
 }
@@ -161,4 +167,65 @@ func echoSchema(ctx context.Context, a *agent, _ scenarioContext) error {
 	}
 	_, err := a.callTool(ctx, "json_schema_echo", map[string]any{"schema": schema})
 	return err
+}
+
+// discoverSkills: the agent finds the server's skills in its manifest and
+// loads none (the server checks that no skill file was read).
+func discoverSkills(_ context.Context, a *agent, _ scenarioContext) error {
+	skills := a.of("skill")
+	if len(skills) == 0 {
+		return errors.New("the agent is shown no skill")
+	}
+	for _, e := range skills {
+		log.Printf("skill %s: %s", e.ID, e.Describe)
+	}
+	return nil
+}
+
+// loadSkills loads each skill the agent is shown (its SKILL.md) and, only
+// when that succeeded, reads the skill's other files, as an agent acting
+// on it would. A load Plexus refuses is what the verify scenarios expect:
+// the server checks that no other file was read after it.
+func loadSkills(ctx context.Context, a *agent, _ scenarioContext) error {
+	skills := a.of("skill")
+	if len(skills) == 0 {
+		return errors.New("the agent is shown no skill")
+	}
+	for _, e := range skills {
+		if _, err := a.call(ctx, e.ID, nil); err != nil {
+			log.Printf("skill %s not loaded: %v", e.ID, err)
+			continue
+		}
+		files, err := skillFiles(e)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if f == "SKILL.md" {
+				continue
+			}
+			if _, err := a.call(ctx, e.ID, map[string]any{"file": f}); err != nil {
+				log.Printf("skill %s: %s: %v", e.ID, f, err)
+			}
+		}
+	}
+	return nil
+}
+
+// skillFiles are the files of a skill entry, as its io.input lists them.
+func skillFiles(e plexus.Entry) ([]string, error) {
+	var in struct {
+		Properties struct {
+			File struct {
+				Enum []string `json:"enum"`
+			} `json:"file"`
+		} `json:"properties"`
+	}
+	if e.IO == nil {
+		return nil, fmt.Errorf("the skill %s has no io.input", e.ID)
+	}
+	if err := json.Unmarshal(e.IO.Input, &in); err != nil {
+		return nil, fmt.Errorf("the skill %s's io.input: %w", e.ID, err)
+	}
+	return in.Properties.File.Enum, nil
 }
