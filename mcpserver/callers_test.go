@@ -256,3 +256,50 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestCallSurvivesForeignDelete: another agent presenting a session's id
+// in a DELETE is refused (404) and cancels nothing: the session's call
+// still waits, and runs when the owner approves.
+func TestCallSurvivesForeignDelete(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{ApprovalWait: goneWait})
+	hdr := rawSession(t, f, f.agent("desk"))
+	answered := make(chan []byte, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, f.url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"portal__docs__write","arguments":{"path":"kept.txt","content":"kept"}}}`))
+		if err != nil {
+			t.Error(err)
+			answered <- nil
+			return
+		}
+		req.Header = hdr.Clone()
+		resp, err := f.hosts.RoundTrip(req)
+		if err != nil {
+			t.Error(err)
+			answered <- nil
+			return
+		}
+		answered <- readAll(t, resp)
+	}()
+	id := f.awaitPending()
+	foreign := hdr.Clone()
+	foreign.Set("Authorization", "Bearer "+f.agent("intruder"))
+	req, err := http.NewRequest(http.MethodDelete, f.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = foreign
+	resp, err := f.hosts.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("DELETE of another agent's session = %s, want 404", resp.Status)
+	}
+	f.decide(id, true, "")
+	if body := <-answered; !bytes.Contains(body, []byte(`"id":2`)) || bytes.Contains(body, []byte(`"isError":true`)) {
+		t.Fatalf("the call after a foreign DELETE answered %s, want its result", body)
+	}
+	f.wantFile("kept.txt", "kept")
+}
