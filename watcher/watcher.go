@@ -67,7 +67,8 @@ type Options struct {
 	// Only, when set, narrows what counts as a change: an event on a file
 	// in a watched folder counts only when Only(its base name) is true. A
 	// consumer of one file in a busy folder (mcp.json beside the journal)
-	// is then not woken by every write to the others.
+	// then gets no hint for the others; their events are still read and
+	// dropped, which Settled spares for files written in place.
 	Only func(name string) bool
 	// Settled leaves each write out of what the folders report: a file
 	// counts when its writer closes it, or when it is created, moved,
