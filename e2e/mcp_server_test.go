@@ -21,9 +21,15 @@ import (
 // (notifications/tools/list_changed) when the file changes — a server
 // changing a tool after the owner added it. "fail" answers isError; "wait"
 // blocks until the call is cancelled and then writes DRIFT_CANCEL_FILE.
+// With DRIFT_NOTE_FILE set it also serves that file as the resource
+// drift://note, which hosts may subscribe to: each change of the file is
+// announced (notifications/resources/updated).
 // With DRIFT_HTTP_ADDR set it serves Streamable HTTP on that address
 // instead of stdio (the front door's benchmark, bench_mcp_front_test.go).
 const driftServerEnv = "MCP_DRIFT_SERVER"
+
+// driftNoteURI is the drift server's note resource (DRIFT_NOTE_FILE).
+const driftNoteURI = "drift://note"
 
 func runDriftServer() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -36,7 +42,28 @@ func runDriftServer() {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "drift", Version: "1.0.0"}, nil)
+	noteFile := os.Getenv("DRIFT_NOTE_FILE")
+	readNote := func() string {
+		b, _ := os.ReadFile(noteFile) // a missing note reads as empty
+		return string(b)
+	}
+	var opts *mcp.ServerOptions
+	if noteFile != "" {
+		// The note is a resource a host may subscribe to (the SDK keeps
+		// who did and tells them).
+		opts = &mcp.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "drift", Version: "1.0.0"}, opts)
+	note := readNote()
+	if noteFile != "" {
+		s.AddResource(&mcp.Resource{URI: driftNoteURI, Name: "note", MIMEType: "text/plain"},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: driftNoteURI, Text: readNote()}}}, nil
+			})
+	}
 	greet := func(desc string) {
 		s.AddTool(&mcp.Tool{Name: "greet", Description: desc, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
@@ -70,6 +97,12 @@ func runDriftServer() {
 				if d := read(); d != desc {
 					desc = d
 					greet(d) // replacing a tool notifies every session
+				}
+				if n := readNote(); noteFile != "" && n != note {
+					note = n
+					if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: driftNoteURI}); err != nil {
+						fmt.Fprintln(os.Stderr, "drift server: resources/updated:", err)
+					}
 				}
 			}
 		}

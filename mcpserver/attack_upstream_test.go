@@ -2,7 +2,9 @@ package mcpserver_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,5 +100,51 @@ func TestAttackUpdateOnlyToSubscriber(t *testing.T) {
 	}
 	if len(aUpdates) != 0 {
 		t.Errorf("the first host got an update of %s it never subscribed to", <-aUpdates)
+	}
+}
+
+// TestAttackSessionlessSubscribe: a sessionless (2026-07-28) host
+// subscribes only on a subscriptions/listen stream, and only to what its
+// view shows: a listen stream naming a hidden resource, a bare
+// resources/subscribe (there is no session to send updates on), and one
+// whose Mcp-Method header calls it a listen stream are all refused, and the
+// upstream is asked nothing.
+func TestAttackSessionlessSubscribe(t *testing.T) {
+	vf := viewFile(t)
+	f := newFixture(t, mcpserver.Options{Views: vf})
+	_, up, s := newCompletingLibrary()
+	f.addMCP("lib", s)
+	f.setView(vf, "gemini", mcpserver.View{Only: []string{libTemplate}})
+	pat := f.agent("gemini", standing(libResource, plexus.VerbRead))
+	listen := func(uris ...string) map[string]any {
+		return map[string]any{"notifications": map[string]any{"resourceSubscriptions": uris}}
+	}
+	for _, tc := range []struct {
+		name, method string
+		params       map[string]any
+		header       map[string]string
+	}{
+		{"ListenHidden", "subscriptions/listen", listen(readme), nil},
+		{"ListenHiddenBesideShown", "subscriptions/listen", listen("notes://x", readme), nil},
+		{"BareSubscribe", "resources/subscribe", map[string]any{"uri": "notes://x"}, nil},
+		{"SubscribeCalledListen", "resources/subscribe", map[string]any{"uri": "notes://x"}, map[string]string{"Mcp-Method": "subscriptions/listen"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := f.sessionlessPost(pat, tc.method, "", tc.params, tc.header)
+			if status == http.StatusOK && !strings.Contains(string(body), `"error"`) {
+				t.Errorf("status %d, body %s; want refused", status, body)
+			}
+		})
+	}
+	// notes://x is shown, but was named only beside a hidden URI (the
+	// listen failed whole) or outside a listen stream: it may have been
+	// subscribed and dropped at once, never kept.
+	for _, uri := range up.get(&up.subs) {
+		if uri == readme {
+			t.Errorf("the upstream was asked to subscribe to the hidden %s", uri)
+		}
+	}
+	if subs, unsubs := up.get(&up.subs), up.get(&up.unsubs); len(subs) != len(unsubs) {
+		t.Errorf("upstream subscriptions %v, unsubscriptions %v: one is kept", subs, unsubs)
 	}
 }

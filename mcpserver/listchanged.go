@@ -17,57 +17,81 @@ type Changes interface {
 
 var _ Changes = (*gateway.Gateway)(nil)
 
-// Run sends notifications/tools/list_changed (and the resources' and
-// prompts') to the connected hosts whenever the catalog changes — a source
-// added or removed, a definition held or released, anything the gateway
-// announces as manifest_changed — until ctx ends. A host then lists again
-// and sees its agent's view as it is now. Without Backend.Changes it only
-// waits for ctx.
+// Run keeps the hosts' sessions told, until ctx ends: whenever the
+// catalog changes (a source added or removed, a definition held or
+// released: anything the gateway announces as manifest_changed) or the
+// owner's views do ([Server.ViewsChanged]), it compares each session's
+// lists with those it was last shown, sends notifications/tools/list_changed
+// (and the resources' and prompts') to the sessions whose lists changed and
+// no other, and ends their subscriptions to resources their view no longer
+// shows (hosts.go). It also delivers the subscribed resources' updates
+// (subscribe.go). Without Backend.Changes only the views' changes are
+// compared.
 //
-// Grants do not change what a host sees (the view shows what the agent may
-// ask for, and the grants decide what runs), so no grant event is needed
-// here; a change of the owner's views is announced by [Server.ViewsChanged].
-// When ctx ends, so do the calls held for sessionless hosts' answers.
+// Grants do not change what a host is listed (the view shows what the
+// agent may ask for, and the grants decide what runs), so no grant event is
+// needed here; a revoked agent's session ends, and its host is told so at
+// its next request. When ctx ends, so do the calls held for sessionless
+// hosts' answers.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.inputs.stop() // the calls held for sessionless hosts end with it
-	if s.b.Changes == nil {
-		<-ctx.Done()
-		return nil
-	}
-	for ctx.Err() == nil {
-		for ev := range s.b.Changes.Changes(ctx) {
+	changes := s.changes(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.kick:
+			s.refresh(ctx)
+		case <-s.updates.ready:
+			s.deliver(ctx)
+		case ev, ok := <-changes:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				// This reader fell behind and missed some: compare
+				// everything, and listen again.
+				changes = s.changes(ctx)
+				s.refresh(ctx)
+				continue
+			}
 			if ev.Type == plexus.EventManifestChanged {
-				s.listChanged()
+				s.refresh(ctx)
 			}
 		}
-		// Closed: ctx ended, or this reader fell behind and missed some:
-		// say everything may have changed, and listen again.
-		if ctx.Err() == nil {
-			s.listChanged()
-		}
 	}
-	return nil
 }
 
-// ViewsChanged tells the connected hosts that their lists may have changed
-// because the owner's views did: the daemon calls it after reloading them.
-func (s *Server) ViewsChanged() { s.listChanged() }
+// changes is the catalog's change stream, nil (never ready) without one.
+func (s *Server) changes(ctx context.Context) <-chan plexus.Event {
+	if s.b.Changes == nil {
+		return nil
+	}
+	return s.b.Changes.Changes(ctx)
+}
+
+// ViewsChanged tells the front door that the owner's views changed: the
+// daemon calls it after reloading them, and Run tells the sessions whose
+// lists changed.
+func (s *Server) ViewsChanged() {
+	select {
+	case s.kick <- struct{}{}:
+	default: // a comparison is asked already
+	}
+}
 
 // marker is the name (and URI) of the placeholder items listChanged sets.
 const marker = "plexus-list-changed"
 
 var markerSchema = json.RawMessage(`{"type":"object"}`)
 
-// listChanged sends the three list_changed notifications to every session.
-func (s *Server) listChanged() { sendListChanged(s.sdk, true, true, true) }
-
 // sendListChanged has srv send the list_changed notifications named to
 // every session. The SDK sends them only when its own lists change, so
 // each sets a placeholder item on srv: the front door and the bridge answer
 // every list, read, get and call themselves, so no host ever sees or
 // reaches one. The SDK debounces the notifications, and sends them to
-// every session of srv: a host whose view did not change lists again and
-// finds the same list.
+// every session of srv: the front door's servers have one session each
+// (hosts.go), the bridge's one host.
 func sendListChanged(srv *mcp.Server, tools, resources, prompts bool) {
 	if tools {
 		srv.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema},

@@ -22,30 +22,45 @@ func (s *Server) primitives(ctx context.Context, l *link, method string, req mcp
 	}
 	switch method {
 	case "resources/list":
-		out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-		for _, it := range c.resources {
-			var r mcp.Resource
-			out.Resources = append(out.Resources, withRaw(&r, it.entry, c.resourceName(it), func(n string) { r.Name = n }, func(m mcp.Meta) { r.Meta = m }))
-		}
-		return out, nil
+		return &mcp.ListResourcesResult{Resources: c.listedResources()}, nil
 	case "resources/templates/list":
-		out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
-		for _, it := range c.templates {
-			var r mcp.ResourceTemplate
-			out.ResourceTemplates = append(out.ResourceTemplates, withRaw(&r, it.entry, c.resourceName(it), func(n string) { r.Name = n }, func(m mcp.Meta) { r.Meta = m }))
-		}
-		return out, nil
+		return &mcp.ListResourceTemplatesResult{ResourceTemplates: c.listedTemplates()}, nil
 	case "resources/read":
 		return s.readResource(ctx, l, c, req.(*mcp.ReadResourceRequest))
 	case "prompts/list":
-		out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
-		for _, it := range c.prompts {
-			var p mcp.Prompt
-			out.Prompts = append(out.Prompts, withRaw(&p, it.entry, it.name, func(n string) { p.Name = n }, func(m mcp.Meta) { p.Meta = m }))
-		}
-		return out, nil
+		return &mcp.ListPromptsResult{Prompts: c.listedPrompts()}, nil
 	}
 	return s.getPrompt(ctx, l, c, req.(*mcp.GetPromptRequest))
+}
+
+// listedResources is resources/list's answer.
+func (c *catalog) listedResources() []*mcp.Resource {
+	out := []*mcp.Resource{}
+	for _, it := range c.resources {
+		var r mcp.Resource
+		out = append(out, withRaw(&r, it.entry, c.resourceName(it), func(n string) { r.Name = n }, func(m mcp.Meta) { r.Meta = m }))
+	}
+	return out
+}
+
+// listedTemplates is resources/templates/list's answer.
+func (c *catalog) listedTemplates() []*mcp.ResourceTemplate {
+	out := []*mcp.ResourceTemplate{}
+	for _, it := range c.templates {
+		var r mcp.ResourceTemplate
+		out = append(out, withRaw(&r, it.entry, c.resourceName(it), func(n string) { r.Name = n }, func(m mcp.Meta) { r.Meta = m }))
+	}
+	return out
+}
+
+// listedPrompts is prompts/list's answer.
+func (c *catalog) listedPrompts() []*mcp.Prompt {
+	out := []*mcp.Prompt{}
+	for _, it := range c.prompts {
+		var p mcp.Prompt
+		out = append(out, withRaw(&p, it.entry, it.name, func(n string) { p.Name = n }, func(m mcp.Meta) { p.Meta = m }))
+	}
+	return out
 }
 
 // resourceName is the name a resource or template is listed under: its

@@ -70,9 +70,19 @@ type Server struct {
 	// inputs are the sessionless hosts' calls held for their answers
 	// (inputs.go).
 	inputs exchanges
-	// sdk is the SDK's server behind both handlers, kept to send
-	// list_changed (see [Server.listChanged]).
-	sdk *mcp.Server
+	// hosts are the MCP sessions (2025-11-25), each served by an SDK
+	// server of its own (hosts.go), so that a notification reaches that
+	// session alone.
+	hosts hosts
+	// sopts are the options of every SDK server the front door makes.
+	sopts mcp.ServerOptions
+	// shared is the SDK server of the sessionless (2026-07-28) requests,
+	// and the one the SDK asks for the protocol versions served.
+	shared *mcp.Server
+	// kick asks Run to compare the sessions' lists again (capacity 1:
+	// ViewsChanged); updates are the resources whose update Run delivers.
+	kick    chan struct{}
+	updates *pendingUpdates
 
 	// stateful serves 2025-11-25 and earlier (sessions, initialize);
 	// stateless serves 2026-07-28 (no sessions, per-request metadata).
@@ -109,10 +119,11 @@ func New(b Backend, opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	s := &Server{b: b, opts: opts, log: opts.Logger, links: newLinks(opts.Clock)}
+	s := &Server{b: b, opts: opts, log: opts.Logger, links: newLinks(opts.Clock),
+		kick: make(chan struct{}, 1), updates: newPendingUpdates()}
 	caps := withLogging(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 		Resources: &mcp.ResourceCapabilities{ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true}})
-	sopts := &mcp.ServerOptions{
+	s.sopts = mcp.ServerOptions{
 		Logger: opts.Logger,
 		// Logging: the ingested servers' log messages, relayed to the host
 		// whose call they came with (relay.go).
@@ -123,28 +134,34 @@ func New(b Backend, opts Options) *Server {
 		// Completions and subscriptions pass through to the items'
 		// servers (upstream.go, subscribe.go).
 		caps.Completions, caps.Resources.Subscribe = &mcp.CompletionCapabilities{}, true
-		sopts.CompletionHandler, sopts.SubscribeHandler, sopts.UnsubscribeHandler = s.complete, s.subscribe, s.unsubscribe
+		s.sopts.CompletionHandler, s.sopts.SubscribeHandler, s.sopts.UnsubscribeHandler = s.complete, s.subscribe, s.unsubscribe
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version}, sopts)
-	srv.AddReceivingMiddleware(s.middleware)
-	srv.AddReceivingMiddleware(opts.Middleware...)
-	s.sdk = srv
-	get := func(*http.Request) *mcp.Server { return srv }
+	s.shared = s.newSDKServer()
 	withLink := auth.RequireBearerToken(linkToken, nil)
-	s.stateful = withLink(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+	s.stateful = withLink(mcp.NewStreamableHTTPHandler(s.sessionServer, &mcp.StreamableHTTPOptions{
 		Logger: opts.Logger, SessionTimeout: opts.SessionIdle, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	}))
-	s.stateless = withLink(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+	s.stateless = withLink(mcp.NewStreamableHTTPHandler(s.sessionServer, &mcp.StreamableHTTPOptions{
 		Stateless: true, PropagateRequestCancellation: true,
 		Logger: opts.Logger, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	}))
 	return s
 }
 
-// Sessions counts the MCP sessions open now (for /metrics).
+// newSDKServer is an SDK server answering through the front door.
+func (s *Server) newSDKServer() *mcp.Server {
+	sopts := s.sopts
+	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version}, &sopts)
+	srv.AddReceivingMiddleware(s.middleware(srv))
+	srv.AddReceivingMiddleware(s.opts.Middleware...)
+	return srv
+}
+
+// Sessions counts the MCP sessions open now (for /metrics): the hosts'
+// sessions, and the sessionless requests being served.
 func (s *Server) Sessions() int {
-	n := 0
-	for range s.sdk.Sessions() {
+	n := len(s.hosts.live())
+	for range s.shared.Sessions() {
 		n++
 	}
 	return n
@@ -177,8 +194,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.paramHeaders(w, r, l) {
 			return
 		}
+		if r.Header.Get(methodHeader) == "subscriptions/listen" {
+			// A listen stream is the session a sessionless host is told
+			// things on: it gets an SDK server of its own (hosts.go).
+			r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, &newServer{}))
+		}
 		s.stateless.ServeHTTP(w, r)
 		return
+	}
+	if r.Header.Get(sessionHeader) == "" {
+		// An initialize: the session it opens gets an SDK server of its own.
+		r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, &newServer{}))
 	}
 	s.stateful.ServeHTTP(w, r)
 	if r.Method == http.MethodDelete {
@@ -187,9 +213,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // middleware answers the methods the front door implements itself, from the
-// request's link: initialize (to bind the MCP session to it), the tools,
-// resources and prompts. Everything else is the SDK's.
-func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+// request's link: initialize (to bind the MCP session to it, and it to
+// srv, its SDK server), the tools, resources and prompts. Everything else
+// is the SDK's.
+func (s *Server) middleware(srv *mcp.Server) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return s.methods(srv, next)
+	}
+}
+
+func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		l := linkOf(req)
 		if l == nil {
@@ -200,8 +233,19 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if err == nil {
 				s.links.bind(req.GetSession().ID(), l)
+				if ss, ok := req.GetSession().(*mcp.ServerSession); ok && srv != s.shared {
+					s.addHost(ctx, srv, ss, l, false)
+				}
 			}
 			return res, err
+		case "subscriptions/listen":
+			// The stream's session is a host like an initialized one, until
+			// the stream ends; the resources it names are subscribed through
+			// the subscribe handler, which finds the link here.
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && srv != s.shared {
+				s.addHost(ctx, srv, ss, l, true)
+			}
+			return next(ctx, method, req)
 		case "tools/list":
 			res, err := s.listTools(ctx, l)
 			if err != nil {

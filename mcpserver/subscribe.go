@@ -9,12 +9,13 @@ import (
 )
 
 // watches are the resources host sessions subscribed to, by URI: one
-// upstream subscription per URI, however many sessions watch it. The SDK
-// keeps which sessions subscribed to a URI and sends its updates to them
-// alone (and forgets a session that ends); this keeps the upstream side.
-// A URI is watched through one capability at a time, so that an update of
-// one server's resource never reaches a session that subscribed to
-// another's under the same URI.
+// upstream subscription per URI, however many sessions watch it. An update
+// goes to the sessions here (each through its own SDK server, hosts.go)
+// whose view still shows the resource; a session whose view no longer does
+// stops watching it (narrow, deliver), and the last one's leaving
+// unsubscribes upstream. A URI is watched through one capability at a
+// time, so that an update of one server's resource never reaches a session
+// that subscribed to another's under the same URI.
 type watches struct {
 	// mu is held across an upstream subscribe or unsubscribe, so that the
 	// two never cross for a URI.
@@ -34,12 +35,20 @@ type watch struct {
 // URI one of its templates expands to): the resource's server is asked to
 // say when it changes. A URI outside the view is refused, nothing asked.
 func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	l := linkOf(req)
-	if l == nil || req.Session == nil {
+	if req.Session == nil {
 		return refuse("no Plexus session")
 	}
-	if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion >= newProtocol {
-		return refuse("resources/subscribe needs an MCP session: a sessionless (%s) host cannot be sent updates this way", newProtocol)
+	l, h := linkOf(req), s.hosts.of(req.Session)
+	if l == nil && h != nil && h.listen {
+		// The SDK subscribes a subscriptions/listen stream's resources
+		// with a request of its own making, which carries no link.
+		l = h.l
+	}
+	if l == nil {
+		return refuse("no Plexus session")
+	}
+	if ip := req.Session.InitializeParams(); (h == nil || !h.listen) && (ip == nil || ip.ProtocolVersion >= newProtocol) {
+		return refuse("resources/subscribe needs an MCP session: a sessionless (%s) host subscribes through subscriptions/listen", newProtocol)
 	}
 	c, err := s.catalog(ctx, l)
 	if err != nil {
@@ -59,7 +68,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "the URI " + clip(uri, 200) + " is already watched through another server's resource: subscribe later"}
 	case cur == nil:
-		unsub, err := s.b.Upstream.SubscribeResource(ctx, l.creds(), entry.ID, uri, func() { s.resourceUpdated(uri) })
+		unsub, err := s.b.Upstream.SubscribeResource(ctx, l.creds(), entry.ID, uri, func() { s.updates.add(uri) })
 		if err != nil {
 			return s.gatewayError(l, err)
 		}
@@ -117,10 +126,105 @@ func (s *Server) dropAtEnd(ss *mcp.ServerSession) {
 	}
 }
 
-// resourceUpdated tells the sessions that subscribed to uri that it
-// changed; the SDK sends it to them and no other.
-func (s *Server) resourceUpdated(uri string) {
-	if err := s.sdk.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-		s.log.Debug("notifications/resources/updated not sent", "err", err)
+// narrow ends ss's subscriptions to the resources c (its catalog now; nil
+// when it is shown nothing) no longer shows through the capability they
+// were made through.
+func (s *Server) narrow(ss *mcp.ServerSession, c *catalog) {
+	w := &s.watches
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uri, cur := range w.byURI {
+		if cur.sessions[ss] && !shows(c, uri, cur.id) {
+			w.leave(ss, uri)
+		}
 	}
+}
+
+// shows reports whether c shows uri through capability id.
+func shows(c *catalog, uri, id string) bool {
+	if c == nil {
+		return false
+	}
+	e, _, err := c.resource(uri)
+	return err == nil && e.ID == id
+}
+
+// pendingUpdates are the URIs an upstream said changed, not yet delivered:
+// the upstream's notification handler only marks them (it must not wait on
+// the gateway or the network), and Run delivers them. An update marked
+// twice before Run delivers it is delivered once.
+type pendingUpdates struct {
+	mu    sync.Mutex
+	uris  map[string]bool
+	ready chan struct{} // capacity 1: there are some
+}
+
+func newPendingUpdates() *pendingUpdates {
+	return &pendingUpdates{uris: map[string]bool{}, ready: make(chan struct{}, 1)}
+}
+
+func (p *pendingUpdates) add(uri string) {
+	p.mu.Lock()
+	p.uris[uri] = true
+	p.mu.Unlock()
+	select {
+	case p.ready <- struct{}{}:
+	default: // marked already
+	}
+}
+
+func (p *pendingUpdates) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.uris))
+	for uri := range p.uris {
+		out = append(out, uri)
+	}
+	clear(p.uris)
+	return out
+}
+
+// deliver sends notifications/resources/updated of each pending URI to the
+// sessions watching it whose view still shows it, each through its own SDK
+// server; a session whose view no longer shows it (or that ended) stops
+// watching it instead.
+func (s *Server) deliver(ctx context.Context) {
+	for _, uri := range s.updates.take() {
+		for ss, id := range s.watches.watchers(uri) {
+			h := s.hosts.of(ss)
+			var c *catalog
+			if h != nil && h.open() {
+				if cur, err := s.catalog(ctx, h.l); err == nil {
+					c = cur
+				}
+			}
+			if !shows(c, uri, id) {
+				s.watches.mu.Lock()
+				if cur := s.watches.byURI[uri]; cur != nil && cur.id == id {
+					s.watches.leave(ss, uri)
+				}
+				s.watches.mu.Unlock()
+				continue
+			}
+			if err := h.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+				s.log.Debug("notifications/resources/updated not sent", "err", err)
+			}
+		}
+	}
+}
+
+// watchers are the sessions watching uri now, with the capability through
+// which they do.
+func (w *watches) watchers(uri string) map[*mcp.ServerSession]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cur := w.byURI[uri]
+	if cur == nil {
+		return nil
+	}
+	out := make(map[*mcp.ServerSession]string, len(cur.sessions))
+	for ss := range cur.sessions {
+		out[ss] = cur.id
+	}
+	return out
 }

@@ -38,7 +38,14 @@ func (a *asked) get(list *[]string) []string {
 // takes subscriptions, recording what it is asked.
 func newCompletingLibrary() (*library, *asked, *mcp.Server) {
 	a := &asked{subbed: make(chan string, 16), unsubbed: make(chan string, 16)}
-	lib, s := newLibraryWith("lib", &mcp.ServerOptions{
+	lib, s := newLibraryWith("lib", a.serverOptions())
+	return lib, a, s
+}
+
+// serverOptions are the options of a server that completes and takes
+// subscriptions, recording them in a.
+func (a *asked) serverOptions() *mcp.ServerOptions {
+	return &mcp.ServerOptions{
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			a.add(&a.completions, req.Params.Ref.Type+" "+req.Params.Ref.Name+req.Params.Ref.URI)
 			v := req.Params.Argument.Value
@@ -54,8 +61,7 @@ func newCompletingLibrary() (*library, *asked, *mcp.Server) {
 			a.unsubbed <- req.Params.URI
 			return nil
 		},
-	})
-	return lib, a, s
+	}
 }
 
 // await is the next value of ch, failing the test when none comes within

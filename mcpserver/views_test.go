@@ -26,7 +26,14 @@ func (f *fixture) addMCP(name string, s *mcp.Server) {
 	f.t.Helper()
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	f.t.Cleanup(ts.Close)
-	c, err := mcpclient.New(name, mcpclient.ServerConfig{URL: ts.URL}, mcpclient.Options{Logger: f.log})
+	f.addMCPAt(name, ts.URL)
+}
+
+// addMCPAt ingests the MCP server at url as name.
+func (f *fixture) addMCPAt(name, url string) {
+	f.t.Helper()
+	c, err := mcpclient.New(name, mcpclient.ServerConfig{URL: url}, mcpclient.Options{Logger: f.log,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		f.t.Fatal(err)
 	}

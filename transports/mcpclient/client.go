@@ -108,6 +108,10 @@ type Client struct {
 	running    atomic.Bool
 	tokens     atomic.Uint64 // progress tokens handed out
 
+	// watch are the resource subscriptions, renewed on each new session
+	// (upstream.go)
+	watch watchers
+
 	// owned by Run's goroutine
 	cur        listing // the latest listing of every primitive
 	lastStderr string  // the last stderr line of a server that failed to start
@@ -360,6 +364,7 @@ func (c *Client) start(ctx context.Context) (*session, error) {
 	}
 	c.connected = true
 	c.mu.Unlock()
+	c.watch.renew(ctx, c, s)
 	c.apply()
 	c.setHealth(plexus.HealthOK, "")
 	c.readyOnce.Do(func() { close(c.ready) })

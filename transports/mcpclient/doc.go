@@ -112,9 +112,10 @@
 //
 // Beside calls, the transport is a [plexus.Completer] (completion/complete
 // for a prompt or template entry, the ref made from its route) and a
-// [plexus.ResourceSubscriber] (resources/subscribe, once per URI per
-// session however many callers watch it; notifications/resources/updated
-// fanned out to them; the last one's leaving unsubscribes).
+// [plexus.ResourceSubscriber] (resources/subscribe, once per URI however
+// many callers watch it, and again on each new session after a reconnect;
+// notifications/resources/updated fanned out to them; the last one's
+// leaving unsubscribes).
 //
 // # Raw bytes
 //

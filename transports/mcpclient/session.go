@@ -33,7 +33,6 @@ type session struct {
 	lost    chan struct{}           // closed when the session has ended
 	waitErr error                   // why, from the SDK; set before lost closes
 	untrack func()                  // forgets the platform's record; nil over HTTP
-	watch   watchers                // resource subscriptions (upstream.go)
 }
 
 func (s *session) pid() int {
@@ -181,7 +180,7 @@ func (c *Client) newSDKClient(s *session) *mcp.Client {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.changed.mark(listPrompts) },
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			if r.Params != nil {
-				s.watch.updated(r.Params.URI)
+				c.watch.updated(r.Params.URI)
 			}
 		},
 		KeepAlive: keepAlive,

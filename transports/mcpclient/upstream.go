@@ -71,8 +71,10 @@ func (t *Transport) Complete(ctx context.Context, entry plexus.Entry, params jso
 // SubscribeResource subscribes to uri on the entry's server, once for
 // however many callers watch it, and calls updated for each
 // notifications/resources/updated of uri until unsubscribe; the last
-// unsubscribe unsubscribes upstream. A subscription lasts as long as the
-// server's session: it is not renewed when the session is.
+// unsubscribe unsubscribes upstream. The subscriptions outlive the server's
+// session: when Run connects again (the server restarted, the connection
+// dropped), every URI still watched is subscribed again on the new session,
+// and its watchers are told it may have changed meanwhile.
 func (t *Transport) SubscribeResource(ctx context.Context, entry plexus.Entry, uri string, updated func()) (func(), error) {
 	c, perr := t.client(entry)
 	if perr != nil {
@@ -85,20 +87,15 @@ func (t *Transport) SubscribeResource(ctx context.Context, entry plexus.Entry, u
 	if rt.Primitive != "resource" && rt.Primitive != "resourceTemplate" || rt.Primitive == "resource" && rt.URI != uri {
 		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "%s is not the resource %s", entry.ID, uri)
 	}
-	s, why := c.current()
-	if s == nil {
-		return nil, plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why)
-	}
-	if s.caps.Resources == nil || !s.caps.Resources.Subscribe {
-		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "the MCP server %s takes no resource subscriptions", c.name)
-	}
-	return s.watch.add(ctx, c, s, uri, updated, entry.ID)
+	return c.watch.add(ctx, c, uri, updated, entry.ID)
 }
 
-// watchers are a session's resource subscriptions: the callers watching
-// each URI. seq is held across an upstream (un)subscribe, so that the two
-// never cross for one URI; mu only while byURI is read or changed, so that
-// an update arriving meanwhile is never held up.
+// watchers are a client's resource subscriptions, across its sessions: the
+// callers watching each URI. seq is held across an upstream (un)subscribe
+// and while a new session renews them, so that none of these cross for a
+// URI and none is made on a session that is going away; mu only while
+// byURI is read or changed, so that an update arriving meanwhile is never
+// held up.
 type watchers struct {
 	seq   sync.Mutex
 	mu    sync.Mutex
@@ -107,9 +104,19 @@ type watchers struct {
 
 type watcher struct{ updated func() }
 
-func (w *watchers) add(ctx context.Context, c *Client, s *session, uri string, updated func(), id string) (func(), error) {
+// add makes wt a watcher of uri, subscribing upstream when it is the first.
+// The session is read under seq: a session published later renews what
+// add put in byURI (renew), and one unpublished before is not used.
+func (w *watchers) add(ctx context.Context, c *Client, uri string, updated func(), id string) (func(), error) {
 	w.seq.Lock()
 	defer w.seq.Unlock()
+	s, why := c.current()
+	if s == nil {
+		return nil, plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why)
+	}
+	if !subscribable(s) {
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "the MCP server %s takes no resource subscriptions", c.name)
+	}
 	if w.count(uri) == 0 {
 		if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 			return nil, c.callError(ctx, err, "resources/subscribe", id)
@@ -126,8 +133,10 @@ func (w *watchers) add(ctx context.Context, c *Client, s *session, uri string, u
 	w.byURI[uri][wt] = struct{}{}
 	w.mu.Unlock()
 	var once sync.Once
-	return func() { once.Do(func() { w.remove(c, s, uri, wt) }) }, nil
+	return func() { once.Do(func() { w.remove(c, uri, wt) }) }, nil
 }
+
+func subscribable(s *session) bool { return s.caps.Resources != nil && s.caps.Resources.Subscribe }
 
 func (w *watchers) count(uri string) int {
 	w.mu.Lock()
@@ -135,7 +144,10 @@ func (w *watchers) count(uri string) int {
 	return len(w.byURI[uri])
 }
 
-func (w *watchers) remove(c *Client, s *session, uri string, wt *watcher) {
+// remove drops wt, unsubscribing uri on the live session when it was the
+// last watcher (none is needed when there is no session: the next one
+// renews only what is still watched).
+func (w *watchers) remove(c *Client, uri string, wt *watcher) {
 	w.seq.Lock()
 	defer w.seq.Unlock()
 	w.mu.Lock()
@@ -145,13 +157,51 @@ func (w *watchers) remove(c *Client, s *session, uri string, wt *watcher) {
 		delete(w.byURI, uri)
 	}
 	w.mu.Unlock()
-	if left > 0 {
+	s, _ := c.current()
+	if left > 0 || s == nil || !subscribable(s) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 	defer cancel()
 	if err := s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 		c.log.Debug("resources/unsubscribe failed", "source", c.source, "err", c.red.err(err))
+	}
+}
+
+// renew subscribes every watched URI again on s, a session Run has just
+// published after another was lost: the server forgot the old session's
+// subscriptions with it. Each URI renewed is then reported updated, since
+// a change while the server was away was never announced. A URI the server
+// refuses now stays watched (a later session may take it) and is logged.
+func (w *watchers) renew(ctx context.Context, c *Client, s *session) {
+	w.seq.Lock()
+	w.mu.Lock()
+	uris := make([]string, 0, len(w.byURI))
+	for uri := range w.byURI {
+		uris = append(uris, uri)
+	}
+	w.mu.Unlock()
+	var renewed []string
+	switch {
+	case len(uris) == 0:
+	case !subscribable(s):
+		c.log.Warn("mcp: the server takes no resource subscriptions since it reconnected; they lapse", "watched", len(uris))
+	default:
+		// One bound for them all: Run waits for this before it serves.
+		sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
+		for _, uri := range uris {
+			if err := s.cs.Subscribe(sctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				c.log.Warn("mcp: a resource subscription was not renewed", "err", c.red.err(err))
+				continue
+			}
+			renewed = append(renewed, uri)
+		}
+	}
+	w.seq.Unlock()
+	// Outside seq: a watcher may unsubscribe from its callback.
+	for _, uri := range renewed {
+		w.updated(uri)
 	}
 }
 
