@@ -21,7 +21,7 @@ func (d *Daemon) newFront(o Options) error {
 		d.log.Error("MCP views not applied; every agent sees the default view until the file is fixed", "err", err)
 	}
 	d.views = views
-	d.viewWatch, err = watcher.New([]string{d.home.Dir}, watcher.Options{Logger: d.log,
+	d.viewWatch, err = watcher.New([]string{d.home.Dir}, watcher.Options{Logger: d.log, Settled: true,
 		Only: func(name string) bool { return name == mcpserver.ViewFileName }})
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ func (d *Daemon) watchLimits() error {
 		return fmt.Errorf("%s: %w", scaffold.FileAuthConfig, err)
 	}
 	var err error
-	d.limitWatch, err = watcher.New([]string{d.home.Dir}, watcher.Options{Logger: d.log,
+	d.limitWatch, err = watcher.New([]string{d.home.Dir}, watcher.Options{Logger: d.log, Settled: true,
 		Only: func(name string) bool { return name == scaffold.FileAuthConfig }})
 	return err
 }

@@ -106,7 +106,7 @@ func New(cfg Config) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w, err := watcher.New([]string{cfg.Home}, watcher.Options{Logger: log,
+	w, err := watcher.New([]string{cfg.Home}, watcher.Options{Logger: log, Settled: true,
 		Only: func(name string) bool { return name == scaffold.FileMCPConfig }})
 	if err != nil {
 		return nil, err

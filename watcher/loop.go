@@ -20,7 +20,7 @@ var errNotDir = errors.New("not a folder")
 // and the hints channel.
 type loop struct {
 	w   *Watcher
-	fsw *fsnotify.Watcher
+	src source
 
 	folders []*folder          // sorted by path
 	byPath  map[string]*folder // the same folders, by cleaned path
@@ -46,10 +46,10 @@ type folder struct {
 	problem string
 }
 
-func newLoop(w *Watcher, fsw *fsnotify.Watcher) *loop {
+func newLoop(w *Watcher, src source) *loop {
 	l := &loop{
 		w:       w,
-		fsw:     fsw,
+		src:     src,
 		byPath:  make(map[string]*folder, len(w.dirs)),
 		changed: make(map[string]bool, len(w.dirs)),
 		quiet:   time.NewTimer(time.Hour),
@@ -99,14 +99,14 @@ func (l *loop) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-l.fsw.Events:
+		case ev, ok := <-l.src.events():
 			if !ok {
-				return errors.New("watcher: fsnotify closed its event channel")
+				return errors.New("watcher: the event source closed its event channel")
 			}
 			l.event(ev)
-		case err, ok := <-l.fsw.Errors:
+		case err, ok := <-l.src.errs():
 			if !ok {
-				return errors.New("watcher: fsnotify closed its error channel")
+				return errors.New("watcher: the event source closed its error channel")
 			}
 			l.fsError(err)
 		case <-l.quiet.C:
@@ -242,18 +242,18 @@ func (l *loop) check(f *folder) {
 	}
 }
 
-// watching reports whether fsnotify still has a watch for path; it drops one
-// by itself when the kernel does (IN_IGNORED, IN_UNMOUNT, IN_MOVE_SELF).
+// watching reports whether the source still has a watch for path; it drops
+// one by itself when the kernel does (IN_IGNORED, IN_UNMOUNT, IN_MOVE_SELF).
 func (l *loop) watching(path string) bool {
-	return slices.Contains(l.fsw.WatchList(), path)
+	return slices.Contains(l.src.WatchList(), path)
 }
 
 // gone drops the watch of a folder that is no longer at its path. Its
 // contents are gone with it, so it counts as changed.
 func (l *loop) gone(f *folder, err error) {
-	// The kernel may have removed the watch already; fsnotify's own state is
-	// what this cleans.
-	_ = l.fsw.Remove(f.path)
+	// The kernel may have removed the watch already; the source's own state
+	// is what this cleans.
+	_ = l.src.Remove(f.path)
 	f.info = nil
 	l.missing(f, err)
 	l.mark(f.path)
@@ -289,7 +289,7 @@ func (l *loop) lookForMissing() {
 // missed while it had none, or while it pointed at the old folder, so it
 // asks for a full look.
 func (l *loop) rewatch(f *folder) {
-	_ = l.fsw.Remove(f.path) // the old watch, if fsnotify still has it
+	_ = l.src.Remove(f.path) // the old watch, if the source still has it
 	fi, err := l.add(f.path)
 	if err != nil {
 		if f.info != nil {
@@ -320,14 +320,14 @@ func (l *loop) add(path string) (os.FileInfo, error) {
 		if !before.IsDir() {
 			return nil, errNotDir
 		}
-		if err := l.fsw.Add(path); err != nil {
+		if err := l.src.Add(path); err != nil {
 			return nil, err
 		}
 		after, err := os.Stat(path)
 		if err == nil && os.SameFile(before, after) {
 			return after, nil
 		}
-		_ = l.fsw.Remove(path)
+		_ = l.src.Remove(path)
 	}
 	return nil, errors.New("folder keeps being replaced")
 }

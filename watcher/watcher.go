@@ -18,7 +18,8 @@
 // the kernel's event queue overflowed, after a watched folder was removed,
 // moved away or replaced and is watched again, and every [Options.Rescan].
 //
-// It depends on the standard library and fsnotify only.
+// It depends on the standard library, fsnotify and, on Linux, golang.org/x/sys/unix
+// (for [Options.Settled]).
 package watcher
 
 import (
@@ -32,8 +33,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // Defaults for the zero values of [Options].
@@ -68,8 +67,19 @@ type Options struct {
 	// Only, when set, narrows what counts as a change: an event on a file
 	// in a watched folder counts only when Only(its base name) is true. A
 	// consumer of one file in a busy folder (mcp.json beside the journal)
-	// is then not woken by every write to the others.
+	// then gets no hint for the others; their events are still read and
+	// dropped, which Settled spares for files written in place.
 	Only func(name string) bool
+	// Settled leaves each write out of what the folders report: a file
+	// counts when its writer closes it, or when it is created, moved,
+	// removed or its mode changes. A file held open and written again and
+	// again (the journal beside the owner's config files) then wakes
+	// nothing, where Only still had every write read and dropped. A file
+	// still being written is not worth a look anyway; one changed without
+	// a close (truncate(2) by name) waits for the periodic rescan. On
+	// Linux the watch's own kernel mask leaves the writes out, which
+	// fsnotify cannot; elsewhere Settled changes nothing.
+	Settled bool
 }
 
 // Hint says that some folders should be looked at again. It carries no
@@ -100,6 +110,7 @@ type Watcher struct {
 	dirs     []string // cleaned, sorted, without duplicates; never modified
 	debounce time.Duration
 	only     func(name string) bool
+	settled  bool
 	rescan   time.Duration
 	poll     time.Duration
 	log      *slog.Logger
@@ -113,15 +124,15 @@ type Watcher struct {
 	live []string // guarded by mu; the folders with a live watch, sorted (the tests read it)
 
 	// observe, when set (by tests, before Run), is called on the Run
-	// goroutine after each fsnotify event or error is handled and with each
+	// goroutine after each event or error of its source is handled and with each
 	// hint as it is emitted, before coalescing. It must not keep h.Dirs.
 	observe func(n note)
 }
 
 // note is what observe is told.
 type note struct {
-	event string // the name of an fsnotify event handled
-	err   error  // an error fsnotify reported
+	event string // the name of an event handled
+	err   error  // an error the source reported
 	hint  *Hint  // a hint emitted
 }
 
@@ -154,6 +165,7 @@ func New(dirs []string, opts Options) (*Watcher, error) {
 		dirs:     slices.Compact(clean),
 		debounce: orDefault(opts.Debounce, DefaultDebounce),
 		only:     opts.Only,
+		settled:  opts.Settled,
 		rescan:   orDefault(opts.Rescan, DefaultRescan),
 		poll:     orDefault(opts.Poll, DefaultPoll),
 		log:      opts.Logger,
@@ -185,8 +197,8 @@ func (w *Watcher) setLive(live []string) {
 	w.mu.Unlock()
 }
 
-// Run watches the folders until ctx ends, then releases the fsnotify watcher
-// and its goroutine, closes [Watcher.Hints] and returns nil. The first hint,
+// Run watches the folders until ctx ends, then releases the fsnotify (or
+// inotify) watcher and its goroutine, closes [Watcher.Hints] and returns nil. The first hint,
 // emitted once the watches are in place, is Full, so the consumer reconciles
 // at start-up without missing a change made while it does. A folder missing
 // at this point is looked for every Poll, like one that goes missing later.
@@ -199,14 +211,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	defer close(w.hints)
 	defer w.setLive(nil)
-	fsw, err := fsnotify.NewWatcher()
+	src, err := newSource(ctx, w.settled)
 	if err != nil {
 		return fmt.Errorf("watcher: start fsnotify: %w", err)
 	}
-	// Close waits for fsnotify's reading goroutine to end.
-	defer fsw.Close()
+	// Close waits for the source's reading goroutine to end.
+	defer src.Close()
 
-	l := newLoop(w, fsw)
+	l := newLoop(w, src)
 	defer l.stop()
 	if err := l.start(); err != nil {
 		return err

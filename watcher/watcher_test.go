@@ -205,6 +205,17 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
+// eachMode runs test once for each way a watch can be placed: what every
+// watch promises holds for both.
+func eachMode(t *testing.T, test func(t *testing.T, base Options)) {
+	for _, m := range []struct {
+		name    string
+		settled bool
+	}{{"Plain", false}, {"Settled", true}} {
+		t.Run(m.name, func(t *testing.T) { test(t, Options{Settled: m.settled}) })
+	}
+}
+
 // mkdirs makes named folders in a fresh temp dir.
 func mkdirs(t *testing.T, names ...string) []string {
 	t.Helper()
@@ -264,9 +275,11 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestStartupHintIsFull(t *testing.T) {
+func TestStartupHintIsFull(t *testing.T) { eachMode(t, testStartupHintIsFull) }
+
+func testStartupHintIsFull(t *testing.T, base Options) {
 	dirs := mkdirs(t, "inbox", "active")
-	w, _ := start(t, Options{}, nil, dirs...)
+	w, _ := start(t, base, nil, dirs...)
 	h := next(t, w, "at start-up", func(Hint) bool { return true })
 	if diff := cmp.Diff(Hint{Full: true}, h); diff != "" {
 		t.Errorf("first hint (-want +got):\n%s", diff)
@@ -278,10 +291,12 @@ func TestStartupHintIsFull(t *testing.T) {
 	}
 }
 
-func TestFileChangesNameTheirFolder(t *testing.T) {
+func TestFileChangesNameTheirFolder(t *testing.T) { eachMode(t, testFileChangesNameTheirFolder) }
+
+func testFileChangesNameTheirFolder(t *testing.T, base Options) {
 	dirs := mkdirs(t, "inbox", "active", "untouched")
 	inbox, active, untouched := dirs[0], dirs[1], dirs[2]
-	w, _ := start(t, Options{}, nil, dirs...)
+	w, _ := start(t, base, nil, dirs...)
 	next(t, w, "at start-up", isFull)
 
 	steps := []struct {
@@ -340,10 +355,12 @@ func burst(dir string, n int, d time.Duration) (took time.Duration, pauses int, 
 	return time.Since(begin), pauses, nil
 }
 
-func TestBurstIsCoalesced(t *testing.T) {
+func TestBurstIsCoalesced(t *testing.T) { eachMode(t, testBurstIsCoalesced) }
+
+func testBurstIsCoalesced(t *testing.T, base Options) {
 	dir := mkdirs(t, "inbox")[0]
 	const debounce = 100 * time.Millisecond
-	w, rec := start(t, Options{Debounce: debounce}, nil, dir)
+	w, rec := start(t, Options{Settled: base.Settled, Debounce: debounce}, nil, dir)
 	from := started(t, w, rec)
 	marker := filepath.Join(dir, "marker")
 
@@ -405,9 +422,11 @@ func TestBurstIsCoalesced(t *testing.T) {
 	}
 }
 
-func TestSlowConsumerGetsOneMergedHint(t *testing.T) {
+func TestSlowConsumerGetsOneMergedHint(t *testing.T) { eachMode(t, testSlowConsumerGetsOneMergedHint) }
+
+func testSlowConsumerGetsOneMergedHint(t *testing.T, base Options) {
 	dir := mkdirs(t, "inbox")[0]
-	w, rec := start(t, Options{}, nil, dir)
+	w, rec := start(t, base, nil, dir)
 	// Nobody reads, not even the start-up hint; its note says the watch is
 	// in place.
 	rec.waitFor(t, 0, "the start-up hint noted", func(ns []note) bool { return len(hints(ns)) > 0 })
@@ -444,11 +463,13 @@ func TestSlowConsumerGetsOneMergedHint(t *testing.T) {
 	}
 }
 
-func TestAtomicSave(t *testing.T) {
+func TestAtomicSave(t *testing.T) { eachMode(t, testAtomicSave) }
+
+func testAtomicSave(t *testing.T, base Options) {
 	dir := mkdirs(t, "active")[0]
 	target := filepath.Join(dir, "01J.md")
 	write(t, target, "old")
-	w, rec := start(t, Options{}, nil, dir)
+	w, rec := start(t, base, nil, dir)
 	next(t, w, "at start-up", isFull)
 
 	t.Run("TempThenRename", func(t *testing.T) {
@@ -494,10 +515,12 @@ func replaced(t *testing.T, dir string, opts Options, replace func()) {
 	next(t, w, "naming the new folder", naming(dir))
 }
 
-func TestFolderReplaced(t *testing.T) {
+func TestFolderReplaced(t *testing.T) { eachMode(t, testFolderReplaced) }
+
+func testFolderReplaced(t *testing.T, base Options) {
 	t.Run("MovedAwayAndMade", func(t *testing.T) {
 		dir := mkdirs(t, "inbox")[0]
-		replaced(t, dir, Options{}, func() {
+		replaced(t, dir, base, func() {
 			if err := os.Rename(dir, dir+".old"); err != nil {
 				t.Fatal(err)
 			}
@@ -509,7 +532,7 @@ func TestFolderReplaced(t *testing.T) {
 	t.Run("RemovedAndMade", func(t *testing.T) {
 		dir := mkdirs(t, "inbox")[0]
 		write(t, filepath.Join(dir, "a.md"), "a")
-		replaced(t, dir, Options{}, func() {
+		replaced(t, dir, base, func() {
 			if err := os.RemoveAll(dir); err != nil {
 				t.Fatal(err)
 			}
@@ -522,7 +545,7 @@ func TestFolderReplaced(t *testing.T) {
 		dirs := mkdirs(t, "inbox", "staging")
 		dir, other := dirs[0], dirs[1]
 		write(t, filepath.Join(other, "a.md"), "a")
-		replaced(t, dir, Options{}, func() {
+		replaced(t, dir, base, func() {
 			if err := os.Rename(dir, dir+".old"); err != nil {
 				t.Fatal(err)
 			}
@@ -537,7 +560,7 @@ func TestFolderReplaced(t *testing.T) {
 		dirs := mkdirs(t, "inbox", "staging")
 		dir, other := dirs[0], dirs[1]
 		write(t, filepath.Join(other, "a.md"), "a")
-		replaced(t, dir, Options{}, func() {
+		replaced(t, dir, base, func() {
 			if err := syscall.Rename(other, dir); err != nil {
 				t.Fatal(err)
 			}
@@ -546,9 +569,13 @@ func TestFolderReplaced(t *testing.T) {
 }
 
 func TestFolderRemovedThenRecreatedLater(t *testing.T) {
+	eachMode(t, testFolderRemovedThenRecreatedLater)
+}
+
+func testFolderRemovedThenRecreatedLater(t *testing.T, base Options) {
 	dir := mkdirs(t, "inbox")[0]
 	write(t, filepath.Join(dir, "a.md"), "a")
-	w, rec := start(t, Options{}, nil, dir)
+	w, rec := start(t, base, nil, dir)
 	next(t, w, "at start-up", isFull)
 
 	if err := os.RemoveAll(dir); err != nil {
@@ -570,10 +597,12 @@ func TestFolderRemovedThenRecreatedLater(t *testing.T) {
 	next(t, w, "naming the recreated folder", naming(dir))
 }
 
-func TestFolderMissingAtRun(t *testing.T) {
+func TestFolderMissingAtRun(t *testing.T) { eachMode(t, testFolderMissingAtRun) }
+
+func testFolderMissingAtRun(t *testing.T, base Options) {
 	dirs := mkdirs(t, "inbox", "active")
 	inbox, active := dirs[0], dirs[1]
-	w, err := New(dirs, Options{})
+	w, err := New(dirs, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,9 +634,11 @@ func TestFolderMissingAtRun(t *testing.T) {
 	}
 }
 
-func TestPeriodicRescan(t *testing.T) {
+func TestPeriodicRescan(t *testing.T) { eachMode(t, testPeriodicRescan) }
+
+func testPeriodicRescan(t *testing.T, base Options) {
 	dir := mkdirs(t, "inbox")[0]
-	w, _ := start(t, Options{Rescan: 100 * time.Millisecond}, nil, dir)
+	w, _ := start(t, Options{Settled: base.Settled, Rescan: 100 * time.Millisecond}, nil, dir)
 	next(t, w, "at start-up", isFull)
 	// Nothing happens in the folder; Full hints keep coming.
 	for i := range 2 {
@@ -618,7 +649,9 @@ func TestPeriodicRescan(t *testing.T) {
 	}
 }
 
-func TestOverflowAsksForFullRescan(t *testing.T) {
+func TestOverflowAsksForFullRescan(t *testing.T) { eachMode(t, testOverflowAsksForFullRescan) }
+
+func testOverflowAsksForFullRescan(t *testing.T, base Options) {
 	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
 	if err != nil {
 		t.Skip("no inotify queue limit to overflow:", err)
@@ -633,7 +666,7 @@ func TestOverflowAsksForFullRescan(t *testing.T) {
 	// reading and the kernel queue fills up, as it would under a storm.
 	blocked, release, overflowed := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var hold, unhold, overflow sync.Once
-	w, _ := start(t, Options{}, func(n note) {
+	w, _ := start(t, base, func(n note) {
 		if n.event != "" {
 			hold.Do(func() {
 				close(blocked)
@@ -674,10 +707,14 @@ func TestOverflowAsksForFullRescan(t *testing.T) {
 }
 
 func TestRunStopsAndLeavesNothingBehind(t *testing.T) {
+	eachMode(t, testRunStopsAndLeavesNothingBehind)
+}
+
+func testRunStopsAndLeavesNothingBehind(t *testing.T, base Options) {
 	dir := mkdirs(t, "inbox")[0]
 	before := runtime.NumGoroutine()
 
-	w, err := New([]string{dir}, Options{Debounce: time.Millisecond, Rescan: 10 * time.Millisecond})
+	w, err := New([]string{dir}, Options{Settled: base.Settled, Debounce: time.Millisecond, Rescan: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,10 +779,12 @@ func TestMerge(t *testing.T) {
 	}
 }
 
-func TestOnlyNarrowsWhatCounts(t *testing.T) {
+func TestOnlyNarrowsWhatCounts(t *testing.T) { eachMode(t, testOnlyNarrowsWhatCounts) }
+
+func testOnlyNarrowsWhatCounts(t *testing.T, base Options) {
 	home := mkdirs(t, "home")[0]
 	const debounce = 10 * time.Millisecond
-	w, rec := start(t, Options{Debounce: debounce, Only: func(name string) bool { return name == "mcp.json" }}, nil, home)
+	w, rec := start(t, Options{Settled: base.Settled, Debounce: debounce, Only: func(name string) bool { return name == "mcp.json" }}, nil, home)
 	from := started(t, w, rec)
 	write(t, filepath.Join(home, "journal.db-wal"), "busy")
 	rec.waitFor(t, from, "the journal write handled", func(ns []note) bool {
@@ -772,10 +811,12 @@ func TestOnlyNarrowsWhatCounts(t *testing.T) {
 // TestNonRegularFilesOnlyHint: a FIFO, a symlink and a folder made in a
 // watched folder are hints like any file, and the watcher never opens what
 // it sees (the FIFO has no reader afterwards; a reader would have hung it).
-func TestNonRegularFilesOnlyHint(t *testing.T) {
+func TestNonRegularFilesOnlyHint(t *testing.T) { eachMode(t, testNonRegularFilesOnlyHint) }
+
+func testNonRegularFilesOnlyHint(t *testing.T, base Options) {
 	dirs := mkdirs(t, "inbox")
 	inbox := dirs[0]
-	w, _ := start(t, Options{}, nil, dirs...)
+	w, _ := start(t, base, nil, dirs...)
 	next(t, w, "at start-up", isFull)
 	fifo := filepath.Join(inbox, "pend_fifo.md")
 	steps := []struct {
