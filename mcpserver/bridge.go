@@ -115,6 +115,14 @@ type progressTarget struct {
 
 func (b *bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// A request ends with the bridge too (a signal): the SDK's
+		// server closes the host's session only once its requests have
+		// returned, and a call waiting for the owner would hold the
+		// bridge, and its daemon session, open until the wait ends.
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(b.ctx, func() { cancel(context.Cause(b.ctx)) })
+		defer stop()
 		switch method {
 		case "tools/list":
 			up, err := b.session(ctx, req)

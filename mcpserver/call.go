@@ -64,6 +64,11 @@ func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what stri
 		if err != nil || answer != nil {
 			return plexus.InvokeResponse{}, answer, err
 		}
+		if ctx.Err() != nil {
+			// The caller went as the owner decided: the call would run
+			// for no one (callers.go).
+			return plexus.InvokeResponse{}, nil, context.Cause(ctx)
+		}
 		// What the server behind the call asks meanwhile goes to this host.
 		rctx := plexus.WithRelay(ctx, newHostRelay(ctx, p, l.client, entry.Source))
 		resp := s.b.Invoke.InvokeStream(rctx, gateway.Credentials{Bearer: tok.Token, SessionID: l.session},

@@ -297,7 +297,7 @@ func linkToken(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo,
 	// SDK compares Expiration with the wall clock, so it gets one that only
 	// has to outlast this request's check.
 	return &auth.TokenInfo{UserID: hex.EncodeToString(l.patHash[:]), Expiration: time.Now().Add(time.Minute),
-		Extra: map[string]any{extraLink: l}}, nil
+		Extra: map[string]any{extraLink: l, postKey: ctx}}, nil
 }
 
 // linkOf is the link of an MCP request, nil when it came without one (a

@@ -74,6 +74,9 @@ type Server struct {
 	// server of its own (hosts.go), so that a notification reaches that
 	// session alone.
 	hosts hosts
+	// calls are the hosts' calls in flight, each tied to its caller
+	// (callers.go).
+	calls inflight
 	// sopts are the options of every SDK server the front door makes.
 	sopts mcp.ServerOptions
 	// shared is the SDK server of the sessionless (2026-07-28) requests,
@@ -206,10 +209,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// An initialize: the session it opens gets an SDK server of its own.
 		r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, &newServer{}))
 	}
-	s.stateful.ServeHTTP(w, r)
-	if r.Method == http.MethodDelete {
-		s.links.drop(r.Header.Get(sessionHeader))
+	if r.Method != http.MethodDelete {
+		s.stateful.ServeHTTP(w, r)
+		return
 	}
+	// The host ends its session: its calls end first, as the SDK closes
+	// the session only once they returned.
+	id := r.Header.Get(sessionHeader)
+	s.calls.end(id)
+	s.stateful.ServeHTTP(w, r)
+	s.calls.forget(id)
+	s.links.drop(id)
 }
 
 // middleware answers the methods the front door implements itself, from the
@@ -253,6 +263,8 @@ func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHand
 			}
 			return shaped(req, res), nil
 		case "tools/call":
+			ctx, release := s.calls.hold(ctx, req)
+			defer release()
 			call := req.(*mcp.CallToolRequest)
 			res, err := s.multiRound(ctx, l, req, method, call.Params.Name, func(ctx context.Context) (mcp.Result, error) {
 				return s.callTool(ctx, l, call)
@@ -262,6 +274,8 @@ func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHand
 			}
 			return shaped(req, res), nil
 		case "resources/read", "prompts/get":
+			ctx, release := s.calls.hold(ctx, req)
+			defer release()
 			res, err := s.multiRound(ctx, l, req, method, roundName(req), func(ctx context.Context) (mcp.Result, error) {
 				return s.primitives(ctx, l, method, req)
 			})

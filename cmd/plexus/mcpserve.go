@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus/client"
@@ -62,9 +64,18 @@ func mcpServe(ctx context.Context, cmd *cli.Command) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(bridgeGCPercent)
 	}
+	// A host that goes may only hang up (SIGHUP): the bridge ends as for
+	// SIGTERM and SIGINT (main), cancelling the calls it has in flight
+	// before it exits.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stop()
 	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{cmd.Root().Writer}}
-	return mcpserver.Bridge(ctx, t, mcpserver.BridgeOptions{Endpoint: strings.TrimSuffix(base, "/") + "/mcp", PAT: creds.PAT,
+	err = mcpserver.Bridge(ctx, t, mcpserver.BridgeOptions{Endpoint: strings.TrimSuffix(base, "/") + "/mcp", PAT: creds.PAT,
 		StartHint: "start it with: plexus serve --home " + cmd.String("home")})
+	if ctx.Err() != nil {
+		return nil // a signal ended it, as the host asked
+	}
+	return err
 }
 
 // bridgeGCPercent is the garbage collector's target of plexus mcp serve
