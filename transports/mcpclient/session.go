@@ -462,6 +462,12 @@ func (s *session) listTemplates(ctx context.Context) ([]json.RawMessage, error) 
 		}
 		return r, r.NextCursor, nil
 	})
+	return noneIfUnknown(items, err)
+}
+
+// noneIfUnknown is items and err of a listing, except that a server that
+// answers Method not found has none to list.
+func noneIfUnknown(items []json.RawMessage, err error) ([]json.RawMessage, error) {
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
 		return nil, nil

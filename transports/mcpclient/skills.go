@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -15,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/adrg/frontmatter"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
 	"gopkg.in/yaml.v3"
@@ -77,11 +75,7 @@ func (s *session) listSkills(ctx context.Context) ([]json.RawMessage, error) {
 		}
 		return r, r.NextCursor, nil
 	})
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
-		return nil, nil
-	}
-	return items, err
+	return noneIfUnknown(items, err)
 }
 
 // skill is one skills/list entry, checked.
