@@ -37,7 +37,7 @@ func TestStuckUpstreamSubscribeFreezesNoOne(t *testing.T) {
 	<-entered
 	pat := f.agent("claude")
 	f.setView(vf, "cursor", mcpserver.View{Only: []string{libTool}}) // any refresh
-	time.Sleep(200 * time.Millisecond)                                // let the refresh reach the watches
+	time.Sleep(200 * time.Millisecond)                               // let the refresh reach the watches
 	done := make(chan struct{})
 	go func() { f.connect(pat, "claude-code", nil); close(done) }()
 	select {
