@@ -53,6 +53,11 @@ type Options struct {
 	// Views is the owner's view of each agent (needs Backend.Agents); nil
 	// shows every agent the default view.
 	Views Views
+	// SessionCheck is how often Run looks for hosts whose Plexus session
+	// ended (the agent revoked, the session expired), to end them and
+	// their subscriptions; it asks the gateway only when its state
+	// changed or a link's time is up.
+	SessionCheck time.Duration
 	// ListensPerAgent caps the subscriptions/listen streams one agent
 	// holds open at once; one more is answered 429.
 	ListensPerAgent int
@@ -111,6 +116,9 @@ func New(b Backend, opts Options) *Server {
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.SessionCheck <= 0 {
+		opts.SessionCheck = DefaultSessionCheck
 	}
 	if opts.ListensPerAgent <= 0 {
 		opts.ListensPerAgent = DefaultListensPerAgent

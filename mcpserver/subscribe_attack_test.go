@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/gateway"
 	"github.com/plexus-gw/plexus/mcpserver"
 )
 
@@ -115,4 +117,50 @@ func TestAttackListenStreamFlood(t *testing.T) {
 		t.Fatalf("another agent of the owner cannot listen: %v", err)
 	}
 	f.connect(f.agent("cursor"), "cursor", nil)
+}
+
+// TestRevokedAgentListenUnsubscribes: the owner revokes an agent whose
+// listen stream subscribed a resource: the stream ends, and so does its
+// upstream subscription.
+func TestRevokedAgentListenUnsubscribes(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	_, up, s := newCompletingLibrary()
+	f.addMCP("lib", s)
+	_, opts := updatesTo()
+	cs := f.connectVersion(f.agent("gemini"), "gemini-cli", "2026-07-28", opts)
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: readme}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, up.subbed, "upstream subscription")
+	if _, err := f.gw.RevokeAgent(context.Background(), gateway.Credentials{ConnectionKey: f.home.ConnectionKey},
+		plexus.AgentRevokeRequest{AgentID: "gemini"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-up.unsubbed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the revoked agent's listen stream still holds its upstream subscription")
+	}
+}
+
+// TestRevokedAgentSessionUnsubscribes: the same for a 2025-11-25 session's
+// subscription, which sends no request after the revocation.
+func TestRevokedAgentSessionUnsubscribes(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	_, up, s := newCompletingLibrary()
+	f.addMCP("lib", s)
+	cs := f.connect(f.agent("claude", standing(libResource, plexus.VerbRead)), "claude-code", nil)
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: readme}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, up.subbed, "upstream subscription")
+	if _, err := f.gw.RevokeAgent(context.Background(), gateway.Credentials{ConnectionKey: f.home.ConnectionKey},
+		plexus.AgentRevokeRequest{AgentID: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-up.unsubbed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the revoked agent's session still holds its upstream subscription")
+	}
 }
