@@ -149,7 +149,7 @@ func parseSkill(raw json.RawMessage) (*skill, error) {
 // file checks one listed resource of sk.
 func (sk *skill) file(uri, digest string, size *json.Number) (skillFile, error) {
 	path, ok := strings.CutPrefix(uri, sk.root+"/")
-	if !ok || path == "" || slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." }) {
+	if !ok || !withinSkill(path) {
 		return skillFile{}, fmt.Errorf("the file %q is not within the skill's directory", uri)
 	}
 	if !digestForm.MatchString(digest) {
@@ -167,6 +167,17 @@ func (sk *skill) file(uri, digest string, size *json.Number) (skillFile, error) 
 		f.size = n
 	}
 	return f, nil
+}
+
+// withinSkill reports whether path, relative to a skill's root, names a
+// file below it however a host resolves it: "/"-separated segments, none
+// empty, "." or "..", and no "\\" or "%" (a separator on Windows, or an
+// encoded dot or slash that a host decoding the URI would resolve).
+func withinSkill(path string) bool {
+	if path == "" || strings.ContainsAny(path, `\%`) {
+		return false
+	}
+	return !slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." })
 }
 
 // lookup is the file at path, nil when the entry lists none.
