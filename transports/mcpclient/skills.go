@@ -29,7 +29,9 @@ import (
 // "skill"; listing reads no file of it (the extension forbids fetching a
 // skill's files ahead of need). Invoking the entry loads the skill: a
 // resources/read of its SKILL.md, or of the one file the input names,
-// verified against the listed entry before anything is returned. A file
+// verified against the listed entry before anything is returned, and
+// returned rebuilt from the verified bytes alone (the answer must be one
+// content item, for the URI read). A file
 // that fails (size, digest, or SKILL.md's frontmatter against the entry's)
 // refuses the skill: its reads are answered from then on without asking
 // the server, until the server's skills are listed again.
@@ -171,7 +173,7 @@ func (sk *skill) file(uri, digest string, size *json.Number) (skillFile, error) 
 
 // withinSkill reports whether path, relative to a skill's root, names a
 // file below it however a host resolves it: "/"-separated segments, none
-// empty, "." or "..", and no "\\" or "%" (a separator on Windows, or an
+// empty, "." or "..", and no backslash or "%" (a separator on Windows, or an
 // encoded dot or slash that a host decoding the URI would resolve).
 func withinSkill(path string) bool {
 	if path == "" || strings.ContainsAny(path, `\%`) {
