@@ -186,3 +186,40 @@ func TestDialGuardPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestDialGuardRefusesSharedAddressSpace: 100.64.0.0/10 (RFC 6598: carrier-
+// grade NAT, a Tailscale tailnet with its 100.100.100.100) is a private
+// network, in whatever form the address comes: a public server's metadata
+// cannot send discovery, registration or token requests into it, by name
+// or by a literal URL; a server inside it may.
+func TestDialGuardRefusesSharedAddressSpace(t *testing.T) {
+	g := &dialGuard{own: []string{"mcp.example.com"}, base: []string{"https://mcp.example.com/mcp"},
+		resolver: dnsServer(t, map[string]string{"mcp.example.com.": "93.184.216.34"})}
+	for _, a := range []string{"100.100.100.100:443", "100.64.0.1:443", "100.127.255.254:443", "[::ffff:100.101.102.103]:443"} {
+		if err := g.allow(context.Background(), "as.example.net", a); err == nil {
+			t.Errorf("%s allowed", a)
+		}
+	}
+	for _, a := range []string{"100.63.255.255:443", "100.128.0.1:443"} { // just outside it
+		if err := g.allow(context.Background(), "as.example.net", a); err != nil {
+			t.Errorf("%s refused: %v", a, err)
+		}
+	}
+	for _, tc := range []struct {
+		target, base string
+		ok           bool
+	}{
+		{"https://100.100.100.100/token", "https://mcp.example.com/mcp", false},
+		{"https://[::ffff:100.64.0.1]/token", "https://mcp.example.com/mcp", false},
+		{"https://100.101.1.2/token", "https://100.64.0.7/mcp", true},
+		{"https://127.0.0.1/token", "https://100.64.0.7/mcp", false},
+	} {
+		if err := reachable(tc.target, tc.base); (err == nil) != tc.ok {
+			t.Errorf("reachable(%s, %s) = %v, want ok %v", tc.target, tc.base, err, tc.ok)
+		}
+	}
+	tailnet := &dialGuard{base: []string{"https://100.64.0.7/mcp"}}
+	if err := tailnet.allow(context.Background(), "as.tailnet", "100.100.100.100:443"); err != nil {
+		t.Errorf("a server in the shared address space refused its own network: %v", err)
+	}
+}

@@ -85,10 +85,18 @@ func reachOfAddr(ip netip.Addr) reach {
 	switch {
 	case ip.IsLoopback() || ip.IsUnspecified(): // a dial to 0.0.0.0 or :: reaches this machine
 		return reachLoopback
-	case ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast():
+	case ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || sharedAddressSpace(ip):
 		return reachPrivate
 	}
 	return reachPublic
+}
+
+// sharedAddressSpace reports whether ip is in 100.64.0.0/10 (RFC 6598):
+// not routed on the internet but behind a carrier-grade NAT or in a
+// Tailscale tailnet (100.100.100.100 is its resolver), so a network of
+// the owner's that [netip.Addr.IsPrivate] does not count.
+func sharedAddressSpace(ip netip.Addr) bool {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{100, 64, 0, 0}), 10).Contains(ip.Unmap())
 }
 
 // reachable refuses a URL the upstream named that is further in than

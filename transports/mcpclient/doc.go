@@ -93,7 +93,8 @@
 // The server's result is returned byte for byte in MCPResult: a tool's
 // content[] with structuredContent and isError, a resource's contents[], a
 // prompt's messages[]; Data is a tool's structuredContent when there is
-// one. The codes:
+// one. A skill's file is the exception: its MCPResult is rebuilt from the
+// one content item that passed verification (skills.go). The codes:
 //
 //	result                          OK true
 //	tool result with isError true   mcp_tool_error (MCPResult still holds it)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"mime"
 	"reflect"
 	"regexp"
 	"slices"
@@ -28,7 +29,9 @@ import (
 // "skill"; listing reads no file of it (the extension forbids fetching a
 // skill's files ahead of need). Invoking the entry loads the skill: a
 // resources/read of its SKILL.md, or of the one file the input names,
-// verified against the listed entry before anything is returned. A file
+// verified against the listed entry before anything is returned, and
+// returned rebuilt from the verified bytes alone (the answer must be one
+// content item, for the URI read). A file
 // that fails (size, digest, or SKILL.md's frontmatter against the entry's)
 // refuses the skill: its reads are answered from then on without asking
 // the server, until the server's skills are listed again.
@@ -148,7 +151,7 @@ func parseSkill(raw json.RawMessage) (*skill, error) {
 // file checks one listed resource of sk.
 func (sk *skill) file(uri, digest string, size *json.Number) (skillFile, error) {
 	path, ok := strings.CutPrefix(uri, sk.root+"/")
-	if !ok || path == "" || slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." }) {
+	if !ok || !withinSkill(path) {
 		return skillFile{}, fmt.Errorf("the file %q is not within the skill's directory", uri)
 	}
 	if !digestForm.MatchString(digest) {
@@ -166,6 +169,17 @@ func (sk *skill) file(uri, digest string, size *json.Number) (skillFile, error) 
 		f.size = n
 	}
 	return f, nil
+}
+
+// withinSkill reports whether path, relative to a skill's root, names a
+// file below it however a host resolves it: "/"-separated segments, none
+// empty, "." or "..", and no backslash or "%" (a separator on Windows, or an
+// encoded dot or slash that a host decoding the URI would resolve).
+func withinSkill(path string) bool {
+	if path == "" || strings.ContainsAny(path, `\%`) {
+		return false
+	}
+	return !slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." })
 }
 
 // lookup is the file at path, nil when the entry lists none.
@@ -257,14 +271,23 @@ func (c *Client) skillRead(entry plexus.Entry, input map[string]any) (*skillRead
 	return &skillRead{entryID: entry.ID, sk: sk, file: f}, nil
 }
 
-// verified is the answer to a skill read: res (the resources/read of the
-// file) if its content is what the entry lists, else a verification
-// failure holding none of it, the skill then refused.
+// verified is the answer to a skill read: the file's one content item,
+// rebuilt from its verified bytes, if they are what the entry lists, else
+// a verification failure holding none of it, the skill then refused. The
+// server's answer is never passed on as it came: anything in it beside
+// the verified bytes (another item, _meta, a mimeType's parameters) is
+// text the agent would read as the skill's without it being checked.
 func (c *Client) verified(r *skillRead, res plexus.TransportResult, typed any) plexus.TransportResult {
 	if !res.OK {
 		return res
 	}
-	check, why := r.verify(typed)
+	item, check, why := r.verify(typed)
+	if why == "" {
+		var err error
+		if res.MCPResult, err = verifiedResult(item); err != nil {
+			check, why = "content", fmt.Sprintf("the verified content of %s cannot be encoded: %v", r.file.uri, err)
+		}
+	}
 	if why != "" {
 		c.refuse(r.sk, fmt.Sprintf("%s failed verification (%s)", r.file.uri, check))
 		e := plexus.Errorf(plexus.CodeTransportError, "the skill %s of the MCP server %s is not loaded: the %s check failed: %s; the skill is refused until the server's skills are listed again", r.sk.name, c.name, check, why)
@@ -276,58 +299,91 @@ func (c *Client) verified(r *skillRead, res plexus.TransportResult, typed any) p
 	return res
 }
 
-// verify checks the read's content against the file's entry: which check
-// failed and why, or "" when it passed. The checks are the extension's: a
-// byte length that is not the listed size, bytes whose sha256 is not the
-// listed digest, and, for SKILL.md, YAML frontmatter that differs from the
-// entry's field by field.
-func (r *skillRead) verify(typed any) (check, why string) {
-	body, ok := readContent(typed, r.file.uri)
-	if !ok {
-		return "content", fmt.Sprintf("the server's answer holds no content for %s", r.file.uri)
+// verify checks the read's content against the file's entry: the content
+// item that passed, or which check failed and why. The checks are the
+// extension's: a byte length that is not the listed size, bytes whose
+// sha256 is not the listed digest, and, for SKILL.md, YAML frontmatter
+// that differs from the entry's field by field.
+func (r *skillRead) verify(typed any) (item *mcp.ResourceContents, check, why string) {
+	item, why = readContent(typed, r.file.uri)
+	if why != "" {
+		return nil, "content", why
 	}
+	body := contentBytes(item)
 	if r.file.size >= 0 && int64(len(body)) != r.file.size {
-		return "size", fmt.Sprintf("%s is %d bytes where the skill's entry lists %d", r.file.uri, len(body), r.file.size)
+		return nil, "size", fmt.Sprintf("%s is %d bytes where the skill's entry lists %d", r.file.uri, len(body), r.file.size)
 	}
 	if sha256.Sum256(body) != r.file.digest {
-		return "digest", fmt.Sprintf("the sha256 of %s is not the digest the skill's entry lists", r.file.uri)
+		return nil, "digest", fmt.Sprintf("the sha256 of %s is not the digest the skill's entry lists", r.file.uri)
 	}
 	if r.file.path != skillMD {
-		return "", ""
+		return item, "", ""
 	}
 	// Unverified text is never repeated (a YAML error quotes it): only the
 	// entry's own field names are.
 	fields, extra, err := frontmatterDiff(body, r.sk.frontmatter)
 	switch {
 	case err != nil:
-		return "frontmatter", fmt.Sprintf("%s has no YAML frontmatter that parses", r.file.uri)
+		return nil, "frontmatter", fmt.Sprintf("%s has no YAML frontmatter that parses", r.file.uri)
 	case len(fields) > 0 || extra > 0:
 		what := strings.Join(fields, ", ")
 		if extra > 0 {
 			what = strings.TrimPrefix(fmt.Sprintf("%s, %d field(s) the entry does not have", what, extra), ", ")
 		}
-		return "frontmatter", fmt.Sprintf("the frontmatter of %s differs from the skill's entry in %s", r.file.uri, what)
+		return nil, "frontmatter", fmt.Sprintf("the frontmatter of %s differs from the skill's entry in %s", r.file.uri, what)
 	}
-	return "", ""
+	return item, "", ""
 }
 
-// readContent is the bytes of uri in a resources/read result: its text
-// as UTF-8, or its blob decoded.
-func readContent(typed any, uri string) ([]byte, bool) {
+// readContent is the one content item of a resources/read result for
+// uri, or why the result is not that: a skill file's answer holds exactly
+// one item, for the URI read, its text or its blob (not both), so that
+// the bytes verified are all the answer says.
+func readContent(typed any, uri string) (*mcp.ResourceContents, string) {
 	rr, _ := typed.(*mcp.ReadResourceResult)
 	if rr == nil {
-		return nil, false
+		return nil, fmt.Sprintf("the server's answer holds no content for %s", uri)
 	}
-	for _, c := range rr.Contents {
-		if c == nil || c.URI != uri {
-			continue
-		}
-		if c.Blob != nil {
-			return c.Blob, true
-		}
-		return []byte(c.Text), true
+	if len(rr.Contents) != 1 {
+		return nil, fmt.Sprintf("the server's answer holds %d content items where a skill file's holds one, for %s", len(rr.Contents), uri)
 	}
-	return nil, false
+	c := rr.Contents[0]
+	switch {
+	case c == nil || c.URI != uri:
+		return nil, fmt.Sprintf("the server's answer holds no content for %s", uri)
+	case c.Blob != nil && c.Text != "":
+		return nil, fmt.Sprintf("the server's answer for %s holds both text and a blob", uri)
+	}
+	return c, ""
+}
+
+// contentBytes is the bytes of a content item: its blob decoded, or its
+// text as UTF-8.
+func contentBytes(c *mcp.ResourceContents) []byte {
+	if c.Blob != nil {
+		return c.Blob
+	}
+	return []byte(c.Text)
+}
+
+// verifiedResult is the resources/read result given to the agent for a
+// verified item: its URI, its bytes (as text or blob, as they came), and
+// its media type without parameters, when it has one that parses.
+func verifiedResult(c *mcp.ResourceContents) (json.RawMessage, error) {
+	type item struct {
+		URI      string  `json:"uri"`
+		MIMEType string  `json:"mimeType,omitempty"`
+		Text     *string `json:"text,omitempty"`
+		Blob     []byte  `json:"blob,omitempty"`
+	}
+	it := item{URI: c.URI, Blob: c.Blob}
+	if mt, _, err := mime.ParseMediaType(c.MIMEType); err == nil {
+		it.MIMEType = mt
+	}
+	if len(c.Blob) == 0 { // an empty blob is sent as the empty text it equals
+		it.Text, it.Blob = &c.Text, nil
+	}
+	return marshalNoEscape(map[string]any{"contents": []item{it}})
 }
 
 var skillYAML = frontmatter.NewFormat("---", "---", yaml.Unmarshal)

@@ -54,9 +54,10 @@ func (t *Transport) Detach(sourceID string) {
 // server's notifications/progress for it through dc.Report; when ctx ends
 // first, the SDK tells the server notifications/cancelled.
 //
-// The server's result is returned byte for byte in MCPResult, with OK
-// true; for a tool, Data is its structuredContent when it has one. A tool
-// result with isError true is OK false with mcp_tool_error, MCPResult still
+// The server's result is returned byte for byte in MCPResult (a skill's,
+// rebuilt from its verified content only: skills.go), with OK true; for
+// a tool, Data is its structuredContent when it has one. A tool result
+// with isError true is OK false with mcp_tool_error, MCPResult still
 // holding it. Every failure is a result (see the package doc for the
 // table): source_unavailable when no session is up, transport_error for a
 // JSON-RPC error (the server's message, never the input), a cancelled or
