@@ -31,9 +31,21 @@ func (s *Server) sweep(ctx context.Context, gen *uint64) {
 			continue
 		}
 		s.links.forget(h.l)
-		if err := h.ss.Close(); err != nil {
-			s.log.Debug("the session of an ended Plexus session not closed", "err", err)
-		}
+		s.end(h)
+	}
+}
+
+// end closes h's session. As at a host's DELETE (ServeHTTP), a session's
+// calls end first, so that none is answered as the SDK closes it; a
+// listen stream carries no calls.
+func (s *Server) end(h *host) {
+	id := h.ss.ID()
+	if !h.listen && id != "" {
+		s.calls.end(id)
+		defer s.calls.forget(id)
+	}
+	if err := h.ss.Close(); err != nil {
+		s.log.Debug("the session of an ended Plexus session not closed", "err", err)
 	}
 }
 
