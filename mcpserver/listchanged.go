@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
@@ -30,16 +31,22 @@ var _ Changes = (*gateway.Gateway)(nil)
 //
 // Grants do not change what a host is listed (the view shows what the
 // agent may ask for, and the grants decide what runs), so no grant event is
-// needed here; a revoked agent's session ends, and its host is told so at
-// its next request. When ctx ends, so do the calls held for sessionless
+// needed here. A revoked agent's hosts, and those whose Plexus session
+// expired, are ended by a sweep every Options.SessionCheck (sweep.go),
+// which drops their subscriptions. When ctx ends, so do the calls held for sessionless
 // hosts' answers.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.inputs.stop() // the calls held for sessionless hosts end with it
 	changes := s.changes(ctx)
+	check := time.NewTicker(s.opts.SessionCheck)
+	defer check.Stop()
+	gen := s.b.Sessions.StateGeneration()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-check.C:
+			s.sweep(ctx, &gen)
 		case <-s.kick:
 			s.refresh(ctx)
 		case <-s.updates.ready:

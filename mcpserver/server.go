@@ -53,6 +53,14 @@ type Options struct {
 	// Views is the owner's view of each agent (needs Backend.Agents); nil
 	// shows every agent the default view.
 	Views Views
+	// SessionCheck is how often Run looks for hosts whose Plexus session
+	// ended (the agent revoked, the session expired), to end them and
+	// their subscriptions; it asks the gateway only when its state
+	// changed or a link's time is up.
+	SessionCheck time.Duration
+	// ListensPerAgent caps the subscriptions/listen streams one agent
+	// holds open at once; one more is answered 429.
+	ListensPerAgent int
 	// Middleware wraps every request the front door receives, outermost
 	// first (the daemon's tracing).
 	Middleware []mcp.Middleware
@@ -79,6 +87,8 @@ type Server struct {
 	calls inflight
 	// sopts are the options of every SDK server the front door makes.
 	sopts mcp.ServerOptions
+	// listens count the listen streams open per agent (listens.go).
+	listens listenSlots
 	// shared is the SDK server of the sessionless (2026-07-28) requests,
 	// and the one the SDK asks for the protocol versions served.
 	shared *mcp.Server
@@ -106,6 +116,12 @@ func New(b Backend, opts Options) *Server {
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.SessionCheck <= 0 {
+		opts.SessionCheck = DefaultSessionCheck
+	}
+	if opts.ListensPerAgent <= 0 {
+		opts.ListensPerAgent = DefaultListensPerAgent
 	}
 	if opts.SessionIdle <= 0 {
 		opts.SessionIdle = DefaultSessionIdle
@@ -199,7 +215,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if r.Header.Get(methodHeader) == "subscriptions/listen" {
 			// A listen stream is the session a sessionless host is told
-			// things on: it gets an SDK server of its own (hosts.go).
+			// things on: it gets an SDK server of its own (hosts.go), and
+			// holds one of its agent's slots while it lasts (listens.go).
+			release, ok := s.listens.take(l, s.opts.ListensPerAgent)
+			if !ok {
+				tooManyListens(s.opts.ListensPerAgent).write(w)
+				return
+			}
+			defer release()
 			r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, &newServer{}))
 		}
 		s.stateless.ServeHTTP(w, r)

@@ -17,8 +17,10 @@ import (
 // time, so that an update of one server's resource never reaches a session
 // that subscribed to another's under the same URI.
 type watches struct {
-	// mu is held across an upstream subscribe or unsubscribe, so that the
-	// two never cross for a URI.
+	// mu is never held across an upstream call: a server that does not
+	// answer would hold every host's refresh, initialize and update with
+	// it. A URI being subscribed upstream has a pending watch the others
+	// wait on.
 	mu    sync.Mutex
 	byURI map[string]*watch
 	// ending are the sessions whose end is awaited, to drop their watches.
@@ -29,6 +31,9 @@ type watch struct {
 	id       string // the capability the URI is watched through
 	unsub    func()
 	sessions map[*mcp.ServerSession]bool
+	// ready is closed once the upstream subscription is made or refused;
+	// until then the watch is pending (no sessions, no unsub).
+	ready chan struct{}
 }
 
 // subscribe answers resources/subscribe for a resource of the view (or a
@@ -59,31 +64,56 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if err != nil {
 		return err
 	}
+	return s.watch(ctx, l, req.Session, entry.ID, uri)
+}
+
+// watch makes ss a watcher of uri through capability id, subscribing
+// upstream (outside w.mu) when no one watches it yet; a subscribe of the
+// same URI meanwhile waits for that one's outcome.
+func (s *Server) watch(ctx context.Context, l *link, ss *mcp.ServerSession, id, uri string) error {
 	w := &s.watches
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	cur := w.byURI[uri]
-	switch {
-	case cur != nil && cur.id != entry.ID:
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "the URI " + clip(uri, 200) + " is already watched through another server's resource: subscribe later"}
-	case cur == nil:
-		unsub, err := s.b.Upstream.SubscribeResource(ctx, l.creds(), entry.ID, uri, func() { s.updates.add(uri) })
-		if err != nil {
-			return s.gatewayError(l, err)
+	for {
+		w.mu.Lock()
+		cur := w.byURI[uri]
+		switch {
+		case cur != nil && cur.id != id:
+			w.mu.Unlock()
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: "the URI " + clip(uri, 200) + " is already watched through another server's resource: subscribe later"}
+		case cur != nil && cur.pending():
+			w.mu.Unlock()
+			select { // pending: its outcome decides
+			case <-cur.ready:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case cur == nil:
+			cur = &watch{id: id, sessions: map[*mcp.ServerSession]bool{}, ready: make(chan struct{})}
+			if w.byURI == nil {
+				w.byURI, w.ending = map[string]*watch{}, map[*mcp.ServerSession]bool{}
+			}
+			w.byURI[uri] = cur
+			w.mu.Unlock()
+			unsub, err := s.b.Upstream.SubscribeResource(ctx, l.creds(), id, uri, func() { s.updates.add(uri) })
+			w.mu.Lock()
+			if err != nil {
+				delete(w.byURI, uri)
+				close(cur.ready)
+				w.mu.Unlock()
+				return s.gatewayError(l, err)
+			}
+			cur.unsub = unsub
+			close(cur.ready)
 		}
-		cur = &watch{id: entry.ID, unsub: unsub, sessions: map[*mcp.ServerSession]bool{}}
-		if w.byURI == nil {
-			w.byURI, w.ending = map[string]*watch{}, map[*mcp.ServerSession]bool{}
+		cur.sessions[ss] = true
+		if !w.ending[ss] {
+			w.ending[ss] = true
+			go s.dropAtEnd(ss)
 		}
-		w.byURI[uri] = cur
+		w.mu.Unlock()
+		return nil
 	}
-	cur.sessions[req.Session] = true
-	if !w.ending[req.Session] {
-		w.ending[req.Session] = true
-		go s.dropAtEnd(req.Session)
-	}
-	return nil
 }
 
 // unsubscribe answers resources/unsubscribe: the session no longer
@@ -93,21 +123,41 @@ func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) err
 		return refuse("no Plexus session")
 	}
 	s.watches.mu.Lock()
-	defer s.watches.mu.Unlock()
-	s.watches.leave(req.Session, req.Params.URI)
+	unsub := s.watches.leave(req.Session, req.Params.URI)
+	s.watches.mu.Unlock()
+	runAll(unsub)
 	return nil
 }
 
-// leave drops ss from uri's watch; w.mu is held.
-func (w *watches) leave(ss *mcp.ServerSession, uri string) {
+// leave drops ss from uri's watch; w.mu is held. It answers the upstream
+// unsubscribe to make, after w.mu is let go, when ss was the last watcher.
+// (The upstream counts its watchers itself, so a subscribe of the URI in
+// between keeps the upstream subscription.)
+func (w *watches) leave(ss *mcp.ServerSession, uri string) []func() {
 	cur := w.byURI[uri]
-	if cur == nil {
-		return
+	if cur == nil || !cur.sessions[ss] {
+		return nil
 	}
 	delete(cur.sessions, ss)
-	if len(cur.sessions) == 0 {
-		delete(w.byURI, uri)
-		cur.unsub()
+	if len(cur.sessions) > 0 {
+		return nil
+	}
+	delete(w.byURI, uri)
+	return []func(){cur.unsub}
+}
+
+func (cur *watch) pending() bool {
+	select {
+	case <-cur.ready:
+		return false
+	default:
+		return true
+	}
+}
+
+func runAll(fs []func()) {
+	for _, f := range fs {
+		f()
 	}
 }
 
@@ -117,27 +167,31 @@ func (s *Server) dropAtEnd(ss *mcp.ServerSession) {
 	if err := ss.Wait(); err != nil {
 		s.log.Debug("MCP session ended", "err", err)
 	}
-	w := &s.watches
+	s.watches.drop(ss, nil, true)
+}
+
+// drop ends ss's watches (all, or those keep refuses), unsubscribing
+// upstream outside w.mu; ended says ss itself ended.
+func (w *watches) drop(ss *mcp.ServerSession, keep func(uri, id string) bool, ended bool) {
+	var unsubs []func()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.ending, ss)
-	for uri := range w.byURI {
-		w.leave(ss, uri)
+	if ended {
+		delete(w.ending, ss)
 	}
+	for uri, cur := range w.byURI {
+		if cur.sessions[ss] && (keep == nil || !keep(uri, cur.id)) {
+			unsubs = append(unsubs, w.leave(ss, uri)...)
+		}
+	}
+	w.mu.Unlock()
+	runAll(unsubs)
 }
 
 // narrow ends ss's subscriptions to the resources c (its catalog now; nil
 // when it is shown nothing) no longer shows through the capability they
 // were made through.
 func (s *Server) narrow(ss *mcp.ServerSession, c *catalog) {
-	w := &s.watches
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for uri, cur := range w.byURI {
-		if cur.sessions[ss] && !shows(c, uri, cur.id) {
-			w.leave(ss, uri)
-		}
-	}
+	s.watches.drop(ss, func(uri, id string) bool { return shows(c, uri, id) }, false)
 }
 
 // shows reports whether c shows uri through capability id.
@@ -200,10 +254,12 @@ func (s *Server) deliver(ctx context.Context) {
 			}
 			if !shows(c, uri, id) {
 				s.watches.mu.Lock()
+				var unsub []func()
 				if cur := s.watches.byURI[uri]; cur != nil && cur.id == id {
-					s.watches.leave(ss, uri)
+					unsub = s.watches.leave(ss, uri)
 				}
 				s.watches.mu.Unlock()
+				runAll(unsub)
 				continue
 			}
 			if err := h.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {

@@ -3,7 +3,10 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
@@ -104,6 +107,9 @@ type watchers struct {
 
 type watcher struct{ updated func() }
 
+// subscribeTimeout bounds an upstream resources/subscribe.
+const subscribeTimeout = 10 * time.Second
+
 // add makes wt a watcher of uri, subscribing upstream when it is the first.
 // The session is read under seq: a session published later renews what
 // add put in byURI (renew), and one unpublished before is not used.
@@ -118,7 +124,16 @@ func (w *watchers) add(ctx context.Context, c *Client, uri string, updated func(
 		return nil, plexus.Errorf(plexus.CodeInvalidRequest, "the MCP server %s takes no resource subscriptions", c.name)
 	}
 	if w.count(uri) == 0 {
-		if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		// Bounded: ctx may live as long as a host's listen stream, and a
+		// server that never answers must not hold seq (nor the host) on.
+		sctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
+		err := s.cs.Subscribe(sctx, &mcp.SubscribeParams{URI: uri})
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			return nil, plexus.WrapError(plexus.CodeTransportError, err,
+				fmt.Sprintf("the MCP server %s did not answer resources/subscribe for %s within %s", c.name, id, subscribeTimeout))
+		}
+		if err != nil {
 			return nil, c.callError(ctx, err, "resources/subscribe", id)
 		}
 	}
