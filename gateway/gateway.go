@@ -136,6 +136,9 @@ type Gateway struct {
 	denials *denials
 	jfail   journalFailures
 	limits  limitsState
+	// scratch recycles the buffers call inputs are encoded into for their
+	// hash (*[]byte).
+	scratch sync.Pool
 
 	started time.Time
 

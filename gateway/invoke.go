@@ -8,6 +8,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/internal/jsonenc"
 )
 
 // Invoke runs the pipeline in the spec's order: token → jti and session →
@@ -270,14 +271,7 @@ func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]a
 func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, idemHash string, member bool) map[string]any {
 	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants}
 	if len(req.Input) > 0 {
-		// Map keys marshal sorted: a stable form. An input decoded from
-		// JSON always encodes again; should one not, the row says so.
-		if b, err := json.Marshal(req.Input); err != nil {
-			p["inputHash"] = "unencodable: " + err.Error()
-		} else {
-			sum := g.d.Hasher.Hash(string(b))
-			p["inputHash"] = hex.EncodeToString(sum[:16])
-		}
+		p["inputHash"] = g.inputHash(req.Input)
 	}
 	if req.IdempotencyKey != "" {
 		p["idempotent"] = true
@@ -289,6 +283,31 @@ func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic
 		p["member"] = true
 	}
 	return p
+}
+
+// inputHash is the keyed hash of input's JSON as json.Marshal writes it
+// (map keys sorted: a stable form), encoded into a recycled buffer. An input
+// decoded from JSON always encodes again; should one not, the row says so.
+func (g *Gateway) inputHash(input map[string]any) string {
+	bp, _ := g.scratch.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b, ok := jsonenc.Append((*bp)[:0], input, true)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(input); err != nil {
+			return "unencodable: " + err.Error()
+		}
+	}
+	n := len(b)
+	b = g.d.Hasher.AppendHash(b, b)
+	h := hex.EncodeToString(b[n : n+16])
+	if cap(b) <= 64<<10 { // the pool should not pin a huge input's buffer
+		*bp = b[:0]
+		g.scratch.Put(bp)
+	}
+	return h
 }
 
 // denyAudited journals a pipeline denial and returns it with its audit id.
