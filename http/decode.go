@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"reflect"
 	"strings"
 
 	"github.com/plexus-gw/plexus"
@@ -120,6 +121,34 @@ func (s *Server) decode(w nethttp.ResponseWriter, r *nethttp.Request, v any, opt
 	return nil
 }
 
+// invokeWire is an InvokeRequest as decoded off the wire: its input into an
+// any, which encoding/json builds directly (a map[string]any, no reflection
+// per key and value as for the map field of plexus.InvokeRequest).
+type invokeWire struct {
+	ID             string `json:"id"`
+	Input          any    `json:"input"`
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// decodeInvoke reads raw as an InvokeRequest, as json.Unmarshal into one
+// would: same fields, same values. A body it cannot take (bad JSON, a wrong
+// type, an input that is not an object) is decoded again the old way, so
+// the error, and thus the message the caller reads, is the one it always was.
+func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
+	var w invokeWire
+	err := json.Unmarshal(raw, &w)
+	in, isObject := w.Input.(map[string]any)
+	if err == nil && (isObject || w.Input == nil) {
+		return plexus.InvokeRequest{ID: w.ID, Input: in, IdempotencyKey: w.IdempotencyKey}, nil
+	}
+	var req plexus.InvokeRequest
+	err = json.Unmarshal(raw, &req)
+	if err == nil { // unreachable: both decoders refuse the same bodies
+		err = &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[map[string]any](), Field: "input"}
+	}
+	return req, err
+}
+
 // bodyMessage describes a body error for the client without Go type names.
 func bodyMessage(err error) string {
 	var (
@@ -161,8 +190,7 @@ func credentials(r *nethttp.Request) gateway.Credentials {
 		Remote:        r.RemoteAddr,
 		Via:           r.Header.Get(plexus.ViaHeader),
 	}
-	remote, local := r.RemoteAddr, localAddrOf(r.Context().Value(nethttp.LocalAddrContextKey))
-	c.PeerUID = func() (int, bool) { return peerUID(remote, local) }
+	c.PeerUID = PeerUID(r)
 	const scheme = "bearer "
 	if a := r.Header.Get("Authorization"); len(a) > len(scheme) && strings.EqualFold(a[:len(scheme)], scheme) {
 		c.Bearer = strings.TrimSpace(a[len(scheme):])
