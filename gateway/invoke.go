@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/plexus-gw/plexus"
@@ -214,7 +215,7 @@ func (g *Gateway) dispatch(ctx context.Context, entry plexus.Entry, req plexus.I
 	rl := g.newRelay(ctx, req.ID, ic)
 	dic := ic
 	dic.IdempotencyKey = req.IdempotencyKey
-	res := tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
+	res := tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.member, Progress: rl.report})
 	rl.end()
 	if !res.OK && res.Error == nil {
 		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")
@@ -249,13 +250,17 @@ func (g *Gateway) resolver(entry plexus.Entry) auth.ResolvePath {
 
 // covering finds the scope covering a call. Synthesized member scopes count
 // only on re-entrant dispatch from their workflow: an agent cannot call a
-// workflow's member directly on the strength of the workflow grant.
-func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool, resolve auth.ResolvePath) *plexus.TokenScope {
-	var usable []plexus.TokenScope
-	for _, s := range scopes {
-		if s.SynthesizedFor == "" || member {
-			usable = append(usable, s)
-		}
+// workflow's member directly on the strength of the workflow grant. The
+// scopes are copied only when some must be left out, and the transport's
+// path resolver is looked up only when a scope has a constraint to check.
+func (g *Gateway) covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool) *plexus.TokenScope {
+	usable := scopes
+	if !member && slices.ContainsFunc(scopes, synthesized) {
+		usable = slices.DeleteFunc(slices.Clone(scopes), synthesized)
+	}
+	var resolve auth.ResolvePath
+	if slices.ContainsFunc(usable, func(s plexus.TokenScope) bool { return s.Constraint != nil }) {
+		resolve = g.resolver(entry)
 	}
 	s, ok := auth.CoveringResolved(usable, entry, input, resolve)
 	if !ok {
@@ -263,6 +268,8 @@ func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]a
 	}
 	return s
 }
+
+func synthesized(s plexus.TokenScope) bool { return s.SynthesizedFor != "" }
 
 // invokePayload is the redaction-safe audit detail of a call, shared by its
 // started and its outcome rows: ids, verbs, a keyed hash of the input (so two

@@ -104,21 +104,7 @@ func (s *Server) handleManifest(w nethttp.ResponseWriter, r *nethttp.Request) {
 // 413 when it is too large; everything else is the gateway's answer with
 // the status of its error code.
 func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
-	raw, err := s.readBody(w, r)
-	var req plexus.InvokeRequest
-	if err == nil && raw == nil {
-		err = errEmptyBody
-	}
-	if err == nil {
-		if req, err = decodeInvoke(raw); err != nil {
-			// Echo the id when it at least is readable.
-			var idOnly struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(raw, &idOnly)
-			req.ID = idOnly.ID
-		}
-	}
+	req, err := s.readInvoke(w, r)
 	if err != nil {
 		b := &plexus.ErrorBody{Code: plexus.CodeSchemaValidationFailed, Message: bodyMessage(err), CapabilityID: req.ID}
 		s.writeInvokeDenial(w, r, req.ID, b, bodyStatus(err, func(plexus.ErrorCode) int {
@@ -137,6 +123,25 @@ func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	s.writeInvoke(w, r, s.b.Invoke.Invoke(r.Context(), credentials(r), req))
+}
+
+// readInvoke reads the call from r's body into a recycled buffer, which
+// nothing keeps: the request's strings and input are copies.
+func (s *Server) readInvoke(w nethttp.ResponseWriter, r *nethttp.Request) (plexus.InvokeRequest, error) {
+	bp, _ := s.bodyBufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	data, err := s.readCapped(w, r, *bp)
+	var req plexus.InvokeRequest
+	if err == nil {
+		req, err = invokeRequest(data)
+	}
+	if err == nil && cap(data) <= 64<<10 { // the pool should not pin a large body
+		*bp = data[:0]
+	}
+	s.bodyBufs.Put(bp)
+	return req, err
 }
 
 // writeInvoke writes an InvokeResponse as JSON with the status of its error

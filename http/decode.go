@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	nethttp "net/http"
 	"reflect"
 	"strings"
@@ -28,10 +29,21 @@ var errEmptyBody = errors.New("empty body")
 // anything else goes through a streaming decoder over the same bytes, whose
 // errors tell trailing data from a syntax error.
 func (s *Server) readBody(w nethttp.ResponseWriter, r *nethttp.Request) (json.RawMessage, error) {
-	data, err := readAllCapped(nethttp.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
+	data, err := s.readCapped(w, r, nil)
 	if err != nil {
 		return nil, err
 	}
+	return oneValue(data)
+}
+
+// readCapped reads r's body whole into dst's space, capped at MaxBodyBytes.
+func (s *Server) readCapped(w nethttp.ResponseWriter, r *nethttp.Request, dst []byte) ([]byte, error) {
+	return readAllCapped(dst, nethttp.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
+}
+
+// oneValue is readBody's reading of a body read whole: its one JSON value,
+// nil for an empty body or a literal null.
+func oneValue(data []byte) (json.RawMessage, error) {
 	if v := trimJSONSpace(data); len(v) > 0 && json.Valid(v) {
 		if string(v) == "null" {
 			return nil, nil
@@ -41,15 +53,19 @@ func (s *Server) readBody(w nethttp.ResponseWriter, r *nethttp.Request) (json.Ra
 	return decodeOne(bytes.NewReader(data))
 }
 
-// readAllCapped reads body to its end, sizing the buffer from the declared
-// Content-Length when there is one within the cap (body enforces the cap;
-// a large declared length is only trusted up to 64 KiB before bytes arrive).
-func readAllCapped(body io.Reader, declared, limit int64) ([]byte, error) {
+// readAllCapped reads body to its end into dst's space (from its length
+// 0), growing it if it must: sized from the declared Content-Length when
+// there is one within the cap (body enforces the cap; a large declared
+// length is only trusted up to 64 KiB before bytes arrive).
+func readAllCapped(dst []byte, body io.Reader, declared, limit int64) ([]byte, error) {
 	size := int64(512)
 	if declared > 0 && declared <= limit {
 		size = min(declared+1, 64<<10) // +1: room to see EOF without growing
 	}
-	buf := make([]byte, 0, size)
+	buf := dst[:0]
+	if int64(cap(buf)) < size {
+		buf = make([]byte, 0, size)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -121,13 +137,72 @@ func (s *Server) decode(w nethttp.ResponseWriter, r *nethttp.Request, v any, opt
 	return nil
 }
 
-// invokeWire is an InvokeRequest as decoded off the wire: its input into an
-// any, which encoding/json builds directly (a map[string]any, no reflection
-// per key and value as for the map field of plexus.InvokeRequest).
+// invokeRequest decodes an /invoke body read whole. A body that decodes at
+// once is taken (that one scan validates it); any other is read as
+// readBody reads it, so that its error is the one it always was, with the
+// call's id when it at least is readable.
+func invokeRequest(data []byte) (plexus.InvokeRequest, error) {
+	if v := trimJSONSpace(data); len(v) > 0 && string(v) != "null" {
+		if req, err := decodeInvoke(v); err == nil {
+			return req, nil
+		}
+	}
+	raw, err := oneValue(data)
+	if err == nil && raw == nil {
+		err = errEmptyBody
+	}
+	if err != nil {
+		return plexus.InvokeRequest{}, err
+	}
+	req, err := decodeInvoke(raw)
+	if err != nil {
+		var idOnly struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &idOnly) == nil {
+			req.ID = idOnly.ID
+		}
+	}
+	return req, err
+}
+
+// invokeWire is an InvokeRequest as decoded off the wire: its input
+// decoded into an any, which encoding/json builds directly (a
+// map[string]any), not by reflection per key and value into the map field
+// of plexus.InvokeRequest.
 type invokeWire struct {
-	ID             string `json:"id"`
-	Input          any    `json:"input"`
-	IdempotencyKey string `json:"idempotencyKey"`
+	ID             string      `json:"id"`
+	Input          invokeInput `json:"input"`
+	IdempotencyKey string      `json:"idempotencyKey"`
+}
+
+// invokeInput decodes as json.Unmarshal decodes a map[string]any field:
+// null clears it, and an input given twice (or as "Input" too) adds its
+// keys to the first. Anything but an object or null is refused with
+// errInputType; decodeInvoke then reads the body again for the error the
+// map field gives.
+type invokeInput struct{ m map[string]any }
+
+var errInputType = errors.New("input is not an object")
+
+func (in *invokeInput) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case nil:
+		in.m = nil
+	case map[string]any:
+		if in.m == nil {
+			in.m = v
+			return nil
+		}
+		maps.Copy(in.m, v)
+	default:
+		return errInputType
+	}
+	return nil
 }
 
 // decodeInvoke reads raw as an InvokeRequest, as json.Unmarshal into one
@@ -136,13 +211,11 @@ type invokeWire struct {
 // the error, and thus the message the caller reads, is the one it always was.
 func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
 	var w invokeWire
-	err := json.Unmarshal(raw, &w)
-	in, isObject := w.Input.(map[string]any)
-	if err == nil && (isObject || w.Input == nil) {
-		return plexus.InvokeRequest{ID: w.ID, Input: in, IdempotencyKey: w.IdempotencyKey}, nil
+	if err := json.Unmarshal(raw, &w); err == nil {
+		return plexus.InvokeRequest{ID: w.ID, Input: w.Input.m, IdempotencyKey: w.IdempotencyKey}, nil
 	}
 	var req plexus.InvokeRequest
-	err = json.Unmarshal(raw, &req)
+	err := json.Unmarshal(raw, &req)
 	if err == nil { // unreachable: both decoders refuse the same bodies
 		err = &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[map[string]any](), Field: "input"}
 	}

@@ -106,7 +106,9 @@ type Server struct {
 	// encBufs holds writeJSON's response buffers (*bytes.Buffer), so the
 	// hot /invoke path does not allocate one per call.
 	encBufs sync.Pool
-	hdr     jsonHeaders
+	// bodyBufs holds the buffers /invoke bodies are read into (*[]byte).
+	bodyBufs sync.Pool
+	hdr      jsonHeaders
 
 	// streams ends every open /events stream when shutdown begins: Shutdown
 	// waits for connections to go idle, and a stream never does.

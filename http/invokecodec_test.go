@@ -78,13 +78,36 @@ func TestEncodeInvokeRefusesWhatEncodeJSONRefuses(t *testing.T) {
 	}
 }
 
-// TestDecodeInvokeMatchesUnmarshal: /invoke bodies decode to the same
-// request, or fail with the same message, as json.Unmarshal into an
-// InvokeRequest, which the handler used before.
-func TestDecodeInvokeMatchesUnmarshal(t *testing.T) {
+// oldInvokeRequest is how handleInvoke read a body before decodeInvoke and
+// invokeRequest: readBody's reading, json.Unmarshal into an InvokeRequest,
+// and the id echoed when it at least is readable.
+func oldInvokeRequest(data []byte) (plexus.InvokeRequest, error) {
+	var req plexus.InvokeRequest
+	raw, err := oneValue(data)
+	if err == nil && raw == nil {
+		err = errEmptyBody
+	}
+	if err == nil {
+		if err = json.Unmarshal(raw, &req); err != nil {
+			var idOnly struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(raw, &idOnly) == nil {
+				req.ID = idOnly.ID
+			}
+		}
+	}
+	return req, err
+}
+
+// TestInvokeRequestMatchesOldReading: /invoke bodies decode to the same
+// request, or fail with the same message and echoed id, as they did when
+// the body was validated, then decoded by json.Unmarshal into an
+// InvokeRequest.
+func TestInvokeRequestMatchesOldReading(t *testing.T) {
 	bodies := []string{
 		`{"id":"test.echo.read","input":{"msg":"hello, plexus","n":42}}`,
-		`{"id":"x","input":{"a":{"b":[1,"<&>",null,true]},"c":1e21,"d":-0.5},"idempotencyKey":"k1"}`,
+		" \n\t{\"id\":\"x\",\"input\":{\"a\":{\"b\":[1,\"<&>\",null,true]},\"c\":1e21,\"d\":-0.5},\"idempotencyKey\":\"k1\"}\r\n",
 		`{"id":"x","input":null}`,
 		`{"id":"x"}`,
 		`{"ID":"upper","Input":{"a":1},"IDEMPOTENCYKEY":"k"}`,
@@ -98,28 +121,66 @@ func TestDecodeInvokeMatchesUnmarshal(t *testing.T) {
 		`{"id":7,"input":"wrong"}`,
 		`{"id":["x"]}`,
 		`{"id":"x","idempotencyKey":5}`,
+		`{"input":{}}`,
 		`[1,2]`,
 		`"just a string"`,
+		`42`,
+		`null`,
+		` null `,
+		``,
+		"  \n",
 		`{"id":"x","input":{"a":}}`,
 		`{"id":"x",}`,
 		`{"id":"x","input":{"a":1}`,
+		`{"id":"x"} {"id":"y"}`,
+		`{"id":"x"}garbage`,
+		`{"id":"x"}]`,
+		"\xff\xfe",
+		`{"id":"x\ud800","input":{"k\u0000":"v"}}`,
+		`{"id":"x","input":{"a":1,"b":{"c":1}},"input":{"b":{"d":2},"e":3}}`,
+		`{"id":"x","input":{"a":1},"INPUT":null,"Input":{"b":2}}`,
+		`{"id":"x","input":{"a":1},"input":null}`,
+		`{"id":"x","input":{"a":1},"input":7}`,
+		`{"id":"x","input":7,"input":{"a":1}}`,
+		`{"id":"x","input":{"a":1},"id":"y"}`,
 	}
 	for _, body := range bodies {
-		var want plexus.InvokeRequest
-		wantErr := json.Unmarshal([]byte(body), &want)
-		got, err := decodeInvoke([]byte(body))
+		want, wantErr := oldInvokeRequest([]byte(body))
+		got, err := invokeRequest([]byte(body))
 		if (err == nil) != (wantErr == nil) {
-			t.Errorf("%s: error %v, want %v", body, err, wantErr)
+			t.Errorf("%q: error %v, want %v", body, err, wantErr)
 			continue
 		}
 		if err != nil {
 			if g, w := bodyMessage(err), bodyMessage(wantErr); g != w {
-				t.Errorf("%s: message %q, want %q", body, g, w)
+				t.Errorf("%q: message %q, want %q", body, g, w)
+			}
+			if got.ID != want.ID {
+				t.Errorf("%q: echoed id %q, want %q", body, got.ID, want.ID)
 			}
 			continue
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s: request differs (-want +got):\n%s", body, diff)
+			t.Errorf("%q: request differs (-want +got):\n%s", body, diff)
 		}
 	}
+}
+
+// FuzzInvokeRequest: any body reads as it did before, request or message.
+func FuzzInvokeRequest(f *testing.F) {
+	for _, s := range []string{`{"id":"x","input":{"a":[1,"b"]}}`, `{"id":7}`, `{"id":"x","input":5}`, `null`, `{"id":"x"} {}`, ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want, wantErr := oldInvokeRequest(body)
+		got, err := invokeRequest(body)
+		switch {
+		case (err == nil) != (wantErr == nil):
+			t.Fatalf("%q: error %v, want %v", body, err, wantErr)
+		case err != nil && (bodyMessage(err) != bodyMessage(wantErr) || got.ID != want.ID):
+			t.Fatalf("%q: %q (id %q), want %q (id %q)", body, bodyMessage(err), got.ID, bodyMessage(wantErr), want.ID)
+		case err == nil && !cmp.Equal(want, got):
+			t.Fatalf("%q: request differs: %s", body, cmp.Diff(want, got))
+		}
+	})
 }
