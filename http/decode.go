@@ -166,10 +166,17 @@ func invokeRequest(data []byte) (plexus.InvokeRequest, error) {
 	return req, err
 }
 
-// invokeWire is an InvokeRequest as decoded off the wire: its input
-// decoded into an any, which encoding/json builds directly (a
-// map[string]any), not by reflection per key and value into the map field
-// of plexus.InvokeRequest.
+// invokeOnce is an InvokeRequest as decoded off the wire when its input is
+// named at most once: into an any, which encoding/json builds in the same
+// pass (a map[string]any), without reflection per key and value as for the
+// map field of plexus.InvokeRequest.
+type invokeOnce struct {
+	ID             string `json:"id"`
+	Input          any    `json:"input"`
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// invokeWire is invokeOnce for a body that may name its input twice.
 type invokeWire struct {
 	ID             string      `json:"id"`
 	Input          invokeInput `json:"input"`
@@ -210,9 +217,20 @@ func (in *invokeInput) UnmarshalJSON(b []byte) error {
 // type, an input that is not an object) is decoded again the old way, so
 // the error, and thus the message the caller reads, is the one it always was.
 func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
-	var w invokeWire
-	if err := json.Unmarshal(raw, &w); err == nil {
-		return plexus.InvokeRequest{ID: w.ID, Input: w.Input.m, IdempotencyKey: w.IdempotencyKey}, nil
+	if namesInputOnce(raw) {
+		var w invokeOnce
+		if err := json.Unmarshal(raw, &w); err == nil {
+			switch in := w.Input.(type) {
+			case nil, map[string]any:
+				m, _ := in.(map[string]any)
+				return plexus.InvokeRequest{ID: w.ID, Input: m, IdempotencyKey: w.IdempotencyKey}, nil
+			}
+		}
+	} else {
+		var w invokeWire
+		if err := json.Unmarshal(raw, &w); err == nil {
+			return plexus.InvokeRequest{ID: w.ID, Input: w.Input.m, IdempotencyKey: w.IdempotencyKey}, nil
+		}
 	}
 	var req plexus.InvokeRequest
 	err := json.Unmarshal(raw, &req)
@@ -220,6 +238,27 @@ func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
 		err = &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[map[string]any](), Field: "input"}
 	}
 	return req, err
+}
+
+// namesInputOnce reports whether raw can name the input field at most once.
+// encoding/json matches a key to a field in any ASCII letter case (no other
+// rune folds to those of "input"), after unescaping: so a body without a
+// backslash and with "input" in it at most once, in any case, cannot.
+func namesInputOnce(raw []byte) bool {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return false
+	}
+	const name = "input"
+	seen := false
+	for i := 0; i+len(name) <= len(raw); i++ {
+		if raw[i]|0x20 == 'i' && bytes.EqualFold(raw[i:i+len(name)], []byte(name)) {
+			if seen {
+				return false
+			}
+			seen = true
+		}
+	}
+	return true
 }
 
 // bodyMessage describes a body error for the client without Go type names.

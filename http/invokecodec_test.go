@@ -143,6 +143,12 @@ func TestInvokeRequestMatchesOldReading(t *testing.T) {
 		`{"id":"x","input":{"a":1},"input":7}`,
 		`{"id":"x","input":7,"input":{"a":1}}`,
 		`{"id":"x","input":{"a":1},"id":"y"}`,
+		`{"id":"x","input":{"a":1},"\u0069nput":{"b":2}}`,
+		`{"id":"x","input":{"a":"\n"},"iNpUt":{"b":2}}`,
+		`{"id":"x","input":{"a":"input"}}`,
+		`{"id":"x","input":{"input":{"input":1}}}`,
+		`{"id":"x","\u0069nput":{"a":1}}`,
+		`{"id":"x","input":{"a":1},"INPUT ":{"b":2}}`,
 	}
 	for _, body := range bodies {
 		want, wantErr := oldInvokeRequest([]byte(body))
@@ -168,7 +174,7 @@ func TestInvokeRequestMatchesOldReading(t *testing.T) {
 
 // FuzzInvokeRequest: any body reads as it did before, request or message.
 func FuzzInvokeRequest(f *testing.F) {
-	for _, s := range []string{`{"id":"x","input":{"a":[1,"b"]}}`, `{"id":7}`, `{"id":"x","input":5}`, `null`, `{"id":"x"} {}`, ""} {
+	for _, s := range []string{`{"id":"x","input":{"a":[1,"b"]}}`, `{"id":"x","input":{"a":1},"Input":{"b":2}}`, `{"id":7}`, `{"id":"x","input":5}`, `null`, `{"id":"x"} {}`, ""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
