@@ -28,15 +28,15 @@ func TestDecodeMessageAsTheSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","id":6.0,"result":1}`,
 		`{"id":8,"jsonrpc":"2.0","result":{"a":"\u00e9\n"}}`,
 		` {"jsonrpc":"2.0","id":9,"result":{}} `,
-		`{"jsonrpc":"2.0","result":{}}`,                // a response needs an id
-		`{"jsonrpc":"1.0","id":1,"result":{}}`,         // wrong version
-		`{"id":1,"result":{}}`,                         // no version
-		`{"jsonrpc":2,"id":1,"result":{}}`,             // version not a string
-		`{"jsonrpc":"2.0","id":true,"result":{}}`,      // an id of the wrong type
-		`{"jsonrpc":"2.0","id":1,"method":3}`,          // method not a string
-		`{"jsonrpc":"2.0","id":1,"error":"no"}`,        // error not an object
-		`{"JSONRPC":"2.0","ID":1,"Result":{}}`,         // keys match exactly
-		`[{"jsonrpc":"2.0","id":1,"result":{}}]`,       // not one message
+		`{"jsonrpc":"2.0","result":{}}`,           // a response needs an id
+		`{"jsonrpc":"1.0","id":1,"result":{}}`,    // wrong version
+		`{"id":1,"result":{}}`,                    // no version
+		`{"jsonrpc":2,"id":1,"result":{}}`,        // version not a string
+		`{"jsonrpc":"2.0","id":true,"result":{}}`, // an id of the wrong type
+		`{"jsonrpc":"2.0","id":1,"method":3}`,     // method not a string
+		`{"jsonrpc":"2.0","id":1,"error":"no"}`,   // error not an object
+		`{"JSONRPC":"2.0","ID":1,"Result":{}}`,    // keys match exactly
+		`[{"jsonrpc":"2.0","id":1,"result":{}}]`,  // not one message
 		`"2.0"`, `null`, `{`, ``,
 	} {
 		t.Run(in, func(t *testing.T) {
