@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -93,6 +94,10 @@ type capture struct {
 	calls    map[jsonrpc.ID]*slot
 	progress map[string]func(plexus.InvokeProgress)
 	r        relays // the relays of the calls in flight (relay.go)
+	// The stdio connection that feeds the capture, once connected; nil
+	// for Streamable HTTP. Dispatch sends tools/call on it itself
+	// (passthrough.go).
+	stdio atomic.Pointer[stdioConn]
 }
 
 func newCapture(log *slog.Logger) *capture {

@@ -60,7 +60,10 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		return nil, fmt.Errorf("start the server: %w", err)
 	}
 	lim := &frameLimit{r: stdout, limit: cmp.Or(t.limit, maxCapture)}
-	return &stdioConn{cmd: t.cmd, stdin: stdin, stdout: stdout, lim: lim, dec: json.NewDecoder(lim), grace: t.grace, c: t.c}, nil
+	conn := &stdioConn{cmd: t.cmd, stdin: stdin, stdout: stdout, lim: lim, dec: json.NewDecoder(lim), grace: t.grace, c: t.c}
+	conn.calls.waiting = map[string]chan answer{}
+	t.c.stdio.Store(conn)
+	return conn, nil
 }
 
 // stdioConn is a [mcp.Connection] over a command's stdin and stdout. Read
@@ -81,6 +84,8 @@ type stdioConn struct {
 	wmu sync.Mutex // one message written at a time
 	buf []byte     // guarded by wmu
 
+	calls pending // the calls Plexus sends itself (passthrough.go)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -94,18 +99,24 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(c.queue) == 0 {
-		msgs, err := c.next()
-		if err != nil {
-			return nil, err
+	for {
+		if len(c.queue) == 0 {
+			msgs, err := c.next()
+			if err != nil {
+				c.calls.end()
+				return nil, err
+			}
+			c.queue = msgs
 		}
-		c.queue = msgs
+		msg := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		if r, ok := msg.(*jsonrpc.Response); ok && c.calls.answer(r) {
+			continue // an answer to Plexus's own call, not the SDK's
+		}
+		c.c.inbound(msg)
+		return msg, nil
 	}
-	msg := c.queue[0]
-	c.queue[0] = nil
-	c.queue = c.queue[1:]
-	c.c.inbound(msg)
-	return msg, nil
 }
 
 // next reads the next JSON value off stdout and decodes its message(s).
@@ -233,7 +244,10 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // closed, then SIGTERM, then SIGKILL, each after the grace. Waiting for the
 // command closes its stdout, which ends a Read.
 func (c *stdioConn) Close() error {
-	c.closeOnce.Do(func() { c.closeErr = c.shutdown() })
+	c.closeOnce.Do(func() {
+		c.calls.end()
+		c.closeErr = c.shutdown()
+	})
 	return c.closeErr
 }
 
