@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,19 +51,20 @@ type pending struct {
 // idPrefix starts the id of each of Plexus's own calls.
 const idPrefix = "plexus-call-"
 
-// add registers a new call and returns its id and where its answer comes.
-func (p *pending) add() (jsonrpc.ID, chan answer, error) {
+// add registers a new call and returns its id (and the id's string) and
+// where its answer comes.
+func (p *pending) add() (jsonrpc.ID, string, chan answer, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.waiting == nil {
-		return jsonrpc.ID{}, nil, mcp.ErrConnectionClosed
+		return jsonrpc.ID{}, "", nil, mcp.ErrConnectionClosed
 	}
 	p.next++
-	key := fmt.Sprintf("%s%d", idPrefix, p.next)
+	key := idPrefix + strconv.FormatUint(p.next, 10)
 	ch := make(chan answer, 1)
 	p.waiting[key] = ch
 	id, err := jsonrpc.MakeID(key)
-	return id, ch, err
+	return id, key, ch, err
 }
 
 // drop forgets a call that no longer waits: a late answer is dropped.
@@ -106,9 +108,15 @@ func (p *pending) end() {
 
 // toolCallParams are the params of tools/call, as the SDK sends them.
 type toolCallParams struct {
-	Meta      mcp.Meta       `json:"_meta,omitempty"`
+	Meta      any            `json:"_meta"` // a tokenMeta, or an mcp.Meta for a call with a relay
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments"`
+}
+
+// tokenMeta is the _meta of a call without a relay (no map to build and
+// sort on the way out).
+type tokenMeta struct {
+	ProgressToken string `json:"progressToken"`
 }
 
 // passthrough is the stdio connection of s when a tools/call on it is
@@ -126,20 +134,20 @@ func callTool(ctx context.Context, conn *stdioConn, name string, input map[strin
 	if input == nil {
 		input = map[string]any{} // arguments are never null on the wire
 	}
-	params := toolCallParams{Meta: mcp.Meta{"progressToken": token}, Name: name, Arguments: input}
-	if o, ok := plexus.RelayFrom(ctx).(Offerer); ok {
-		params.Meta[mcp.MetaKeyClientCapabilities] = callerCapabilities(o) // as declareCaller does
+	params := toolCallParams{Meta: tokenMeta{token}, Name: name, Arguments: input}
+	if r := plexus.RelayFrom(ctx); r != nil {
+		meta := mcp.Meta{"progressToken": token}
+		if o, ok := r.(Offerer); ok {
+			meta[mcp.MetaKeyClientCapabilities] = callerCapabilities(o) // as declareCaller does
+		}
+		logEverything(ctx, &meta)
+		params.Meta = meta
 	}
-	logEverything(ctx, &params.Meta)
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil, fmt.Errorf("encode the tools/call params: %w", err)
-	}
-	id, ch, err := conn.calls.add()
+	id, key, ch, err := conn.calls.add()
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: raw}); err != nil {
+	if err := conn.writeCall(ctx, key, "tools/call", params); err != nil {
 		conn.calls.drop(id)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

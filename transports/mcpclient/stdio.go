@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -167,47 +168,92 @@ func decodeMessages(raw json.RawMessage) ([]jsonrpc.Message, error) {
 	return msgs, nil
 }
 
-// decodeMessage is jsonrpc.DecodeMessage on encoding/json: the SDK's
-// decoder allocates a 32 KiB buffer for every message it decodes, most of
-// the bytes a call allocates. Keys match exactly, as they do there; a
-// "method" key makes a request (whatever its value), its absence a
-// response, which needs an id.
+// decodeMessage is jsonrpc.DecodeMessage for a message the decoder has
+// read (so valid JSON): the SDK's decoder allocates a 32 KiB buffer for
+// every message it decodes, and a general decoder a map or reflection; the
+// envelope's few members are read here in place, params and result left
+// raw. Keys match exactly, as they do in the SDK; a "method" key makes a
+// request (whatever its value), its absence a response, which needs an id.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
-	var w map[string]json.RawMessage
-	if err := json.Unmarshal(data, &w); err != nil {
+	var w struct {
+		version, id, method, params, result, errv []byte
+		hasMethod                                 bool
+	}
+	err := members(data, func(key, val []byte) {
+		switch string(key) {
+		case "jsonrpc":
+			w.version = val
+		case "id":
+			w.id = val
+		case "method":
+			w.method, w.hasMethod = val, true
+		case "params":
+			w.params = val
+		case "result":
+			w.result = val
+		case "error":
+			w.errv = val
+		}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
-	var version string
-	if err := unmarshalPresent(w["jsonrpc"], &version); err != nil || version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+	if !bytes.Equal(w.version, []byte(`"2.0"`)) {
+		var v string
+		if err := unmarshalPresent(w.version, &v); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		return nil, fmt.Errorf("invalid message version tag %q; expected %q", v, "2.0")
 	}
-	var rawID any
-	if err := unmarshalPresent(w["id"], &rawID); err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-	}
-	id, err := jsonrpc.MakeID(rawID)
+	id, err := decodeID(w.id)
 	if err != nil {
 		return nil, err
 	}
-	if m, ok := w["method"]; ok {
+	if w.hasMethod {
 		var method string
-		if err := unmarshalPresent(m, &method); err != nil {
+		if err := unmarshalPresent(w.method, &method); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		return &jsonrpc.Request{ID: id, Method: method, Params: w["params"]}, nil
+		return &jsonrpc.Request{ID: id, Method: method, Params: w.params}, nil
 	}
 	if !id.IsValid() {
 		return nil, errors.New("JSON RPC invalid request: a response without an id")
 	}
-	resp := &jsonrpc.Response{ID: id, Result: w["result"]}
-	if e := w["error"]; len(e) > 0 && !bytes.Equal(e, []byte("null")) {
+	resp := &jsonrpc.Response{ID: id, Result: w.result}
+	if len(w.errv) > 0 && !bytes.Equal(w.errv, []byte("null")) {
 		var we jsonrpc.Error
-		if err := json.Unmarshal(e, &we); err != nil {
+		if err := json.Unmarshal(w.errv, &we); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		resp.Error = &we
 	}
 	return resp, nil
+}
+
+// decodeID is the id of a message: none, a string, or a number (made an
+// integer, as the SDK does).
+func decodeID(raw []byte) (jsonrpc.ID, error) {
+	var v any
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0:
+		v = string(raw[1 : len(raw)-1])
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return jsonrpc.ID{}, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		v = s
+	case raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9':
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return jsonrpc.ID{}, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		v = f
+	default:
+		v = raw[0] // a boolean, object or array: MakeID refuses it
+	}
+	return jsonrpc.MakeID(v)
 }
 
 // unmarshalPresent unmarshals raw into v unless raw is absent.
@@ -216,6 +262,79 @@ func unmarshalPresent(raw json.RawMessage, v any) error {
 		return nil
 	}
 	return json.Unmarshal(raw, v)
+}
+
+// members calls f with the key (unquoted) and the raw value of each
+// member of the object data, which must be valid JSON.
+func members(data []byte, f func(key, val []byte)) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errors.New("a JSON-RPC message must be an object")
+	}
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != '}' {
+		end := skipValue(data, i) // the key, a string
+		if data[i] != '"' || end > len(data) || end-i < 2 {
+			return errors.New("a malformed JSON-RPC message")
+		}
+		key := data[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if err := json.Unmarshal(data[i:end], &k); err != nil {
+				return err
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(data, skipSpace(data, end)+1) // past the colon
+		if end = skipValue(data, i); end > len(data) || end <= i {
+			return errors.New("a malformed JSON-RPC message")
+		}
+		f(key, data[i:end])
+		i = skipSpace(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return nil
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the valid JSON value that starts at i.
+func skipValue(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i // the end of the enclosing object
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -234,6 +353,34 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	defer c.wmu.Unlock()
 	c.buf = append(append(c.buf[:0], data...), '\n') // one write: the server sees whole lines
 	_, err = c.stdin.Write(c.buf)
+	if cap(c.buf) > 64<<10 {
+		c.buf = nil // a large message's buffer is not kept
+	}
+	return err
+}
+
+// writeCall writes the call id of method with params, the message
+// EncodeMessage makes of it, in one write. id must need no escaping (it is
+// one of Plexus's own).
+func (c *stdioConn) writeCall(ctx context.Context, id, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b := bytes.NewBuffer(c.buf[:0])
+	for _, part := range [...]string{`{"jsonrpc":"2.0","id":"`, id, `","method":"`, method, `","params":`} {
+		b.WriteString(part)
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false) // as the SDK encodes
+	if err := enc.Encode(params); err != nil {
+		return fmt.Errorf("encode the %s params: %w", method, err)
+	}
+	b.Truncate(b.Len() - 1) // the encoder's newline
+	b.WriteString("}\n")
+	c.buf = b.Bytes()
+	_, err := c.stdin.Write(c.buf)
 	if cap(c.buf) > 64<<10 {
 		c.buf = nil // a large message's buffer is not kept
 	}

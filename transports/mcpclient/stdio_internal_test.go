@@ -1,7 +1,9 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os/exec"
@@ -28,18 +30,31 @@ func TestDecodeMessageAsTheSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","id":6.0,"result":1}`,
 		`{"id":8,"jsonrpc":"2.0","result":{"a":"\u00e9\n"}}`,
 		` {"jsonrpc":"2.0","id":9,"result":{}} `,
-		`{"jsonrpc":"2.0","result":{}}`,           // a response needs an id
-		`{"jsonrpc":"1.0","id":1,"result":{}}`,    // wrong version
-		`{"id":1,"result":{}}`,                    // no version
-		`{"jsonrpc":2,"id":1,"result":{}}`,        // version not a string
-		`{"jsonrpc":"2.0","id":true,"result":{}}`, // an id of the wrong type
-		`{"jsonrpc":"2.0","id":1,"method":3}`,     // method not a string
-		`{"jsonrpc":"2.0","id":1,"error":"no"}`,   // error not an object
-		`{"JSONRPC":"2.0","ID":1,"Result":{}}`,    // keys match exactly
-		`[{"jsonrpc":"2.0","id":1,"result":{}}]`,  // not one message
-		`"2.0"`, `null`, `{`, ``,
+		`{"jsonrpc":"2.0","result":{}}`,                              // a response needs an id
+		`{"jsonrpc":"1.0","id":1,"result":{}}`,                       // wrong version
+		`{"id":1,"result":{}}`,                                       // no version
+		`{"jsonrpc":2,"id":1,"result":{}}`,                           // version not a string
+		`{"jsonrpc":"2.0","id":true,"result":{}}`,                    // an id of the wrong type
+		`{"jsonrpc":"2.0","id":1,"method":3}`,                        // method not a string
+		`{"jsonrpc":"2.0","id":1,"error":"no"}`,                      // error not an object
+		`{"JSONRPC":"2.0","ID":1,"Result":{}}`,                       // keys match exactly
+		`[{"jsonrpc":"2.0","id":1,"result":{}}]`,                     // not one message
+		`{"jsonrpc":"2.0","id":"a\"b\\u00e9","result":{"k":"}\"]"}}`, // escapes in an id, a result
+		`{"jsonrpc":"2.0","id":10,"result":[1,{"a":[]}],"x":{"y":[{}]},"z":"w"}`,
+		`{"jsonrpc":"2.0","id":11,"method":null}`,
+		`{"jsonrpc":"2.0","id":-12e0,"result":{} }`,
+		`{ "jsonrpc" : "2.0" , "id" : 13 , "result" : { } }`,
+		`{"jsonrpc":"2.0","id":{},"result":{}}`,
+		`{"jsonrpc":"2.0","id":[1],"result":{}}`,
+		`{"jsonrpc":"2.0","\u0069d":14,"result":{}}`,
+		`{"jsonrpc":"2.0","id":15,"result":{},"id":16}`,
+		`{"jsonrpc":"2.0","id":17,"error":null,"result":"x"}`,
+		`"2.0"`, `null`, `[]`, `{}`,
 	} {
 		t.Run(in, func(t *testing.T) {
+			if !json.Valid([]byte(in)) {
+				t.Fatalf("%s: the decoder hands on valid JSON only", in)
+			}
 			want, werr := jsonrpc.DecodeMessage([]byte(in))
 			got, gerr := decodeMessage([]byte(in))
 			if (werr != nil) != (gerr != nil) {
@@ -168,5 +183,61 @@ func TestStdioConnClose(t *testing.T) {
 	}
 	if err := c.Close(); !errors.As(err, &ee) {
 		t.Errorf("a second close = %v, want the same answer", err)
+	}
+}
+
+// A message cut short (which the decoder never hands on) is an error or a
+// message, never a panic.
+func TestDecodeMessageTruncated(t *testing.T) {
+	for _, in := range []string{
+		`{"jsonrpc":"2.0","id":"a\"b","result":{"k":"}\"]","l":[1,{"m":null}]}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\\"}}`,
+	} {
+		for n := range len(in) {
+			if _, err := decodeMessage([]byte(in[:n])); err == nil && n < 10 {
+				t.Errorf("%q decoded", in[:n])
+			}
+		}
+	}
+}
+
+type bufCloser struct{ bytes.Buffer }
+
+func (*bufCloser) Close() error { return nil }
+
+// A call Plexus writes itself is the message the SDK would write for it,
+// on one line, with '<', '>' and '&' as they are.
+func TestWriteCallAsTheSDK(t *testing.T) {
+	var out bufCloser
+	c := &stdioConn{stdin: &out}
+	params := toolCallParams{Meta: tokenMeta{"plexus-9"}, Name: "gr\"eet", Arguments: map[string]any{"html": "<b>&</b>", "n": 1.5, "z": []any{nil, true}}}
+	if err := c.writeCall(t.Context(), "plexus-call-7", "tools/call", params); err != nil {
+		t.Fatal(err)
+	}
+	id, err := jsonrpc.MakeID("plexus-call-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := jsonrpc.EncodeMessage(&jsonrpc.Request{ID: id, Method: "tools/call", Params: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := out.String()
+	if strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") || !strings.Contains(line, "<b>&</b>") {
+		t.Fatalf("wrote %q: want one line, HTML unescaped", line)
+	}
+	var got, exp any
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &exp); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, exp) {
+		t.Errorf("wrote %s\nthe SDK %s", line, want)
 	}
 }
