@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,32 +101,41 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 		return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why))
 	}
 
-	token := fmt.Sprintf("plexus-%d", c.tokens.Add(1))
+	token := "plexus-" + strconv.FormatUint(c.tokens.Add(1), 10)
 	defer s.c.route(token, dc.Report)()
 	defer s.c.r.calling(plexus.RelayFrom(ctx))()
+	if conn := passthrough(s); conn != nil && rt.Primitive == PrimitiveTool {
+		return c.passTool(ctx, s, conn, rt.Name, input, token, entry.ID)
+	}
+	return c.viaSDK(ctx, s, rt, sr, input, token, entry.ID)
+}
+
+// passTool is a tools/call Plexus sends itself (passthrough.go).
+func (c *Client) passTool(ctx context.Context, s *session, conn *stdioConn, name string, input map[string]any, token, id string) plexus.TransportResult {
+	raw, err := callTool(ctx, conn, name, input, token)
+	if err != nil {
+		return plexus.TransportResult{Error: c.failure(ctx, s, err, "tools/call", id)}
+	}
+	res, err := c.toolResult(raw)
+	if err != nil {
+		return plexus.TransportResult{Error: c.callError(ctx, err, "tools/call", id)}
+	}
+	return res
+}
+
+// viaSDK makes the call rt names through the SDK's session, its raw result
+// captured (capture.go); sr is the skill whose file it reads, if any.
+func (c *Client) viaSDK(ctx context.Context, s *session, rt route, sr *skillRead, input map[string]any, token, id string) plexus.TransportResult {
 	sl := &slot{}
 	defer s.c.done(sl)
 	cctx := context.WithValue(withSlot(ctx, sl), callKey{}, true)
-
-	if conn := passthrough(s); conn != nil && rt.Primitive == PrimitiveTool {
-		raw, err := callTool(cctx, conn, rt.Name, input, token)
-		if err != nil {
-			return fail(c.failure(ctx, s, err, "tools/call", entry.ID))
-		}
-		res, err := c.toolResult(raw)
-		if err != nil {
-			return fail(c.callError(ctx, err, "tools/call", entry.ID))
-		}
-		return res
-	}
 	typed, method, perr, err := request(cctx, s.cs, rt, input, token)
 	if perr != nil {
-		return fail(perr)
+		return plexus.TransportResult{Error: perr}
 	}
 	if err != nil {
-		return fail(c.failure(ctx, s, err, method, entry.ID))
+		return plexus.TransportResult{Error: c.failure(ctx, s, err, method, id)}
 	}
-
 	res := c.result(rt, s.rawResult(sl, typed), typed)
 	if sr != nil {
 		return c.verified(sr, res, typed)
