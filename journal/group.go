@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -159,12 +160,13 @@ func (g *group) remove(w *waiter) {
 	}
 }
 
-// take moves up to maxBatch-1 queued waiters behind the leader into a batch.
-func (g *group) take(leader *waiter) []*waiter {
+// take moves up to maxBatch-1 queued waiters behind the leader into a batch,
+// appended to dst (empty; a lone leader fits in its own array).
+func (g *group) take(leader *waiter, dst []*waiter) []*waiter {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := min(len(g.queue), maxBatch-1)
-	batch := make([]*waiter, 0, n+1)
+	batch := slices.Grow(dst, n+1)
 	batch = append(batch, leader)
 	for _, w := range g.queue[:n] {
 		w.state = waitTaken
@@ -214,7 +216,8 @@ func (db *DB) lead(self *waiter) error {
 	// yield, 10 with it, and a third less CPU per call; a lone caller finds
 	// nothing else runnable and goes on at once.
 	runtime.Gosched()
-	b := &batch{db: db, ws: db.group.take(self)}
+	b := &batch{db: db}
+	b.ws = db.group.take(self, b.lone[:0])
 	finished := false
 	defer func() {
 		if !finished {
@@ -247,6 +250,10 @@ type batch struct {
 	ws   []*waiter // the leader first
 	conn *sql.Conn
 	open bool // a transaction is open on conn
+	// head is the chain head the batch's fns share; lone holds ws for a
+	// batch of one. Both live here to save a lone commit two allocations.
+	head chainHead
+	lone [1]*waiter
 }
 
 // run executes the batch's fns in one transaction and commits it. Every
@@ -263,9 +270,8 @@ func (b *batch) run(conn *sql.Conn) {
 	// A lone fn needs no savepoint: if it fails the transaction is rolled
 	// back whole, as an ordinary Update's is.
 	savepoints := len(b.ws) > 1
-	head := new(chainHead)
 	for _, w := range b.ws {
-		if !b.runOne(w, head, savepoints) {
+		if !b.runOne(w, &b.head, savepoints) {
 			return
 		}
 	}
@@ -302,6 +308,7 @@ func (b *batch) runOne(w *waiter, head *chainHead, savepoints bool) bool {
 		ctx = context.WithoutCancel(ctx)
 	}
 	t := &tx{ctx: ctx, db: b.db, q: b.conn, head: head}
+	t.recorded, t.handedActs = t.recordedOne[:0], t.handedOne[:0]
 	fnErr := w.call(t)
 	if fnErr == nil {
 		w.t = t
