@@ -62,6 +62,10 @@ func BenchmarkMCPFrontHTTP(b *testing.B) {
 			HTTPClient: benchHTTPClient(benchClients)})
 		r := benchVersus(b, greetCaller(b, direct, "greet"), greetCaller(b, via, frontToolName(b, via)), nil)
 		r.report(b, m, figureFrontHTTP, "Streamable HTTP")
+		// Context, no bar: the same call through /invoke (the gateway, the
+		// journal, the mcp transport: all of the way but the front door).
+		inv := sampleLatency(b, 300, greetInvoker(b, td), benchLatencyTime/2)
+		m["invoke-p50-µs"] = us(percentile(inv, 50))
 	})
 }
 
@@ -220,6 +224,25 @@ func frontToolName(b *testing.B, cs *mcp.ClientSession) string {
 	}
 	b.Fatalf("no tool for %s among %d", benchGreetID, len(res.Tools))
 	return ""
+}
+
+// greetInvoker calls greet once through /invoke, as an agent holding a
+// standing grant for it, and checks the greeting came back.
+func greetInvoker(b *testing.B, td *testDaemon) func() error {
+	_, sid := benchAgent(b, td, "bench-invoke")
+	hdr := bearer(grantAllowed(b, td, sid, map[string]any{benchGreetID: "allow"}))
+	body := []byte(`{"id":"` + benchGreetID + `","input":{"name":"plexus"}}`)
+	c := benchHTTPClient(1)
+	return func() error {
+		st, raw, err := benchDo(c, http.MethodPost, td.BaseURL()+"/invoke", hdr, body)
+		if err != nil {
+			return err
+		}
+		if st != http.StatusOK || !strings.Contains(string(raw), "hello plexus") {
+			return fmt.Errorf("invoke: status %d: %s", st, raw)
+		}
+		return nil
+	}
 }
 
 // greetCaller calls tool (greet, by the name cs knows it) once and checks
