@@ -84,6 +84,18 @@ func (h *Hasher) Hash(secret string) []byte {
 	return sum
 }
 
+// AppendHash appends the HMAC-SHA256 of b under the hasher's key to dst:
+// [Hasher.Hash] for bytes already at hand (an encoded call input), with no
+// copy of them and no allocation when dst has room.
+func (h *Hasher) AppendHash(dst, b []byte) []byte {
+	m, _ := h.macs.Get().(hash.Hash)
+	m.Reset()
+	m.Write(b) // a hash.Hash never returns an error
+	dst = m.Sum(dst)
+	h.macs.Put(m)
+	return dst
+}
+
 // Equal reports whether secret hashes to hash, in constant time with respect
 // to the hash contents.
 func (h *Hasher) Equal(secret string, hash []byte) bool {

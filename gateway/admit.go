@@ -53,7 +53,7 @@ func (g *Gateway) admit(tx authReader, req plexus.InvokeRequest, ic plexus.Invok
 		a.denial = plexus.Errorf(plexus.CodeUnknownCapability, "no capability %q (re-fetch GET /manifest)", req.ID)
 		return a, nil
 	}
-	a.scope = covering(ic.Scopes, entry, req.Input, member, g.resolver(entry))
+	a.scope = g.covering(ic.Scopes, entry, req.Input, member)
 	if a.scope == nil {
 		a.denial = plexus.Errorf(plexus.CodeGrantRequired, "no grant covers %s (%s) for this input", entry.ID, verbList(entry.Grants))
 		return a, nil

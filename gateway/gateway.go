@@ -136,6 +136,12 @@ type Gateway struct {
 	denials *denials
 	jfail   journalFailures
 	limits  limitsState
+	// member is invokeMember as a func value, made once: a method value
+	// handed to every dispatch would be allocated per call.
+	member func(context.Context, plexus.InvokeRequest, plexus.InvokeContext) plexus.InvokeResponse
+	// scratch recycles the buffers call inputs are encoded into for their
+	// hash (*[]byte).
+	scratch sync.Pool
 
 	started time.Time
 
@@ -184,6 +190,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		bus: newBus(cfg.Streams), denials: newDenials(cfg.DenialWindow), idem: newIdempotency(), val: newValidator(), cache: newAuthCache(),
 		keyHash: d.Hasher.Hash(d.ConnectionKey), resolved: make(map[string]*plexus.ScopedToken), sameUserSeen: make(map[string]bool),
 	}
+	g.member = g.invokeMember
 	g.started = g.now()
 	return g, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/auth"
+	"github.com/plexus-gw/plexus/internal/jsonenc"
 )
 
 // Invoke runs the pipeline in the spec's order: token → jti and session →
@@ -213,7 +215,7 @@ func (g *Gateway) dispatch(ctx context.Context, entry plexus.Entry, req plexus.I
 	rl := g.newRelay(ctx, req.ID, ic)
 	dic := ic
 	dic.IdempotencyKey = req.IdempotencyKey
-	res := tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.invokeMember, Progress: rl.report})
+	res := tr.Dispatch(ctx, entry, input, plexus.DispatchContext{Invoke: dic, InvokeByID: g.member, Progress: rl.report})
 	rl.end()
 	if !res.OK && res.Error == nil {
 		res.Error = plexus.Errorf(plexus.CodeTransportError, "the transport reported a failure without detail")
@@ -248,13 +250,17 @@ func (g *Gateway) resolver(entry plexus.Entry) auth.ResolvePath {
 
 // covering finds the scope covering a call. Synthesized member scopes count
 // only on re-entrant dispatch from their workflow: an agent cannot call a
-// workflow's member directly on the strength of the workflow grant.
-func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool, resolve auth.ResolvePath) *plexus.TokenScope {
-	var usable []plexus.TokenScope
-	for _, s := range scopes {
-		if s.SynthesizedFor == "" || member {
-			usable = append(usable, s)
-		}
+// workflow's member directly on the strength of the workflow grant. The
+// scopes are copied only when some must be left out, and the transport's
+// path resolver is looked up only when a scope has a constraint to check.
+func (g *Gateway) covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]any, member bool) *plexus.TokenScope {
+	usable := scopes
+	if !member && slices.ContainsFunc(scopes, synthesized) {
+		usable = slices.DeleteFunc(slices.Clone(scopes), synthesized)
+	}
+	var resolve auth.ResolvePath
+	if slices.ContainsFunc(usable, func(s plexus.TokenScope) bool { return s.Constraint != nil }) {
+		resolve = g.resolver(entry)
 	}
 	s, ok := auth.CoveringResolved(usable, entry, input, resolve)
 	if !ok {
@@ -263,6 +269,8 @@ func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]a
 	return s
 }
 
+func synthesized(s plexus.TokenScope) bool { return s.SynthesizedFor != "" }
+
 // invokePayload is the redaction-safe audit detail of a call, shared by its
 // started and its outcome rows: ids, verbs, a keyed hash of the input (so two
 // identical calls can be matched without the input ever being stored) and
@@ -270,14 +278,7 @@ func covering(scopes []plexus.TokenScope, entry plexus.Entry, input map[string]a
 func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic plexus.InvokeContext, idemHash string, member bool) map[string]any {
 	p := map[string]any{"jti": ic.JTI, "sessionId": ic.SessionID, "verbs": entry.Grants}
 	if len(req.Input) > 0 {
-		// Map keys marshal sorted: a stable form. An input decoded from
-		// JSON always encodes again; should one not, the row says so.
-		if b, err := json.Marshal(req.Input); err != nil {
-			p["inputHash"] = "unencodable: " + err.Error()
-		} else {
-			sum := g.d.Hasher.Hash(string(b))
-			p["inputHash"] = hex.EncodeToString(sum[:16])
-		}
+		p["inputHash"] = g.inputHash(req.Input)
 	}
 	if req.IdempotencyKey != "" {
 		p["idempotent"] = true
@@ -289,6 +290,31 @@ func (g *Gateway) invokePayload(entry plexus.Entry, req plexus.InvokeRequest, ic
 		p["member"] = true
 	}
 	return p
+}
+
+// inputHash is the keyed hash of input's JSON as json.Marshal writes it
+// (map keys sorted: a stable form), encoded into a recycled buffer. An input
+// decoded from JSON always encodes again; should one not, the row says so.
+func (g *Gateway) inputHash(input map[string]any) string {
+	bp, _ := g.scratch.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b, ok := jsonenc.Append((*bp)[:0], input, true)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(input); err != nil {
+			return "unencodable: " + err.Error()
+		}
+	}
+	n := len(b)
+	b = g.d.Hasher.AppendHash(b, b)
+	h := hex.EncodeToString(b[n : n+16])
+	if cap(b) <= 64<<10 { // the pool should not pin a huge input's buffer
+		*bp = b[:0]
+		g.scratch.Put(bp)
+	}
+	return h
 }
 
 // denyAudited journals a pipeline denial and returns it with its audit id.

@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,5 +208,39 @@ func TestInvokeRateLimited(t *testing.T) {
 	rows := limited()
 	if len(rows) != 2 || rows[1].Payload["coalesced"] != true || rows[1].Payload["count"] != json.Number("2") {
 		t.Errorf("rate_limited rows = %+v, want the first and a summary counting 2 more", rows)
+	}
+}
+
+// TestInputHash: a call's input hash is the keyed hash of the input as
+// json.Marshal writes it (what the journal's earlier rows hold), whichever
+// encoder produced the bytes, so identical calls still match across versions.
+func TestInputHash(t *testing.T) {
+	h, err := auth.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Gateway{d: Deps{Hasher: h}}
+	tests := map[string]map[string]any{
+		"echo":          {"msg": "hello, plexus", "n": 42.0},
+		"html":          {"q": "<a href='x'>&amp;</a>", "<": ">"},
+		"non-ASCII":     {"name": "Zoë 日本 😀", "sep": "a\u2028b", "bad": "\xff"},
+		"nested":        {"a": []any{map[string]any{"z": nil, "y": 1e-7}}, "b": true, "c": 1e21},
+		"not from JSON": {"n": 42, "typed": map[string]string{"k": "v"}}, // a caller in-process
+	}
+	for name, in := range tests {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := h.Hash(string(b))
+		want := hex.EncodeToString(sum[:16])
+		for range 2 { // the second time from a recycled buffer
+			if got := g.inputHash(in); got != want {
+				t.Errorf("%s: inputHash = %s, want %s", name, got, want)
+			}
+		}
+	}
+	if got := g.inputHash(map[string]any{"f": math.Inf(1)}); !strings.HasPrefix(got, "unencodable: ") {
+		t.Errorf("an unencodable input hashes to %q, want it marked unencodable", got)
 	}
 }

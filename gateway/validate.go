@@ -34,14 +34,13 @@ func (v *validator) schema(e plexus.Entry) *shallowSchema {
 	if e.IO == nil || len(e.IO.Input) == 0 {
 		return nil
 	}
-	raw := string(e.IO.Input)
 	v.mu.RLock()
 	s := v.cache[e.ID]
 	v.mu.RUnlock()
-	if s != nil && s.raw == raw {
+	if s != nil && s.raw == string(e.IO.Input) { // compared in place, not copied
 		return s
 	}
-	s = parseShallow(raw)
+	s = parseShallow(string(e.IO.Input))
 	v.mu.Lock()
 	v.cache[e.ID] = s
 	v.mu.Unlock()

@@ -1,10 +1,14 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	nethttp "net/http"
+	"strconv"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/jsonenc"
 )
 
 func (s *Server) handleWellKnown(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -100,21 +104,7 @@ func (s *Server) handleManifest(w nethttp.ResponseWriter, r *nethttp.Request) {
 // 413 when it is too large; everything else is the gateway's answer with
 // the status of its error code.
 func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
-	raw, err := s.readBody(w, r)
-	var req plexus.InvokeRequest
-	if err == nil && raw == nil {
-		err = errEmptyBody
-	}
-	if err == nil {
-		if err = json.Unmarshal(raw, &req); err != nil {
-			// Echo the id when it at least is readable.
-			var idOnly struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(raw, &idOnly)
-			req.ID = idOnly.ID
-		}
-	}
+	req, err := s.readInvoke(w, r)
 	if err != nil {
 		b := &plexus.ErrorBody{Code: plexus.CodeSchemaValidationFailed, Message: bodyMessage(err), CapabilityID: req.ID}
 		s.writeInvokeDenial(w, r, req.ID, b, bodyStatus(err, func(plexus.ErrorCode) int {
@@ -135,6 +125,25 @@ func (s *Server) handleInvoke(w nethttp.ResponseWriter, r *nethttp.Request) {
 	s.writeInvoke(w, r, s.b.Invoke.Invoke(r.Context(), credentials(r), req))
 }
 
+// readInvoke reads the call from r's body into a recycled buffer, which
+// nothing keeps: the request's strings and input are copies.
+func (s *Server) readInvoke(w nethttp.ResponseWriter, r *nethttp.Request) (plexus.InvokeRequest, error) {
+	bp, _ := s.bodyBufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	data, err := s.readCapped(w, r, *bp)
+	var req plexus.InvokeRequest
+	if err == nil {
+		req, err = invokeRequest(data)
+	}
+	if err == nil && cap(data) <= 64<<10 { // the pool should not pin a large body
+		*bp = data[:0]
+	}
+	s.bodyBufs.Put(bp)
+	return req, err
+}
+
 // writeInvoke writes an InvokeResponse as JSON with the status of its error
 // code (200 when it succeeded).
 func (s *Server) writeInvoke(w nethttp.ResponseWriter, r *nethttp.Request, resp plexus.InvokeResponse) {
@@ -147,7 +156,50 @@ func (s *Server) writeInvoke(w nethttp.ResponseWriter, r *nethttp.Request, resp 
 		status = invokeStatusFor(code)
 		setRetryAfter(w, resp.Error)
 	}
-	s.writeJSON(w, r, status, resp)
+	buf := s.encodeBuf()
+	defer s.putEncodeBuf(buf)
+	s.writeEncoded(w, r, status, buf, encodeInvoke(buf, &resp))
+}
+
+// encodeInvoke writes resp as encodeJSON does, byte for byte, appending
+// the fields itself: an output that is a decoded JSON tree (an echoed input,
+// a JSON file's contents) and an MCP result (raw JSON, compacted as
+// encoding/json compacts a RawMessage) then cost no reflection. Any other
+// output goes through encodeJSON whole.
+func encodeInvoke(buf *bytes.Buffer, resp *plexus.InvokeResponse) error {
+	b := buf.AvailableBuffer()
+	b = append(b, `{"id":`...)
+	b = jsonenc.AppendString(b, resp.ID, false)
+	b = append(b, `,"ok":`...)
+	b = strconv.AppendBool(b, resp.OK)
+	if resp.Output != nil {
+		b = append(b, `,"output":`...)
+		var ok bool
+		if b, ok = jsonenc.Append(b, resp.Output, false); !ok {
+			buf.Reset()
+			return encodeJSON(buf, *resp)
+		}
+	}
+	buf.Write(b) // b is buf's own free space: this only moves its end
+	if len(resp.MCPResult) > 0 {
+		buf.WriteString(`,"mcpResult":`)
+		if err := json.Compact(buf, resp.MCPResult); err != nil {
+			return fmt.Errorf("mcpResult: %w", err)
+		}
+	}
+	if resp.Error != nil {
+		buf.WriteString(`,"error":`)
+		if err := encodeJSON(buf, resp.Error); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // encodeJSON's newline
+	}
+	b = buf.AvailableBuffer()
+	b = append(b, `,"auditId":`...)
+	b = jsonenc.AppendString(b, resp.AuditID, false)
+	b = append(b, "}\n"...)
+	buf.Write(b)
+	return nil
 }
 
 // reply writes resp with 200, or err in the envelope.

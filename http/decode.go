@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	nethttp "net/http"
+	"reflect"
 	"strings"
 
 	"github.com/plexus-gw/plexus"
@@ -27,10 +29,21 @@ var errEmptyBody = errors.New("empty body")
 // anything else goes through a streaming decoder over the same bytes, whose
 // errors tell trailing data from a syntax error.
 func (s *Server) readBody(w nethttp.ResponseWriter, r *nethttp.Request) (json.RawMessage, error) {
-	data, err := readAllCapped(nethttp.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
+	data, err := s.readCapped(w, r, nil)
 	if err != nil {
 		return nil, err
 	}
+	return oneValue(data)
+}
+
+// readCapped reads r's body whole into dst's space, capped at MaxBodyBytes.
+func (s *Server) readCapped(w nethttp.ResponseWriter, r *nethttp.Request, dst []byte) ([]byte, error) {
+	return readAllCapped(dst, nethttp.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
+}
+
+// oneValue is readBody's reading of a body read whole: its one JSON value,
+// nil for an empty body or a literal null.
+func oneValue(data []byte) (json.RawMessage, error) {
 	if v := trimJSONSpace(data); len(v) > 0 && json.Valid(v) {
 		if string(v) == "null" {
 			return nil, nil
@@ -40,15 +53,19 @@ func (s *Server) readBody(w nethttp.ResponseWriter, r *nethttp.Request) (json.Ra
 	return decodeOne(bytes.NewReader(data))
 }
 
-// readAllCapped reads body to its end, sizing the buffer from the declared
-// Content-Length when there is one within the cap (body enforces the cap;
-// a large declared length is only trusted up to 64 KiB before bytes arrive).
-func readAllCapped(body io.Reader, declared, limit int64) ([]byte, error) {
+// readAllCapped reads body to its end into dst's space (from its length
+// 0), growing it if it must: sized from the declared Content-Length when
+// there is one within the cap (body enforces the cap; a large declared
+// length is only trusted up to 64 KiB before bytes arrive).
+func readAllCapped(dst []byte, body io.Reader, declared, limit int64) ([]byte, error) {
 	size := int64(512)
 	if declared > 0 && declared <= limit {
 		size = min(declared+1, 64<<10) // +1: room to see EOF without growing
 	}
-	buf := make([]byte, 0, size)
+	buf := dst[:0]
+	if int64(cap(buf)) < size {
+		buf = make([]byte, 0, size)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -120,6 +137,130 @@ func (s *Server) decode(w nethttp.ResponseWriter, r *nethttp.Request, v any, opt
 	return nil
 }
 
+// invokeRequest decodes an /invoke body read whole. A body that decodes at
+// once is taken (that one scan validates it); any other is read as
+// readBody reads it, so that its error is the one it always was, with the
+// call's id when it at least is readable.
+func invokeRequest(data []byte) (plexus.InvokeRequest, error) {
+	if v := trimJSONSpace(data); len(v) > 0 && string(v) != "null" {
+		if req, err := decodeInvoke(v); err == nil {
+			return req, nil
+		}
+	}
+	raw, err := oneValue(data)
+	if err == nil && raw == nil {
+		err = errEmptyBody
+	}
+	if err != nil {
+		return plexus.InvokeRequest{}, err
+	}
+	req, err := decodeInvoke(raw)
+	if err != nil {
+		var idOnly struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &idOnly) == nil {
+			req.ID = idOnly.ID
+		}
+	}
+	return req, err
+}
+
+// invokeOnce is an InvokeRequest as decoded off the wire when its input is
+// named at most once: into an any, which encoding/json builds in the same
+// pass (a map[string]any), without reflection per key and value as for the
+// map field of plexus.InvokeRequest.
+type invokeOnce struct {
+	ID             string `json:"id"`
+	Input          any    `json:"input"`
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// invokeWire is invokeOnce for a body that may name its input twice.
+type invokeWire struct {
+	ID             string      `json:"id"`
+	Input          invokeInput `json:"input"`
+	IdempotencyKey string      `json:"idempotencyKey"`
+}
+
+// invokeInput decodes as json.Unmarshal decodes a map[string]any field:
+// null clears it, and an input given twice (or as "Input" too) adds its
+// keys to the first. Anything but an object or null is refused with
+// errInputType; decodeInvoke then reads the body again for the error the
+// map field gives.
+type invokeInput struct{ m map[string]any }
+
+var errInputType = errors.New("input is not an object")
+
+func (in *invokeInput) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case nil:
+		in.m = nil
+	case map[string]any:
+		if in.m == nil {
+			in.m = v
+			return nil
+		}
+		maps.Copy(in.m, v)
+	default:
+		return errInputType
+	}
+	return nil
+}
+
+// decodeInvoke reads raw as an InvokeRequest, as json.Unmarshal into one
+// would: same fields, same values. A body it cannot take (bad JSON, a wrong
+// type, an input that is not an object) is decoded again the old way, so
+// the error, and thus the message the caller reads, is the one it always was.
+func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
+	if namesInputOnce(raw) {
+		var w invokeOnce
+		if err := json.Unmarshal(raw, &w); err == nil {
+			switch in := w.Input.(type) {
+			case nil, map[string]any:
+				m, _ := in.(map[string]any)
+				return plexus.InvokeRequest{ID: w.ID, Input: m, IdempotencyKey: w.IdempotencyKey}, nil
+			}
+		}
+	} else {
+		var w invokeWire
+		if err := json.Unmarshal(raw, &w); err == nil {
+			return plexus.InvokeRequest{ID: w.ID, Input: w.Input.m, IdempotencyKey: w.IdempotencyKey}, nil
+		}
+	}
+	var req plexus.InvokeRequest
+	err := json.Unmarshal(raw, &req)
+	if err == nil { // unreachable: both decoders refuse the same bodies
+		err = &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[map[string]any](), Field: "input"}
+	}
+	return req, err
+}
+
+// namesInputOnce reports whether raw can name the input field at most once.
+// encoding/json matches a key to a field in any ASCII letter case (no other
+// rune folds to those of "input"), after unescaping: so a body without a
+// backslash and with "input" in it at most once, in any case, cannot.
+func namesInputOnce(raw []byte) bool {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return false
+	}
+	const name = "input"
+	seen := false
+	for i := 0; i+len(name) <= len(raw); i++ {
+		if raw[i]|0x20 == 'i' && bytes.EqualFold(raw[i:i+len(name)], []byte(name)) {
+			if seen {
+				return false
+			}
+			seen = true
+		}
+	}
+	return true
+}
+
 // bodyMessage describes a body error for the client without Go type names.
 func bodyMessage(err error) string {
 	var (
@@ -161,8 +302,7 @@ func credentials(r *nethttp.Request) gateway.Credentials {
 		Remote:        r.RemoteAddr,
 		Via:           r.Header.Get(plexus.ViaHeader),
 	}
-	remote, local := r.RemoteAddr, localAddrOf(r.Context().Value(nethttp.LocalAddrContextKey))
-	c.PeerUID = func() (int, bool) { return peerUID(remote, local) }
+	c.PeerUID = PeerUID(r)
 	const scheme = "bearer "
 	if a := r.Header.Get("Authorization"); len(a) > len(scheme) && strings.EqualFold(a[:len(scheme)], scheme) {
 		c.Bearer = strings.TrimSpace(a[len(scheme):])

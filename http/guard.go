@@ -22,9 +22,17 @@ func ValidHost(host string, port int) bool {
 	if port <= 0 || port > 65535 {
 		return false
 	}
-	p := strconv.Itoa(port)
+	// host must fold to name+port: the port's digits fold only to
+	// themselves, so it must end in them exactly and fold to name before
+	// them (no string is built per request).
+	var digits [8]byte
+	p := strconv.AppendInt(digits[:0], int64(port), 10)
+	if len(host) <= len(p) || host[len(host)-len(p):] != string(p) {
+		return false
+	}
+	rest := host[:len(host)-len(p)]
 	for _, name := range [...]string{"127.0.0.1:", "localhost:", "[::1]:"} {
-		if strings.EqualFold(host, name+p) {
+		if strings.EqualFold(rest, name) {
 			return true
 		}
 	}

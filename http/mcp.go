@@ -35,6 +35,8 @@ func (s *Server) handleMCP(w nethttp.ResponseWriter, r *nethttp.Request) {
 // check), for a handler mounted on the server that opens sessions itself
 // (Options.MCP).
 func PeerUID(r *nethttp.Request) func() (int, bool) {
-	remote, local := r.RemoteAddr, localAddrOf(r.Context().Value(nethttp.LocalAddrContextKey))
-	return func() (int, bool) { return peerUID(remote, local) }
+	// The local address is formatted only when asked: most calls never
+	// look up their peer's user.
+	remote, local := r.RemoteAddr, r.Context().Value(nethttp.LocalAddrContextKey)
+	return func() (int, bool) { return peerUID(remote, localAddrOf(local)) }
 }

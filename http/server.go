@@ -106,6 +106,9 @@ type Server struct {
 	// encBufs holds writeJSON's response buffers (*bytes.Buffer), so the
 	// hot /invoke path does not allocate one per call.
 	encBufs sync.Pool
+	// bodyBufs holds the buffers /invoke bodies are read into (*[]byte).
+	bodyBufs sync.Pool
+	hdr      jsonHeaders
 
 	// streams ends every open /events stream when shutdown begins: Shutdown
 	// waits for connections to go idle, and a stream never does.
@@ -134,7 +137,7 @@ func New(b Backend, opts Options) *Server {
 	opts.Heartbeat = orDefault(opts.Heartbeat, DefaultHeartbeat)
 	opts.ShutdownTimeout = orDefault(opts.ShutdownTimeout, DefaultShutdownTimeout)
 
-	s := &Server{b: b, opts: opts, log: opts.Logger}
+	s := &Server{b: b, opts: opts, log: opts.Logger, hdr: newJSONHeaders()}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	if _, p, err := net.SplitHostPort(opts.Addr); err == nil {
 		if n, err := strconv.Atoi(p); err == nil {

@@ -119,13 +119,14 @@ func (s *Server) writeInvokeDenial(w nethttp.ResponseWriter, r *nethttp.Request,
 // writeJSON writes v with status. Encoding happens before the header is
 // written, so a value that cannot be encoded still gets a proper 500.
 func (s *Server) writeJSON(w nethttp.ResponseWriter, r *nethttp.Request, status int, v any) {
-	buf, _ := s.encBufs.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
-	}
+	buf := s.encodeBuf()
 	defer s.putEncodeBuf(buf)
-	buf.Reset()
-	err := encodeJSON(buf, v)
+	s.writeEncoded(w, r, status, buf, encodeJSON(buf, v))
+}
+
+// writeEncoded writes buf, an encoded answer, with status; or, when its
+// encoding failed (err), internal_error in the shape of the route.
+func (s *Server) writeEncoded(w nethttp.ResponseWriter, r *nethttp.Request, status int, buf *bytes.Buffer, err error) {
 	b := buf.Bytes()
 	if err != nil {
 		s.log.Error("encode response", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -138,12 +139,34 @@ func (s *Server) writeJSON(w nethttp.ResponseWriter, r *nethttp.Request, status 
 		}
 		b = append(b, '\n')
 	}
+	// The values are shared, never written: net/http copies the header
+	// map when the status is written, and Set or Add replace or grow a
+	// value slice rather than write into it.
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Content-Type"] = s.hdr.contentType
+	h["Cache-Control"] = s.hdr.cacheControl
+	h["X-Content-Type-Options"] = s.hdr.noSniff
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // net/http copies b: the buffer can go back to the pool
+}
+
+// jsonHeaders are the header values of every JSON answer, made once.
+type jsonHeaders struct {
+	contentType, cacheControl, noSniff []string
+}
+
+func newJSONHeaders() jsonHeaders {
+	return jsonHeaders{contentType: []string{"application/json"}, cacheControl: []string{"no-store"}, noSniff: []string{"nosniff"}}
+}
+
+// encodeBuf takes a response buffer from the pool, empty.
+func (s *Server) encodeBuf() *bytes.Buffer {
+	buf, _ := s.encBufs.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	buf.Reset()
+	return buf
 }
 
 // encodeJSON writes v's JSON and a newline to buf (json.Marshal into a

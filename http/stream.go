@@ -14,10 +14,17 @@ import (
 // progress: Accept: text/event-stream, or ?stream=true where it cannot set
 // headers.
 func wantsStream(r *nethttp.Request) bool {
-	if v := r.URL.Query().Get("stream"); v == "true" || v == "1" {
-		return true
+	if r.URL.RawQuery != "" {
+		if v := r.URL.Query().Get("stream"); v == "true" || v == "1" {
+			return true
+		}
 	}
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+	for part := range strings.SplitSeq(r.Header.Get("Accept"), ",") {
+		// A media type that parses as text/event-stream holds it,
+		// lower-cased: the parse is skipped for every other one.
+		if !strings.Contains(strings.ToLower(part), "text/event-stream") {
+			continue
+		}
 		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
 			return true
 		}
