@@ -183,11 +183,14 @@ func (b *bridge) pumpCall(ctx context.Context, ss *mcp.ServerSession, req *jsonr
 	if err != nil {
 		return &jsonrpc.Response{Error: fmt.Errorf("encode the call: %w", err)}
 	}
-	resp, err := pc.post(ctx, body)
+	// The POST ends with the call, or when finish gives up on it.
+	pctx, abort := context.WithCancel(ctx)
+	defer abort()
+	resp, err := pc.post(pctx, body)
 	if err == nil {
 		var answer *jsonrpc.Response
 		answer, err = b.readAnswer(pc, ss, id, resp)
-		b.finish(resp)
+		b.finish(resp, abort)
 		if answer != nil {
 			return answer
 		}
@@ -250,22 +253,17 @@ func (b *bridge) readAnswer(pc *pumpConn, ss *mcp.ServerSession, id jsonrpc.ID, 
 
 // finish reads what follows the answer on resp (the stream's end, which
 // the daemon sends right after it) and closes it, so that its connection
-// serves the next call; a connection whose response is closed unread is
-// closed, and the next call dials anew. It waits no longer than
-// finishWait.
-func (b *bridge) finish(resp *http.Response) {
-	t := time.AfterFunc(finishWait, func() {
-		if err := resp.Body.Close(); err != nil {
-			b.o.Logger.Debug("close the daemon's answer", "err", err)
-		}
-	})
+// serves the next call: a connection whose response is closed unread is
+// closed, and the next call would dial anew. After finishWait it aborts
+// the POST (abort cancels its context) instead.
+func (b *bridge) finish(resp *http.Response, abort context.CancelFunc) {
+	t := time.AfterFunc(finishWait, abort)
+	defer t.Stop()
 	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, finishBytes)); err != nil {
 		b.o.Logger.Debug("read the end of the daemon's answer", "err", err)
 	}
-	if t.Stop() {
-		if err := resp.Body.Close(); err != nil {
-			b.o.Logger.Debug("close the daemon's answer", "err", err)
-		}
+	if err := resp.Body.Close(); err != nil {
+		b.o.Logger.Debug("close the daemon's answer", "err", err)
 	}
 }
 
