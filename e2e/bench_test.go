@@ -662,7 +662,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 			return nil
 		}
 
-		r := benchVersus(b, direct, viaPlexus) // interleaved, so drift hits both
+		r := benchVersus(b, direct, viaPlexus, nil) // interleaved, so drift hits both
 		pl, dl := r.viaLat, r.directLat
 		latRatio := float64(percentile(pl, 50)) / float64(percentile(dl, 50))
 		prps, drps := r.viaRPS, r.directRPS
