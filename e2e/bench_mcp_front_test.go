@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,8 +60,12 @@ func BenchmarkMCPFrontHTTP(b *testing.B) {
 			HTTPClient: benchBearerClient(pat)})
 		direct := benchMCPConnect(b, "bench-host", &mcp.StreamableClientTransport{Endpoint: url,
 			HTTPClient: benchHTTPClient(benchClients)})
-		r := benchVersus(b, greetCaller(b, direct, "greet"), greetCaller(b, via, frontToolName(b, via)))
+		r := benchVersus(b, greetCaller(b, direct, "greet"), greetCaller(b, via, frontToolName(b, via)), nil)
 		r.report(b, m, figureFrontHTTP, "Streamable HTTP")
+		// Context, no bar: the same call through /invoke (the gateway, the
+		// journal, the mcp transport: all of the way but the front door).
+		inv := sampleLatency(b, 300, greetInvoker(b, td), benchLatencyTime/2)
+		m["invoke-p50-µs"] = us(percentile(inv, 50))
 	})
 }
 
@@ -90,8 +96,11 @@ func BenchmarkMCPFrontStdio(b *testing.B) {
 		drift := exec.Command(self)
 		drift.Env = append(os.Environ(), driftServerEnv+"=1")
 		direct := benchMCPConnect(b, "bench-host", &mcp.CommandTransport{Command: drift})
-		r := benchVersus(b, greetCaller(b, direct, "greet"), greetCaller(b, via, frontToolName(b, via)))
+		bridge := serve.Process.Pid
+		r := benchVersus(b, greetCaller(b, direct, "greet"), greetCaller(b, via, frontToolName(b, via)),
+			func() time.Duration { return childCPU(bridge) })
 		r.report(b, m, figureFrontStdio, "stdio")
+		m["bridge-cpu-µs/call"] = r.viaOtherCPU
 	})
 }
 
@@ -217,6 +226,25 @@ func frontToolName(b *testing.B, cs *mcp.ClientSession) string {
 	return ""
 }
 
+// greetInvoker calls greet once through /invoke, as an agent holding a
+// standing grant for it, and checks the greeting came back.
+func greetInvoker(b *testing.B, td *testDaemon) func() error {
+	_, sid := benchAgent(b, td, "bench-invoke")
+	hdr := bearer(grantAllowed(b, td, sid, map[string]any{benchGreetID: "allow"}))
+	body := []byte(`{"id":"` + benchGreetID + `","input":{"name":"plexus"}}`)
+	c := benchHTTPClient(1)
+	return func() error {
+		st, raw, err := benchDo(c, http.MethodPost, td.BaseURL()+"/invoke", hdr, body)
+		if err != nil {
+			return err
+		}
+		if st != http.StatusOK || !strings.Contains(string(raw), "hello plexus") {
+			return fmt.Errorf("invoke: status %d: %s", st, raw)
+		}
+		return nil
+	}
+}
+
 // greetCaller calls tool (greet, by the name cs knows it) once and checks
 // the greeting came back.
 func greetCaller(b *testing.B, cs *mcp.ClientSession, tool string) func() error {
@@ -247,6 +275,31 @@ type versus struct {
 	// its CPU is (through plexus mcp serve, the bridge's process is not
 	// in it).
 	viaAllocs, directAllocs, viaBytes, directBytes float64
+	// viaOtherCPU is the CPU per call, under the same load, of the other
+	// process on the way through Plexus (plexus mcp serve), when measured.
+	viaOtherCPU float64
+}
+
+// childCPU is the CPU time the process pid has used so far (Linux's
+// /proc; 0 where it cannot be read).
+func childCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which closes with ')':
+	// utime and stime are the 12th and 13th, in clock ticks (100 a second).
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // heapCounts are this process's heap allocations and bytes so far.
@@ -258,8 +311,9 @@ func heapCounts() (allocs, bytes uint64) {
 
 // benchVersus measures direct and via alike, interleaved so drift hits
 // both: latency of one sequential caller, then throughput of benchClients
-// concurrent callers.
-func benchVersus(b *testing.B, direct, via func() error) versus {
+// concurrent callers; other, when given, is the CPU time so far of
+// another process on the way through Plexus.
+func benchVersus(b *testing.B, direct, via func() error, other func() time.Duration) versus {
 	b.Helper()
 	var r versus
 	for range benchRounds {
@@ -271,6 +325,7 @@ func benchVersus(b *testing.B, direct, via func() error) versus {
 	var vn, dn int64
 	var vt, dt, vcpu, dcpu time.Duration
 	var va, da, vb, db uint64
+	var ocpu time.Duration
 	for range benchRounds {
 		c0 := processCPU()
 		a0, b0 := heapCounts()
@@ -281,15 +336,23 @@ func benchVersus(b *testing.B, direct, via func() error) versus {
 		c1 := processCPU()
 		a1, b1 := heapCounts()
 		dn, dt, dcpu, da, db = dn+n, dt+d, dcpu+c1-c0, da+a1-a0, db+b1-b0
+		var o0 time.Duration
+		if other != nil {
+			o0 = other()
+		}
 		n, d, err = benchLoad(benchClients, benchRound, via)
 		if err != nil {
 			b.Fatal(err)
+		}
+		if other != nil {
+			ocpu += other() - o0
 		}
 		a2, b2 := heapCounts()
 		vn, vt, vcpu, va, vb = vn+n, vt+d, vcpu+processCPU()-c1, va+a2-a1, vb+b2-b1
 	}
 	r.viaRPS, r.directRPS = float64(vn)/vt.Seconds(), float64(dn)/dt.Seconds()
 	r.viaCPU, r.directCPU = us(vcpu)/float64(vn), us(dcpu)/float64(dn)
+	r.viaOtherCPU = us(ocpu) / float64(vn)
 	r.viaAllocs, r.directAllocs = float64(va)/float64(vn), float64(da)/float64(dn)
 	r.viaBytes, r.directBytes = float64(vb)/float64(vn), float64(db)/float64(dn)
 	return r

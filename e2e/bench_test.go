@@ -661,34 +661,19 @@ func BenchmarkMCPToolCall(b *testing.B) {
 			return nil
 		}
 
-		var pl, dl []time.Duration
-		for range benchRounds { // interleaved, so drift hits both
-			dl = append(dl, sampleLatency(b, 300, direct, benchLatencyTime/2)...)
-			pl = append(pl, sampleLatency(b, 300, viaPlexus, benchLatencyTime/2)...)
-		}
-		slices.Sort(pl)
-		slices.Sort(dl)
+		r := benchVersus(b, direct, viaPlexus, nil) // interleaved, so drift hits both
+		pl, dl := r.viaLat, r.directLat
 		latRatio := float64(percentile(pl, 50)) / float64(percentile(dl, 50))
-
-		var pn, dn int64
-		var pt, dt time.Duration
-		for range benchRounds {
-			n, d, err := benchLoad(benchClients, benchRound, direct)
-			if err != nil {
-				b.Fatal(err)
-			}
-			dn, dt = dn+n, dt+d
-			n, d, err = benchLoad(benchClients, benchRound, viaPlexus)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pn, pt = pn+n, pt+d
-		}
-		prps, drps := float64(pn)/pt.Seconds(), float64(dn)/dt.Seconds()
+		prps, drps := r.viaRPS, r.directRPS
 		thrRatio := prps / drps
 		m["plexus-p50-µs"], m["direct-p50-µs"], m["latency-ratio"] = us(percentile(pl, 50)), us(percentile(dl, 50)), latRatio
 		m["plexus-p99-µs"], m["direct-p99-µs"] = us(percentile(pl, 99)), us(percentile(dl, 99))
 		m["plexus-calls/s"], m["direct-calls/s"], m["throughput-ratio"] = prps, drps, thrRatio
+		// This process's cost per call under the throughput load: through
+		// Plexus, the bench's HTTP client and the whole daemon.
+		m["plexus-cpu-µs/call"], m["direct-cpu-µs/call"] = r.viaCPU, r.directCPU
+		m["plexus-allocs/call"], m["direct-allocs/call"] = r.viaAllocs, r.directAllocs
+		m["plexus-B/call"], m["direct-B/call"] = r.viaBytes, r.directBytes
 		setFigure(benchOrder[3], benchFigure{value: latRatio, unit: "× lat", bar: "≤ 1.3 × lat, ≥ 0.8 × thr",
 			ok: latRatio <= 1.3 && thrRatio >= 0.8,
 			note: fmt.Sprintf("p50 %.0f vs %.0f µs; throughput %.2f× (%.0f vs %.0f calls/s, %d callers)",

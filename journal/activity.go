@@ -25,31 +25,32 @@ func (t *tx) Record(a *plexus.Activity) error {
 	if a.TS.IsZero() {
 		a.TS = t.db.clock()
 	}
-	ts := fmtTime(a.TS)
 	payload := Redact(a.Payload)
-	// The payload is encoded once: the same bytes are the column, part of
-	// the canonical row that is hashed, and part of the mirror line.
-	var payloadText []byte
-	if payload == nil {
-		payloadText = []byte("{}")
-	} else if payloadText, err = appendPayloadJSON(make([]byte, 0, 256), payload); err != nil {
-		return fmt.Errorf("record %s: payload: %w", a.ActionType, err)
-	}
 	head, err := t.chainHead()
 	if err != nil {
 		return fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
 	}
 	row := mirrorRow{
-		TS:         ts,
+		TS:         fmtTime(a.TS),
 		TraceID:    a.TraceID,
 		Actor:      a.Actor,
 		AgentID:    a.AgentID,
 		ActionType: a.ActionType,
 		Target:     redactString(a.Target),
-		Payload:    payloadText,
 		PrevHash:   head.hash,
 	}
-	row.canonical = appendCanonicalRow(make([]byte, 0, len(payloadText)+256), &row)
+	// The payload is encoded once, in place inside the canonical row: the
+	// same bytes are the column, part of the hashed row and part of the
+	// mirror line, in one buffer.
+	buf := appendCanonicalHead(make([]byte, 0, 512), &row)
+	start := len(buf)
+	if payload == nil {
+		buf = append(buf, "{}"...)
+	} else if buf, err = appendPayloadObject(buf, payload); err != nil {
+		return fmt.Errorf("record %s: payload: %w", a.ActionType, err)
+	}
+	row.Payload = buf[start:len(buf):len(buf)]
+	row.canonical = append(buf, '}')
 	row.Hash = t.db.chain.rowHash(row.PrevHash, row.canonical)
 	res, err := t.exec(`INSERT INTO activity
 		(ts, trace_id, actor, agent_id, action_type, target, payload, prev_hash, hash)

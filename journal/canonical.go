@@ -127,6 +127,15 @@ func appendPayloadArray(dst []byte, v []any) ([]byte, error) {
 // encodeCanonical(canonicalRow{…}) for a compact payload, which the payload
 // column always is when Record wrote it.
 func appendCanonicalRow(dst []byte, r *mirrorRow) []byte {
+	dst = appendCanonicalHead(dst, r)
+	dst = append(dst, r.Payload...)
+	return append(dst, '}')
+}
+
+// appendCanonicalHead appends the canonical row of r up to its payload
+// (`{"ts":…,"target":…,"payload":`): Record encodes the payload in place
+// after it, so the column text and the hashed row share one buffer.
+func appendCanonicalHead(dst []byte, r *mirrorRow) []byte {
 	dst = append(dst, `{"ts":`...)
 	dst = appendJSONString(dst, r.TS)
 	dst = append(dst, `,"trace_id":`...)
@@ -139,9 +148,7 @@ func appendCanonicalRow(dst []byte, r *mirrorRow) []byte {
 	dst = appendJSONString(dst, r.ActionType)
 	dst = append(dst, `,"target":`...)
 	dst = appendJSONString(dst, r.Target)
-	dst = append(dst, `,"payload":`...)
-	dst = append(dst, r.Payload...)
-	return append(dst, '}')
+	return append(dst, `,"payload":`...)
 }
 
 // appendMirrorLine appends r as one audit mirror line (without the newline):

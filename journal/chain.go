@@ -67,7 +67,15 @@ func (c *chainer) rowHash(prev string, canonical []byte) string {
 	c.mac.Reset()
 	c.mac.Write(c.msg)
 	c.mac.Write(canonical)
-	return hex.EncodeToString(c.mac.Sum(c.sum[:0]))
+	return c.hexSum()
+}
+
+// hexSum is the hex of mac's sum, encoded on the stack: the one allocation
+// is the string itself. c.mu must be held.
+func (c *chainer) hexSum() string {
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], c.mac.Sum(c.sum[:0]))
+	return string(h[:])
 }
 
 // anchorMAC authenticates an anchor's fields. The domain prefix keeps an
@@ -88,7 +96,7 @@ func (c *chainer) anchorMAC(a *anchor) string {
 	c.msg = msg
 	c.mac.Reset()
 	c.mac.Write(msg)
-	return hex.EncodeToString(c.mac.Sum(c.sum[:0]))
+	return c.hexSum()
 }
 
 // legacyHash is the unkeyed chain hash of rows written before the key,

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
 	"github.com/plexus-gw/plexus"
 )
 
@@ -167,24 +166,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.startCheckpoints(cmp.Or(opts.CheckpointEvery, DefaultCheckpointEvery))
 	return db, nil
 }
-
-// writerConnector opens the writer's connections with the automatic
-// checkpoint moved out of the way (see DefaultCheckpointEvery), also for a
-// connection the pool opens again after discarding one.
-type writerConnector struct {
-	d   *sqlite3.SQLiteDriver
-	dsn string
-}
-
-func newWriterConnector(dsn string) writerConnector {
-	return writerConnector{dsn: dsn, d: &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", walBackstopPages), nil)
-		return err
-	}}}
-}
-
-func (c writerConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
-func (c writerConnector) Driver() driver.Driver                        { return c.d }
 
 // startCheckpoints runs the background checkpointer until Close: every
 // interval, when something was committed since the last run, a PASSIVE

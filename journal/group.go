@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
-	"github.com/mattn/go-sqlite3"
 	"github.com/plexus-gw/plexus"
 )
 
@@ -160,12 +160,13 @@ func (g *group) remove(w *waiter) {
 	}
 }
 
-// take moves up to maxBatch-1 queued waiters behind the leader into a batch.
-func (g *group) take(leader *waiter) []*waiter {
+// take moves up to maxBatch-1 queued waiters behind the leader into a batch,
+// appended to dst (empty; a lone leader fits in its own array).
+func (g *group) take(leader *waiter, dst []*waiter) []*waiter {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := min(len(g.queue), maxBatch-1)
-	batch := make([]*waiter, 0, n+1)
+	batch := slices.Grow(dst, n+1)
 	batch = append(batch, leader)
 	for _, w := range g.queue[:n] {
 		w.state = waitTaken
@@ -215,7 +216,8 @@ func (db *DB) lead(self *waiter) error {
 	// yield, 10 with it, and a third less CPU per call; a lone caller finds
 	// nothing else runnable and goes on at once.
 	runtime.Gosched()
-	b := &batch{db: db, ws: db.group.take(self)}
+	b := &batch{db: db}
+	b.ws = db.group.take(self, b.lone[:0])
 	finished := false
 	defer func() {
 		if !finished {
@@ -248,20 +250,19 @@ type batch struct {
 	ws   []*waiter // the leader first
 	conn *sql.Conn
 	open bool // a transaction is open on conn
-	// The savepoint statements prepared on conn, once a fn needed them;
-	// closed when the batch ends.
-	begin, release, undo *sql.Stmt
+	// head is the chain head the batch's fns share; lone holds ws for a
+	// batch of one. Both live here to save a lone commit two allocations.
+	head chainHead
+	lone [1]*waiter
 }
 
 // run executes the batch's fns in one transaction and commits it. Every
 // waiter is settled when it returns.
 func (b *batch) run(conn *sql.Conn) {
 	// The batch belongs to no single caller: no caller's cancellation may
-	// interrupt its statements.
-	bg := context.Background()
+	// interrupt its statements (ctl runs them with a background context).
 	b.conn = conn
-	defer b.closeStmts()
-	if _, err := conn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+	if err := b.ctl(ctlBegin); err != nil {
 		b.fail(fmt.Errorf("journal update: begin: %w", err))
 		return
 	}
@@ -269,13 +270,12 @@ func (b *batch) run(conn *sql.Conn) {
 	// A lone fn needs no savepoint: if it fails the transaction is rolled
 	// back whole, as an ordinary Update's is.
 	savepoints := len(b.ws) > 1
-	head := new(chainHead)
 	for _, w := range b.ws {
-		if !b.runOne(bg, w, head, savepoints) {
+		if !b.runOne(w, &b.head, savepoints) {
 			return
 		}
 	}
-	if _, err := conn.ExecContext(bg, "COMMIT"); err != nil {
+	if err := b.ctl(ctlCommit); err != nil {
 		// A failed COMMIT (say, a deferred foreign key left violated) may
 		// leave the transaction open: fail rolls it back, and nothing of
 		// the batch persists.
@@ -291,13 +291,13 @@ func (b *batch) run(conn *sql.Conn) {
 // savepoint when the batch has several, and undoes only that fn when it
 // fails. It returns false when the batch ended with it (failed or rolled
 // back whole, every waiter settled).
-func (b *batch) runOne(bg context.Context, w *waiter, head *chainHead, savepoints bool) bool {
+func (b *batch) runOne(w *waiter, head *chainHead, savepoints bool) bool {
 	if err := w.ctx.Err(); err != nil {
 		w.err, w.settled = fmt.Errorf("journal update: %w", err), true
 		return true
 	}
 	if savepoints {
-		if err := b.savepoint(bg, &b.begin, "SAVEPOINT group_item"); err != nil {
+		if err := b.ctl(ctlSavepoint); err != nil {
 			b.fail(fmt.Errorf("journal update: savepoint: %w", err))
 			return false
 		}
@@ -308,11 +308,12 @@ func (b *batch) runOne(bg context.Context, w *waiter, head *chainHead, savepoint
 		ctx = context.WithoutCancel(ctx)
 	}
 	t := &tx{ctx: ctx, db: b.db, q: b.conn, head: head}
+	t.recorded, t.handedActs = t.recordedOne[:0], t.handedOne[:0]
 	fnErr := w.call(t)
 	if fnErr == nil {
 		w.t = t
 		if savepoints {
-			if err := b.savepoint(bg, &b.release, "RELEASE group_item"); err != nil {
+			if err := b.ctl(ctlRelease); err != nil {
 				b.fail(fmt.Errorf("journal update: release savepoint: %w", err))
 				return false
 			}
@@ -327,9 +328,9 @@ func (b *batch) runOne(bg context.Context, w *waiter, head *chainHead, savepoint
 		b.rollback()
 		return false
 	}
-	err := b.savepoint(bg, &b.undo, "ROLLBACK TO group_item")
+	err := b.ctl(ctlRollbackTo)
 	if err == nil {
-		err = b.savepoint(bg, &b.release, "RELEASE group_item")
+		err = b.ctl(ctlRelease)
 	}
 	if err != nil {
 		b.fail(fmt.Errorf("journal update: rollback to savepoint: %w", err))
@@ -386,14 +387,13 @@ func (b *batch) rollback() {
 		return
 	}
 	b.open = false
-	b.closeStmts()
 	_, err := b.conn.ExecContext(context.Background(), "ROLLBACK")
 	if err == nil {
 		return
 	}
 	b.db.log.Error("journal rollback", "err", err)
 	err = b.conn.Raw(func(dc any) error {
-		if c, ok := dc.(*sqlite3.SQLiteConn); ok && c.AutoCommit() {
+		if c, ok := dc.(*writerConn); ok && c.AutoCommit() {
 			return nil // SQLite had already ended the transaction itself
 		}
 		return driver.ErrBadConn // discards the connection
@@ -418,36 +418,14 @@ func (b *batch) fail(err error) {
 	}
 }
 
-// Savepoint statements. SAVEPOINT, RELEASE and ROLLBACK TO carry no
-// arguments, and the driver runs an argument-less Exec by parsing its text
-// anew every time (sqlite3_exec): two parses per caller of every batch,
-// about a fifth of a batch's per-caller cost. A batch therefore prepares
-// each once, on its connection, the first time a fn needs it.
-
-// savepoint runs query (one of the savepoint statements) in the batch's
-// transaction, preparing it into *st the first time.
-func (b *batch) savepoint(ctx context.Context, st **sql.Stmt, query string) error {
-	if *st == nil {
-		prepared, err := b.conn.PrepareContext(ctx, query)
-		if err != nil {
-			return err
+// ctl runs the control statement s on the batch's connection, prepared
+// once per connection (writerConn).
+func (b *batch) ctl(s ctlStmt) error {
+	return b.conn.Raw(func(dc any) error {
+		wc, ok := dc.(*writerConn)
+		if !ok {
+			return fmt.Errorf("writer connection is a %T", dc)
 		}
-		*st = prepared
-	}
-	_, err := (*st).ExecContext(ctx)
-	return err
-}
-
-// closeStmts closes the savepoint statements the batch prepared. Closing
-// one only finalizes it; a failure is logged, it changes no row.
-func (b *batch) closeStmts() {
-	for _, st := range []**sql.Stmt{&b.begin, &b.release, &b.undo} {
-		if *st == nil {
-			continue
-		}
-		if err := (*st).Close(); err != nil {
-			b.db.log.Error("journal savepoint statement", "err", err)
-		}
-		*st = nil
-	}
+		return wc.run(s)
+	})
 }

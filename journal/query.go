@@ -50,9 +50,39 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 // Activity returns the journal rows matching f, by id. Payload numbers come
 // back as json.Number, exactly as stored. It reads from the
 // reader pool and never waits for the writer. Each selective field is served
-// by an index (trace_id; agent_id with action_type) or, for Since, by a
-// search over ids, so `--trace` stays fast however long the journal grows.
+// by an index (trace_id; agent_id, in id order) or, for Since, by a search
+// over ids, so `--trace` and `--agent` stay fast however long the journal
+// grows.
 func (db *DB) Activity(ctx context.Context, f Filter) ([]plexus.Activity, error) {
+	query, args, err := db.activityQuery(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("activity query: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("activity query: %w", err)
+	}
+	defer rows.Close()
+	var out []plexus.Activity
+	for rows.Next() {
+		r, err := scanActivityRow(rows)
+		if err != nil {
+			return nil, fmt.Errorf("activity query: %w", err)
+		}
+		a, err := r.activity()
+		if err != nil {
+			return nil, fmt.Errorf("activity query: row %d: %w", r.ID, err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("activity query: %w", err)
+	}
+	return out, nil
+}
+
+// activityQuery is the SELECT of f with its arguments.
+func (db *DB) activityQuery(ctx context.Context, f Filter) (string, []any, error) {
 	var (
 		where []string
 		args  []any
@@ -65,16 +95,24 @@ func (db *DB) Activity(ctx context.Context, f Filter) ([]plexus.Activity, error)
 		where, args = append(where, w), append(args, a...)
 	}
 	if f.AgentID != "" {
-		where, args = append(where, "agent_id = ?"), append(args, f.AgentID)
+		// With a trace, its few rows come from the trace index: the unary
+		// + keeps SQLite from preferring the agent index (whose order is
+		// the id order asked for) and walking all of the agent's rows.
+		cond := "agent_id = ?"
+		if f.TraceID != "" {
+			cond = "+agent_id = ?"
+		}
+		where, args = append(where, cond), append(args, f.AgentID)
 	}
 	if !f.Since.IsZero() {
 		since := fmtTime(f.Since)
-		if f.TraceID == "" && f.AgentID == "" {
-			// No index narrows the rows: bound them by id (ts has no index
-			// since schema version 8; id order is time order).
+		if f.TraceID == "" {
+			// Bound the rows by id (ts has no index since schema version
+			// 8; id order is time order): alone, or within an agent's
+			// rows, which activity_agent keeps in id order.
 			from, err := firstAtOrAfter(ctx, db.r, since)
 			if err != nil {
-				return nil, fmt.Errorf("activity query: %w", err)
+				return "", nil, err
 			}
 			where, args = append(where, "id >= ?"), append(args, from)
 		}
@@ -97,28 +135,7 @@ func (db *DB) Activity(ctx context.Context, f Filter) ([]plexus.Activity, error)
 		q.WriteString(" LIMIT ?")
 		args = append(args, f.Limit)
 	}
-
-	rows, err := db.r.QueryContext(ctx, q.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("activity query: %w", err)
-	}
-	defer rows.Close()
-	var out []plexus.Activity
-	for rows.Next() {
-		r, err := scanActivityRow(rows)
-		if err != nil {
-			return nil, fmt.Errorf("activity query: %w", err)
-		}
-		a, err := r.activity()
-		if err != nil {
-			return nil, fmt.Errorf("activity query: row %d: %w", r.ID, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("activity query: %w", err)
-	}
-	return out, nil
+	return q.String(), args, nil
 }
 
 // typeMatch turns a Type filter into SQL. A prefix is matched as a range

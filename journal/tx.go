@@ -33,6 +33,11 @@ type tx struct {
 	// rollback can clear them (forget).
 	handedActs   []*plexus.Activity
 	handedEvents []*plexus.Event
+	// recordedOne and handedOne back recorded and handedActs for a
+	// group-committed fn's first row (most record exactly one), saving
+	// two allocations per commit.
+	recordedOne [1]mirrorRow
+	handedOne   [1]*plexus.Activity
 }
 
 // chainHead is the newest activity row as the transaction sees it, once

@@ -86,21 +86,22 @@ type bridge struct {
 	o   BridgeOptions
 	srv *mcp.Server // the host's side, for list_changed
 	// ctx lives as long as the bridge: its goroutines (pumped calls and
-	// their connection's reader, bridgepump.go) end with it, and wg
-	// counts them.
+	// the daemon's requests asked of the host, bridgepump.go) end with it,
+	// and wg counts them.
 	ctx context.Context
 	wg  sync.WaitGroup
 
 	mu sync.Mutex // guards up, upTransport, calls, host, pumped and pc
 	up *mcp.ClientSession
-	// upTransport carries up's requests, and its pumped calls'.
+	// upTransport carries up's requests, and its pumped calls' (on the
+	// same keep-alive connections).
 	upTransport *http.Transport
 	calls       map[string]progressTarget // the daemon-side progress token → the host's
 	counter     atomic.Uint64
 	// host is the host's connection, for what the fast path sends it.
 	host mcp.Connection
 	// pumped cancels each pumped call, by the host's request id; pc is
-	// their connection to up's daemon session.
+	// their way to up's daemon session.
 	pumped map[jsonrpc.ID]context.CancelFunc
 	pc     *pumpConn
 }
@@ -247,7 +248,6 @@ func (b *bridge) failed(up *mcp.ClientSession, err error) error {
 		b.up = nil
 	}
 	if b.pc != nil && b.pc.up == up {
-		b.closePump(b.pc)
 		b.pc = nil
 	}
 	b.mu.Unlock()
@@ -293,10 +293,7 @@ func (b *bridge) close() {
 	b.mu.Lock()
 	up := b.up
 	b.up = nil
-	if b.pc != nil {
-		b.closePump(b.pc)
-		b.pc = nil
-	}
+	b.pc = nil
 	b.mu.Unlock()
 	if up != nil {
 		if err := up.Close(); err != nil {
@@ -306,10 +303,9 @@ func (b *bridge) close() {
 }
 
 // bearerRoundTripper adds the agent's PAT to each request to the daemon;
-// for the fast path's connection (bridgepump.go), which speaks in a
-// session its client session opened, also the session's id and protocol
-// version, and it notes when the daemon no longer knows the session and
-// never sends the DELETE that would end it.
+// for the fast path's requests (bridgepump.go), which speak in a session
+// its client session opened, also the session's id and protocol version,
+// and it notes when the daemon no longer knows the session.
 type bearerRoundTripper struct {
 	pat  string
 	base http.RoundTripper
@@ -322,12 +318,6 @@ func (t bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+t.pat)
 	if t.session != "" {
-		if r.Method == http.MethodDelete {
-			// The session is its client session's to end, not this
-			// connection's, which closes when it fails or is replaced.
-			return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-				Header: http.Header{}, Body: http.NoBody, Request: r}, nil
-		}
 		r.Header.Set(sessionHeader, t.session)
 		if r.Header.Get("Mcp-Protocol-Version") == "" {
 			r.Header.Set("Mcp-Protocol-Version", t.version)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -25,10 +26,10 @@ import (
 // decodes of the SDK's (32 KB of buffer each) and a goroutine hop per
 // call. A host on a session of 2025-11-25 or earlier (what the bridge
 // speaks to the daemon) has its tools/call pumped instead: forwarded as
-// the host sent it, under an id of the bridge's, on a connection of the
-// bridge's own to the same daemon session ([pumpConn]), with the daemon's
-// answer and the call's progress (under the host's own token) sent back as
-// they came. What the daemon asks the host meanwhile (sampling,
+// the host sent it, under an id of the bridge's, as one POST in the same
+// daemon session ([pumpConn]) whose answer the call's goroutine reads off
+// the response itself (bridgesse.go), with the daemon's answer and the
+// call's progress (under the host's own token) sent back as they came. What the daemon asks the host meanwhile (sampling,
 // elicitation, roots) and its log messages go through the host's session
 // with the same checks as on the slow path ([bridge.askHost]), the host's
 // cancellation of the call is forwarded, and a daemon that is down or
@@ -48,6 +49,13 @@ var newMeta = []byte("io.modelcontextprotocol/")
 
 // cancelWait bounds telling the daemon a call was cancelled.
 const cancelWait = 5 * time.Second
+
+// finishWait and finishBytes bound what the bridge reads after the
+// daemon's answer to a pumped call, to keep its connection.
+const (
+	finishWait  = time.Second
+	finishBytes = 64 << 10
+)
 
 // hostTransport is the host's transport, whose connection hands the
 // bridge the messages it pumps before the SDK's server reads them.
@@ -166,34 +174,111 @@ func (b *bridge) pumpCall(ctx context.Context, ss *mcp.ServerSession, req *jsonr
 	if err != nil {
 		return &jsonrpc.Response{Error: err}
 	}
-	pc, err := b.pumpConn(up, ss)
-	if err != nil {
-		return &jsonrpc.Response{Error: err}
-	}
+	pc := b.pumpConn(up)
 	id, err := jsonrpc.MakeID(pumpIDPrefix + strconv.FormatUint(b.counter.Add(1), 10))
 	if err != nil {
 		return &jsonrpc.Response{Error: err}
 	}
-	answer := pc.expect(id)
-	defer pc.forget(id)
-	if err := pc.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
-		if ctx.Err() != nil {
-			// Cancelled before the daemon's answer began: the call
-			// may run all the same.
-			b.tellCancelled(pc, id)
-			return nil
-		}
-		return &jsonrpc.Response{Error: b.failed(up, pc.lost(err))}
+	body, err := jsonrpc.EncodeMessage(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
+	if err != nil {
+		return &jsonrpc.Response{Error: fmt.Errorf("encode the call: %w", err)}
 	}
-	select {
-	case resp := <-answer:
-		return resp
-	case <-pc.done:
-		return &jsonrpc.Response{Error: b.failed(up, pc.lost(pc.failure()))}
-	case <-ctx.Done():
+	// The POST ends with the call, or when finish gives up on it.
+	pctx, abort := context.WithCancel(ctx)
+	defer abort()
+	resp, err := pc.post(pctx, body)
+	if err == nil {
+		var answer *jsonrpc.Response
+		answer, err = b.readAnswer(pc, ss, id, resp)
+		b.finish(resp, abort)
+		if answer != nil {
+			return answer
+		}
+	}
+	if ctx.Err() != nil {
+		// The host cancelled: the call may run all the same.
 		b.tellCancelled(pc, id)
 		return nil
 	}
+	return &jsonrpc.Response{Error: b.failed(up, pc.lost(err))}
+}
+
+// readAnswer reads the daemon's answer to call id from resp: one JSON
+// message, or an SSE stream whose other messages (the call's progress, its
+// log messages, what the daemon asks the host meanwhile) go where they
+// belong as they come, until the answer.
+func (b *bridge) readAnswer(pc *pumpConn, ss *mcp.ServerSession, id jsonrpc.ID, resp *http.Response) (*jsonrpc.Response, error) {
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the daemon answered the call %s", resp.Status)
+	}
+	var answer *jsonrpc.Response
+	take := func(data []byte) (bool, error) {
+		msg, err := jsonrpc.DecodeMessage(data)
+		if err != nil {
+			return false, fmt.Errorf("decode the daemon's message: %w", err)
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			if m.ID != id {
+				return false, fmt.Errorf("the daemon answered %v on the stream of %v", m.ID.Raw(), id.Raw())
+			}
+			answer = m
+			return true, nil
+		case *jsonrpc.Request:
+			b.fromDaemon(pc, ss, m)
+		}
+		return false, nil
+	}
+	if mediaType(resp.Header.Get("Content-Type")) == "application/json" {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, mcp.DefaultMaxEventSize+1))
+		if err == nil && len(data) > mcp.DefaultMaxEventSize {
+			err = errEventTooLarge
+		}
+		if err == nil {
+			_, err = take(data)
+		}
+		if err == nil && answer == nil {
+			err = errors.New("the daemon's answer was not a response")
+		}
+		return answer, err
+	}
+	if err := sseData(resp.Body, mcp.DefaultMaxEventSize, take); err != nil {
+		return nil, err
+	}
+	if answer == nil {
+		return nil, errors.New("the daemon's stream ended before its answer")
+	}
+	return answer, nil
+}
+
+// finish reads what follows the answer on resp (the stream's end, which
+// the daemon sends right after it) and closes it, so that its connection
+// serves the next call: a connection whose response is closed unread is
+// closed, and the next call would dial anew. After finishWait it aborts
+// the POST (abort cancels its context) instead.
+func (b *bridge) finish(resp *http.Response, abort context.CancelFunc) {
+	t := time.AfterFunc(finishWait, abort)
+	defer t.Stop()
+	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, finishBytes)); err != nil {
+		b.o.Logger.Debug("read the end of the daemon's answer", "err", err)
+	}
+	if err := resp.Body.Close(); err != nil {
+		b.o.Logger.Debug("close the daemon's answer", "err", err)
+	}
+}
+
+// fromDaemon hands on what the daemon sends during a pumped call: a
+// notification to the host, a request to be asked of the host.
+func (b *bridge) fromDaemon(pc *pumpConn, ss *mcp.ServerSession, m *jsonrpc.Request) {
+	if !m.IsCall() {
+		b.daemonNotice(pc, ss, m)
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.answerDaemon(pc, ss, m)
+	}()
 }
 
 // tellCancelled tells the daemon the host cancelled call id, as the SDK's
@@ -208,41 +293,34 @@ func (b *bridge) tellCancelled(pc *pumpConn, id jsonrpc.ID) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, cancelWait)
 	defer cancel()
-	if err := pc.conn.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err != nil {
+	if err := pc.send(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err != nil {
 		b.o.Logger.Debug("tell the daemon a call was cancelled", "err", err)
 	}
 }
 
-// pumpConn is the bridge's connection for pumped calls to the daemon
-// session of up: the SDK's Streamable HTTP client connection, speaking in
-// that session by the headers its requests bear (sessionHeaders). read
-// owns the reading side; Write is the SDK's, safe for concurrent use.
+// pumpConn is the fast path's way to the daemon session of up: plain POSTs
+// in that session (bearerRoundTripper gives each the PAT, the session's id
+// and protocol version), each call reading the daemon's answer off its own
+// response, on the keep-alive connections of up's transport.
 type pumpConn struct {
-	conn mcp.Connection
-	up   *mcp.ClientSession
+	client   *http.Client
+	endpoint string
+	up       *mcp.ClientSession
 	// gone is set when the daemon answered that the session is unknown
 	// (it restarted).
 	gone *atomic.Bool
 
-	mu      sync.Mutex // guards waiting, asks and err
-	waiting map[jsonrpc.ID]chan *jsonrpc.Response
-	asks    map[jsonrpc.ID]context.CancelFunc // the daemon's requests being asked of the host
-	err     error
-	done    chan struct{} // closed once the connection failed or closed
+	mu   sync.Mutex                        // guards asks
+	asks map[jsonrpc.ID]context.CancelFunc // the daemon's requests being asked of the host
 }
 
-// pumpConn is the fast path's connection to the daemon session of up,
-// opened when there is none for it, or the one there is failed (the SDK's
-// connection fails for good on an answer it cannot take); one for a
-// session up replaced is closed.
-func (b *bridge) pumpConn(up *mcp.ClientSession, ss *mcp.ServerSession) (*pumpConn, error) {
+// pumpConn is the fast path's way to the daemon session of up, made when
+// there is none for it ([bridge.failed] forgets one whose session is lost).
+func (b *bridge) pumpConn(up *mcp.ClientSession) *pumpConn {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.pc != nil && b.pc.up == up && b.pc.failure() == nil {
-		return b.pc, nil
-	}
-	if old := b.pc; old != nil {
-		b.closePump(old)
+	if b.pc != nil && b.pc.up == up {
+		return b.pc
 	}
 	gone := &atomic.Bool{}
 	version := "2025-11-25"
@@ -250,59 +328,46 @@ func (b *bridge) pumpConn(up *mcp.ClientSession, ss *mcp.ServerSession) (*pumpCo
 		version = ir.ProtocolVersion
 	}
 	rt := bearerRoundTripper{pat: b.o.PAT, base: b.upTransport, session: up.ID(), version: version, gone: gone}
-	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: rt}}
-	conn, err := tr.Connect(b.ctx) // makes the connection; nothing is sent yet
+	b.pc = &pumpConn{client: &http.Client{Transport: rt}, endpoint: b.o.Endpoint, up: up, gone: gone,
+		asks: map[jsonrpc.ID]context.CancelFunc{}}
+	return b.pc
+}
+
+// post sends one message to the daemon session; the response is the
+// caller's to read and close.
+func (pc *pumpConn) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("connect the pumped calls: %w", err)
+		return nil, fmt.Errorf("the daemon's request: %w", err)
 	}
-	pc := &pumpConn{conn: conn, up: up, gone: gone, waiting: map[jsonrpc.ID]chan *jsonrpc.Response{},
-		asks: map[jsonrpc.ID]context.CancelFunc{}, done: make(chan struct{})}
-	b.pc = pc
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		b.drain(pc, ss)
-	}()
-	return pc, nil
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := pc.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("send to the daemon: %w", err)
+	}
+	return resp, nil
 }
 
-// closePump closes pc's connection, without waiting for it.
-func (b *bridge) closePump(pc *pumpConn) {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		if err := pc.conn.Close(); err != nil {
-			b.o.Logger.Debug("close the pumped calls' connection", "err", err)
-		}
-	}()
-}
-
-// drain reads what the daemon sends on pc until it closes: responses to
-// their calls, progress to the host, the daemon's requests asked of the
-// host.
-func (b *bridge) drain(pc *pumpConn, ss *mcp.ServerSession) {
-	for {
-		msg, err := pc.conn.Read(b.ctx)
-		if err != nil {
-			pc.fail(err)
-			return
-		}
-		switch m := msg.(type) {
-		case *jsonrpc.Response:
-			pc.deliver(m)
-		case *jsonrpc.Request:
-			if !m.IsCall() {
-				b.daemonNotice(pc, ss, m)
-				continue
-			}
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				b.answerDaemon(pc, ss, m)
-			}()
-		}
+// send sends msg, a notification or an answer to the daemon's request,
+// which the daemon accepts with no answer of its own.
+func (pc *pumpConn) send(ctx context.Context, msg jsonrpc.Message) error {
+	body, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encode for the daemon: %w", err)
 	}
+	resp, err := pc.post(ctx, body)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, mcp.DefaultMaxEventSize))
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && resp.StatusCode/100 != 2 {
+		err = fmt.Errorf("the daemon answered %s", resp.Status)
+	}
+	return err
 }
 
 // daemonNotice hands a notification of a pumped call to the host:
@@ -348,7 +413,7 @@ func (b *bridge) answerDaemon(pc *pumpConn, ss *mcp.ServerSession, m *jsonrpc.Re
 		resp.Result, err = json.Marshal(res)
 	}
 	resp.Error = err
-	if err := pc.conn.Write(b.ctx, resp); err != nil {
+	if err := pc.send(b.ctx, resp); err != nil {
 		b.o.Logger.Debug("answer the daemon", "err", err)
 	}
 }
@@ -404,32 +469,6 @@ func (b *bridge) hostWrite(m jsonrpc.Message) error {
 	return host.Write(b.ctx, m)
 }
 
-func (pc *pumpConn) expect(id jsonrpc.ID) <-chan *jsonrpc.Response {
-	ch := make(chan *jsonrpc.Response, 1)
-	pc.mu.Lock()
-	pc.waiting[id] = ch
-	pc.mu.Unlock()
-	return ch
-}
-
-func (pc *pumpConn) forget(id jsonrpc.ID) {
-	pc.mu.Lock()
-	delete(pc.waiting, id)
-	pc.mu.Unlock()
-}
-
-// deliver hands the daemon's response to the call waiting for it; one
-// for a call no longer waiting (cancelled) is dropped.
-func (pc *pumpConn) deliver(r *jsonrpc.Response) {
-	pc.mu.Lock()
-	ch, ok := pc.waiting[r.ID]
-	delete(pc.waiting, r.ID)
-	pc.mu.Unlock()
-	if ok {
-		ch <- r // buffered, and delivered once
-	}
-}
-
 func (pc *pumpConn) track(id jsonrpc.ID, cancel context.CancelFunc) {
 	pc.mu.Lock()
 	pc.asks[id] = cancel
@@ -449,22 +488,6 @@ func (pc *pumpConn) cancelAsk(id jsonrpc.ID) {
 	if ok {
 		cancel()
 	}
-}
-
-// fail records why the connection ended, once.
-func (pc *pumpConn) fail(err error) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.err == nil {
-		pc.err = err
-		close(pc.done)
-	}
-}
-
-func (pc *pumpConn) failure() error {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.err
 }
 
 // lost is err, said to be the session's loss when the daemon answered

@@ -76,7 +76,9 @@ func declared(ss *mcp.ServerSession, perRequest *mcp.ClientCapabilities) (*mcp.C
 
 // Offers reports whether the host can be asked method: what the call
 // tells the server its caller answers.
-func (h *hostRelay) Offers(method string) bool { return h.can(method) == nil }
+func (h *hostRelay) Offers(method string) bool {
+	return (!h.sessionless || h.inputs != nil) && h.declared(method)
+}
 
 // missingCapability is a server's refusal of a call for a client
 // capability the host did not declare (MissingRequiredClientCapability),
@@ -201,16 +203,25 @@ func (h *hostRelay) can(method string) error {
 	if h.sessionless && h.inputs == nil {
 		return refuse("%s cannot be asked %s: a sessionless (%s) host takes no requests from the server", h.host, method, newProtocol)
 	}
-	caps := h.caps
-	offered := map[string]bool{
-		plexus.RelaySampling:    caps.Sampling != nil,
-		plexus.RelayElicitation: caps.Elicitation != nil,
-		plexus.RelayRoots:       caps.RootsV2 != nil,
-	}
-	if !offered[method] {
+	if !h.declared(method) {
 		return refuse("%s does not offer %s", h.host, method)
 	}
 	return nil
+}
+
+// declared reports whether the host declared the capability method needs.
+// Offers asks it of every call (mcpclient, as it declares the caller's
+// capabilities), so it allocates nothing.
+func (h *hostRelay) declared(method string) bool {
+	switch method {
+	case plexus.RelaySampling:
+		return h.caps.Sampling != nil
+	case plexus.RelayElicitation:
+		return h.caps.Elicitation != nil
+	case plexus.RelayRoots:
+		return h.caps.RootsV2 != nil
+	}
+	return false
 }
 
 // withLogging is caps with logging: the front door (and the bridge)

@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"context"
 	"os/exec"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -68,17 +69,22 @@ func BenchmarkDispatch(b *testing.B) {
 			direct()
 		}
 		var viaPlexus, viaSDK, parPlexus, parSDK time.Duration
+		var allocsPlexus, allocsSDK, bytesPlexus, bytesSDK uint64
 		for range rounds {
-			start := time.Now()
+			start, m0 := time.Now(), memStats()
 			for range perRound {
 				direct()
 			}
 			viaSDK += time.Since(start)
+			m1 := memStats()
+			allocsSDK, bytesSDK = allocsSDK+m1.Mallocs-m0.Mallocs, bytesSDK+m1.TotalAlloc-m0.TotalAlloc
 			start = time.Now()
 			for range perRound {
 				dispatch()
 			}
 			viaPlexus += time.Since(start)
+			m2 := memStats()
+			allocsPlexus, bytesPlexus = allocsPlexus+m2.Mallocs-m1.Mallocs, bytesPlexus+m2.TotalAlloc-m1.TotalAlloc
 			parSDK += parallel(direct, perRound*2)
 			parPlexus += parallel(dispatch, perRound*2)
 		}
@@ -89,9 +95,22 @@ func BenchmarkDispatch(b *testing.B) {
 		b.ReportMetric(float64(viaPlexus/n), "dispatch-ns/call")
 		b.ReportMetric(latency, "x-direct-latency")
 		b.ReportMetric(throughput, "x-direct-throughput-8")
+		calls := float64(rounds * perRound)
+		b.ReportMetric(float64(allocsSDK)/calls, "direct-allocs/call")
+		b.ReportMetric(float64(allocsPlexus)/calls, "dispatch-allocs/call")
+		b.ReportMetric(float64(bytesSDK)/calls, "direct-B/call")
+		b.ReportMetric(float64(bytesPlexus)/calls, "dispatch-B/call")
 		b.Logf("mcp tools/call per call, %d sequential calls: SDK directly %s, Dispatch %s, ratio %.2f×, overhead %s; "+
 			"%d callers: throughput %.2f× the SDK's (%.0f vs %.0f calls/s)",
 			rounds*perRound, viaSDK/n, viaPlexus/n, latency, (viaPlexus-viaSDK)/n,
 			callers, throughput, float64(rounds*perRound*2)/parPlexus.Seconds(), float64(rounds*perRound*2)/parSDK.Seconds())
 	}
+}
+
+// memStats reads the process's allocation counters (the sequential rounds
+// run alone, so the difference across one is its calls').
+func memStats() *runtime.MemStats {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return &m
 }

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,11 +25,10 @@ import (
 // already decoded. The bytes are still whole one layer down, where the SDK's
 // jsonrpc2 connection meets the wire, and that is where they are taken:
 //
-//   - stdio: the Transport handed to mcp.Client.Connect is wrapped
-//     ([rawTransport]). Its Connection's Write sees each outgoing call with
-//     the caller's context, and its Read sees each response as a
-//     *jsonrpc.Response whose Result is the "result" member exactly as the
-//     server wrote it.
+//   - stdio: the Connection is Plexus's own ([stdioConn]). Its Write sees
+//     each outgoing call with the caller's context, and its Read sees each
+//     response as a *jsonrpc.Response whose Result is the "result" member
+//     exactly as the server wrote it.
 //   - Streamable HTTP: the connection cannot be wrapped. The SDK tells its
 //     own streamable connection the negotiated protocol version (which then
 //     rides in a header on every request) and has it open the standalone
@@ -94,6 +94,10 @@ type capture struct {
 	calls    map[jsonrpc.ID]*slot
 	progress map[string]func(plexus.InvokeProgress)
 	r        relays // the relays of the calls in flight (relay.go)
+	// The stdio connection that feeds the capture, once connected; nil
+	// for Streamable HTTP. Dispatch sends tools/call on it itself
+	// (passthrough.go).
+	stdio atomic.Pointer[stdioConn]
 }
 
 func newCapture(log *slog.Logger) *capture {
@@ -179,58 +183,26 @@ func (c *capture) progressed(params json.RawMessage) {
 
 const methodProgress = "notifications/progress"
 
-// rawTransport wraps a stdio transport so that its connection feeds p.
-type rawTransport struct {
-	mcp.Transport
-	c *capture
-}
-
-func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &rawConn{Connection: conn, c: t.c}, nil
-}
-
-// rawConn is a Connection that registers outgoing calls, captures the
-// results of incoming responses and relays progress. The SDK calls Write
-// concurrently and Read from one goroutine; both only touch c, which
-// locks.
-type rawConn struct {
-	mcp.Connection
-	c *capture
-}
-
-func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	// Registered before the write, so that no response can overtake it.
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		c.c.sent(slotFrom(ctx), req.ID)
-	}
-	return c.Connection.Write(ctx, msg)
-}
-
-func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err != nil {
-		return msg, err
-	}
+// inbound does the capture's work for a message the stdio connection read
+// off the wire, before the SDK sees it (stdio.go): a response's result goes
+// to its slot, a progress notification to its call, and a request a relay
+// carries is tagged for it.
+func (c *capture) inbound(msg jsonrpc.Message) {
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
 		var result json.RawMessage
 		if m.Error == nil {
 			result = m.Result
 		}
-		c.c.received(m.ID, result)
+		c.received(m.ID, result)
 	case *jsonrpc.Request:
 		if m.Method == methodProgress && !m.IsCall() {
-			c.c.progressed(m.Params)
+			c.progressed(m.Params)
 		}
 		if relayed(m.Method) {
-			m.Params = c.c.r.pass(c.c.r.sole(), m.Method, m.Params)
+			m.Params = c.r.pass(c.r.sole(), m.Method, m.Params)
 		}
 	}
-	return msg, nil
 }
 
 // rawRoundTripper is the Streamable HTTP side of the capture. It also adds

@@ -87,7 +87,7 @@
 // names), answered only once the content matches the skill's listing. Every
 // call carries a progress token, and each notifications/progress for it is
 // relayed through DispatchContext.Report (channel "progress"), before the
-// result. When the caller's context ends first the SDK sends the server
+// result. When the caller's context ends first the server is sent
 // notifications/cancelled.
 //
 // The server's result is returned byte for byte in MCPResult: a tool's
@@ -101,6 +101,9 @@
 //	no session up (or no client)    source_unavailable
 //	the server needs sign-in        source_unavailable naming plexus mcp login <server>
 //	JSON-RPC error from the server  transport_error with its message, detail {"code": n}
+//	a tool result the SDK could
+//	not read (not an object, an
+//	unknown content block type)     transport_error
 //	caller cancelled or timed out   transport_error (the server was told)
 //	session lost during the call    transport_error
 //	a non-string prompt argument
@@ -121,11 +124,15 @@
 // # Raw bytes
 //
 // The SDK decodes results into its types, which drop what it does not
-// model, so the bytes are taken where its JSON-RPC layer meets the wire: a
-// wrapped Connection for stdio, the http.Client's RoundTripper for
-// Streamable HTTP; capture.go says how and why. Should the SDK answer from
-// its own cache (SEP-2549 TTLs, which only some servers set) no bytes go
-// over the wire, and the typed result is re-marshalled instead.
+// model, so the bytes are taken where its JSON-RPC layer meets the wire:
+// Plexus's own Connection for stdio (stdio.go), the http.Client's
+// RoundTripper for Streamable HTTP; capture.go says how and why. Should the
+// SDK answer from its own cache (SEP-2549 TTLs, which only some servers
+// set) no bytes go over the wire, and the typed result is re-marshalled
+// instead. A tools/call on a stdio session below 2026-07-28 does not go
+// through the SDK at all: Plexus writes it on the session's connection and
+// its reader hands the raw answer to the caller (passthrough.go), so that
+// result is never decoded into the SDK's types.
 //
 // # Never
 //

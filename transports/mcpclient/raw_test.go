@@ -161,6 +161,21 @@ func TestRawServer(t *testing.T) {
 		}
 	})
 
+	// What the SDK would refuse to decode is refused, though the result is
+	// not decoded into its structs.
+	t.Run("NotAToolResult", func(t *testing.T) {
+		for _, id := range []string{"mcp.raw.oddcontent", "mcp.raw.notresult"} {
+			r := f.call(t, context.Background(), id, nil, nil)
+			wantErr(t, r, plexus.CodeTransportError, "tools/call")
+			if len(r.MCPResult) != 0 {
+				t.Errorf("%s: mcpResult %s on a refused result", id, r.MCPResult)
+			}
+		}
+		if r := f.call(t, context.Background(), "mcp.raw.echo", nil, nil); !r.OK {
+			t.Errorf("the session did not live on: %v", r.Error)
+		}
+	})
+
 	t.Run("JSONRPCError", func(t *testing.T) {
 		r := f.call(t, context.Background(), "mcp.raw.rpcerror", map[string]any{"secret-input": "do-not-echo"}, nil)
 		wantErr(t, r, plexus.CodeTransportError, "backend exploded")

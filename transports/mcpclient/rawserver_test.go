@@ -47,6 +47,8 @@ func rawTools(version int) []string {
 		`{"name":"structured","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"n":{"type":"number"}}}}`,
 		`{"name":"get weather","inputSchema":{"type":"object"}}`,
 		`{"name":"ü-tool","inputSchema":{"type":"object"}}`,
+		`{"name":"oddcontent","inputSchema":{"type":"object"}}`,
+		`{"name":"notresult","inputSchema":{"type":"object"}}`,
 	}
 	for i := len(tools); i < 25; i++ {
 		tools = append(tools, fmt.Sprintf(`{"name":"t%02d","inputSchema":{"type":"object"}}`, i))
@@ -185,6 +187,10 @@ func rawServer(in io.Reader, out io.Writer, events string) {
 				write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 			case "structured":
 				reply(`{"content":[{"type":"text","text":"{\"n\":1}"}],"structuredContent":{"n":1}}`)
+			case "oddcontent":
+				reply(`{"content":[{"type":"text","text":"a"},{"type":"x-hologram","text":"b"}]}`)
+			case "notresult":
+				reply(`["not", "a", "result"]`)
 			default:
 				reply(`{"content":[{"type":"text","text":"ok"}]}`)
 			}

@@ -156,7 +156,7 @@ func (c *Client) transport(s *session) (mcp.Transport, *refusal, error) {
 			return nil, nil, err
 		}
 		s.cmd = cmd
-		return &rawTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: c.grace}, c: s.c}, nil, nil
+		return &stdioTransport{cmd: cmd, grace: c.grace, c: s.c}, nil, nil
 	}
 	refused := &refusal{base: &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, home: originOf(c.cfg.URL), c: s.c}}
 	st := &mcp.StreamableClientTransport{
@@ -228,7 +228,7 @@ func originOf(raw string) string {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
-// close ends s: the SDK closes stdin and waits for the server, then
+// close ends s: the connection closes stdin and waits for the server, then
 // SIGTERM, then SIGKILL, each after the grace; what the server left in its
 // process group is killed. It returns why the session ended, fit for a
 // health detail.
@@ -263,7 +263,7 @@ func (s *session) sweep() {
 
 // command is the stdio server's command: never through a shell, built by
 // the platform (its own process group), with Options.Env and the config's
-// env on top. The SDK stops it (stdin closed, SIGTERM, SIGKILL), never a
+// env on top. Its connection stops it (stdin closed, SIGTERM, SIGKILL), never a
 // context.
 func (c *Client) command(stderr *tail) (*exec.Cmd, error) {
 	path := c.cfg.Command

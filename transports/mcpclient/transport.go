@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,33 +101,60 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 		return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s is not connected: %s", c.name, why))
 	}
 
-	token := fmt.Sprintf("plexus-%d", c.tokens.Add(1))
+	token := "plexus-" + strconv.FormatUint(c.tokens.Add(1), 10)
 	defer s.c.route(token, dc.Report)()
 	defer s.c.r.calling(plexus.RelayFrom(ctx))()
+	if conn := passthrough(s); conn != nil && rt.Primitive == PrimitiveTool {
+		return c.passTool(ctx, s, conn, rt.Name, input, token, entry.ID)
+	}
+	return c.viaSDK(ctx, s, rt, sr, input, token, entry.ID)
+}
+
+// passTool is a tools/call Plexus sends itself (passthrough.go).
+func (c *Client) passTool(ctx context.Context, s *session, conn *stdioConn, name string, input map[string]any, token, id string) plexus.TransportResult {
+	raw, err := callTool(ctx, conn, name, input, token)
+	if err != nil {
+		return plexus.TransportResult{Error: c.failure(ctx, s, err, "tools/call", id)}
+	}
+	res, err := c.toolResult(raw)
+	if err != nil {
+		return plexus.TransportResult{Error: c.callError(ctx, err, "tools/call", id)}
+	}
+	return res
+}
+
+// viaSDK makes the call rt names through the SDK's session, its raw result
+// captured (capture.go); sr is the skill whose file it reads, if any.
+func (c *Client) viaSDK(ctx context.Context, s *session, rt route, sr *skillRead, input map[string]any, token, id string) plexus.TransportResult {
 	sl := &slot{}
 	defer s.c.done(sl)
 	cctx := context.WithValue(withSlot(ctx, sl), callKey{}, true)
-
 	typed, method, perr, err := request(cctx, s.cs, rt, input, token)
 	if perr != nil {
-		return fail(perr)
+		return plexus.TransportResult{Error: perr}
 	}
 	if err != nil {
-		if ctx.Err() == nil && c.needsSignIn(err) {
-			c.lostToSignIn(s)
-			return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s %s", c.name, c.signInDetail()))
-		}
-		if ctx.Err() == nil && !answered(err) && c.unreachable(s, err) {
-			return fail(plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s does not answer; reconnecting", c.name))
-		}
-		return fail(c.callError(ctx, err, method, entry.ID))
+		return plexus.TransportResult{Error: c.failure(ctx, s, err, method, id)}
 	}
-
 	res := c.result(rt, s.rawResult(sl, typed), typed)
 	if sr != nil {
 		return c.verified(sr, res, typed)
 	}
 	return res
+}
+
+// failure is the error of a call on s that failed with err: a server that
+// wants a sign-in, or no longer answers, is unavailable; anything else is
+// the call's own error ([Client.callError]).
+func (c *Client) failure(ctx context.Context, s *session, err error, method, id string) *plexus.Error {
+	if ctx.Err() == nil && c.needsSignIn(err) {
+		c.lostToSignIn(s)
+		return plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s %s", c.name, c.signInDetail())
+	}
+	if ctx.Err() == nil && !answered(err) && c.unreachable(s, err) {
+		return plexus.Errorf(plexus.CodeSourceUnavailable, "the MCP server %s does not answer; reconnecting", c.name)
+	}
+	return c.callError(ctx, err, method, id)
 }
 
 // request sends the call rt names with input on cs, its progress reported
@@ -203,6 +231,56 @@ func (c *Client) result(rt route, raw json.RawMessage, typed any) plexus.Transpo
 		}
 	}
 	return res
+}
+
+// toolResult is the result of a tools/call as the server wrote it (raw),
+// as [Client.result] makes it of the SDK's decoding: byte for byte in
+// MCPResult, its structuredContent as Data, and isError as mcp_tool_error
+// with the first text, redacted. Only those members are read. A result
+// the SDK would refuse to decode (not an object, isError not a boolean, a
+// content block that is not an object of a known type) is refused too.
+func (c *Client) toolResult(raw json.RawMessage) (plexus.TransportResult, error) {
+	var r struct {
+		IsError bool `json:"isError"`
+		Content []*struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return plexus.TransportResult{}, fmt.Errorf("the result is not a tools/call result: %w", err)
+	}
+	text := ""
+	for _, b := range r.Content {
+		if b == nil || !knownContent(b.Type) {
+			return plexus.TransportResult{}, errors.New("the result holds a content block of no known type")
+		}
+		if text == "" && b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+			text = b.Text
+		}
+	}
+	if r.IsError {
+		msg := "the tool reported an error"
+		if text != "" {
+			msg += ": " + clip(c.red.string(text), 500)
+		}
+		return plexus.TransportResult{MCPResult: raw, Error: plexus.Errorf(plexus.CodeMCPToolError, "%s", msg)}, nil
+	}
+	res := plexus.TransportResult{OK: true, MCPResult: raw}
+	if sc := nonNull(r.StructuredContent); sc != nil {
+		res.Data = sc // never a nil RawMessage in the interface
+	}
+	return res, nil
+}
+
+// knownContent says whether the SDK decodes content blocks of type t.
+func knownContent(t string) bool {
+	switch t {
+	case "text", "image", "audio", "resource_link", "resource", "tool_use", "tool_result":
+		return true
+	}
+	return false
 }
 
 // callError maps a failed SDK call to its code: the one table between the
