@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1149,8 +1148,7 @@ func BenchmarkHandshake10k(b *testing.B) {
 // BenchmarkIdleRSS: the built binary, `plexus serve` on a fresh home, ready
 // and then idle for a second; VmRSS from /proc/<pid>/status. Bar: < 40 MB.
 // The loaded figure (10k entries, 1k agents, 100k grants; bar < 150 MB) is
-// not measured: the binary can only load portal sources, and 10k entries
-// would take thousands of watched folders.
+// BenchmarkLoadedRSS, in bench_rss_test.go.
 func BenchmarkIdleRSS(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
 		if runtime.GOOS != "linux" {
@@ -1161,26 +1159,9 @@ func BenchmarkIdleRSS(b *testing.B) {
 		cmd, _, _ := startBinary(b, bin, home)
 		defer stopBinary(b, cmd)
 		time.Sleep(time.Second)
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-		if err != nil {
-			b.Fatal(err)
-		}
-		kb := func(field string) float64 {
-			for line := range strings.SplitSeq(string(status), "\n") {
-				if rest, ok := strings.CutPrefix(line, field+":"); ok {
-					v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-					if err == nil {
-						return v
-					}
-				}
-			}
-			b.Fatalf("no %s in /proc/%d/status", field, cmd.Process.Pid)
-			return 0
-		}
-		rss, hwm := kb("VmRSS")/1024, kb("VmHWM")/1024
+		rss, hwm := procMB(b, cmd.Process.Pid)
 		m["rss-MB"], m["peak-rss-MB"] = rss, hwm
 		setFigure(benchOrder[15], benchFigure{value: rss, unit: "MB", bar: "< 40 MB", ok: rss < 40, note: fmt.Sprintf("peak %.1f MB", hwm)})
-		setFigure(benchOrder[16], benchFigure{bar: "< 150 MB", note: "not measured: needs a bulk source kind the binary can load"})
 		b.Logf("idle RSS of plexus serve: %.1f MB (peak %.1f MB) (bar < 40 MB)", rss, hwm)
 	})
 }

@@ -50,6 +50,10 @@ func TestMain(m *testing.M) {
 		runDriftServer()
 		os.Exit(0)
 	}
+	if n := bulkServerN(); n > 0 {
+		runBulkServer(n)
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "plexus-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
