@@ -34,8 +34,9 @@ func (s stubAgents) ManifestStream(_ context.Context, c gateway.Credentials) (ga
 // manifest streams the stub's ManifestEntries.
 func (s stubAgents) manifest() gateway.ManifestStream {
 	return gateway.ManifestStream{Head: plexus.Manifest{SessionID: "sess_1", Revision: 7}, Entries: func(yield func(*plexus.Entry) bool) {
+		var e plexus.Entry // one copy reused, as the registry's iterator does
 		for i := range s.ManifestEntries {
-			e := s.ManifestEntries[i]
+			e = s.ManifestEntries[i]
 			if !yield(&e) {
 				return
 			}

@@ -3,6 +3,7 @@ package http
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -85,10 +86,12 @@ func (e *entryError) Unwrap() error { return e.err }
 // writeEntries writes the entries comma-separated to bw, each encoded into
 // scratch first.
 func writeEntries(bw *bufio.Writer, scratch *bytes.Buffer, entries iter.Seq[*plexus.Entry]) error {
+	enc := json.NewEncoder(scratch) // as encodeJSON's, made once
+	enc.SetEscapeHTML(false)
 	first := true
 	for e := range entries {
 		scratch.Reset()
-		if err := encodeJSON(scratch, e); err != nil {
+		if err := enc.Encode(e); err != nil {
 			return &entryError{err: fmt.Errorf("encode manifest entry %q: %w", e.ID, err)}
 		}
 		if !first {

@@ -27,7 +27,7 @@ func manifestEntries(n int) []plexus.Entry {
 			IO:       &plexus.IOSchema{Input: json.RawMessage(`{ "type": "object", "properties": { "p": {"type":"string","pattern":"<[a-z]+>"} } }`)},
 			Grants:   []plexus.Verb{plexus.VerbRead}, Transport: "mcp",
 			Standing: &t, Health: &plexus.Health{Status: plexus.HealthUnknown},
-			Extras:   map[string]any{"z": 1.5, "a": []any{"<x>", "é"}},
+			Extras: map[string]any{"z": 1.5, "a": []any{"<x>", "é"}},
 		})
 	}
 	return out
