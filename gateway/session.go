@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"iter"
 	"regexp"
 	"strings"
 	"time"
@@ -159,35 +160,60 @@ func codeRefusal(ec *plexus.EnrollCode, now time.Time) *plexus.Error {
 // admin path (connectionKey in the body) may name an agent; without one the
 // session is anonymous. The two paths never fall through to each other.
 func (g *Gateway) Handshake(ctx context.Context, c Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error) {
+	hs, err := g.HandshakeStream(ctx, c, req)
+	if err != nil {
+		return plexus.HandshakeResponse{}, err
+	}
+	resp := hs.Head
+	resp.Manifest = hs.Manifest.Collect()
+	return resp, nil
+}
+
+// HandshakeStream is Handshake whose manifest entries are read one at a
+// time (see [ManifestStream]): the session is open when it returns.
+func (g *Gateway) HandshakeStream(ctx context.Context, c Credentials, req plexus.HandshakeRequest) (HandshakeStream, error) {
+	sess, err := g.openSession(ctx, c, req)
+	if err != nil {
+		return HandshakeStream{}, err
+	}
+	m, err := g.manifest(ctx, sess)
+	if err != nil {
+		return HandshakeStream{}, err
+	}
+	head := plexus.HandshakeResponse{SessionID: sess.ID, ExpiresAt: sess.ExpiresAt, GrantsURL: g.url("/grants"), Manifest: m.Head}
+	return HandshakeStream{Head: head, Manifest: m}, nil
+}
+
+func (g *Gateway) openSession(ctx context.Context, c Credentials, req plexus.HandshakeRequest) (*plexus.Session, error) {
 	var client plexus.ClientInfo
 	if req.Client != nil {
 		client = *req.Client
 	}
 	switch {
 	case c.Bearer != "" && req.ConnectionKey != "":
-		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest,
+		return nil, plexus.Errorf(plexus.CodeInvalidRequest,
 			"present either a PAT (Authorization: Bearer plx_agent_…) or a connectionKey, not both")
 	case c.Bearer != "":
 		return g.handshakeAgent(ctx, c, client)
 	case req.ConnectionKey != "":
 		return g.handshakeAdmin(ctx, c, req.ConnectionKey, client)
 	}
-	return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized,
+	return nil, plexus.Errorf(plexus.CodeUnauthorized,
 		"handshake needs Authorization: Bearer <PAT>; enroll first with your one-time code at POST /agents/enroll")
 }
 
-func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plexus.ClientInfo) (plexus.HandshakeResponse, error) {
+func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plexus.ClientInfo) (*plexus.Session, error) {
 	bucket := g.credentialBucket("pat", plexus.PrefixPAT, c.Bearer)
 	if err := g.throttled(bucket); err != nil {
-		return plexus.HandshakeResponse{}, err
+		return nil, err
 	}
 	if err := g.refuseSameUser(ctx, c, "handshake"); err != nil {
-		return plexus.HandshakeResponse{}, err
+		return nil, err
 	}
 	sameUser := g.sameUser(c)
 	if !strings.HasPrefix(c.Bearer, plexus.PrefixPAT) {
 		g.credentialFailed(ctx, bucket, c.Remote, "handshake", "bearer is not a PAT")
-		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized, "the bearer credential is not an agent PAT (plx_agent_…)")
+		return nil, plexus.Errorf(plexus.CodeUnauthorized, "the bearer credential is not an agent PAT (plx_agent_…)")
 	}
 	hash := g.d.Hasher.Hash(c.Bearer)
 	now := g.now()
@@ -223,10 +249,10 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 	})
 	if fail != nil {
 		g.credentialFailed(ctx, bucket, c.Remote, "handshake", fail.Message)
-		return plexus.HandshakeResponse{}, fail
+		return nil, fail
 	}
 	if err != nil {
-		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
+		return nil, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
 	}
 	g.credentialOK(bucket)
 	if sameUser {
@@ -236,19 +262,19 @@ func (g *Gateway) handshakeAgent(ctx context.Context, c Credentials, client plex
 		g.log.Warn("agent runs as the owner's OS user: it can read PLEXUS_HOME and move decision files; set strictSameUser in auth-config.json to refuse such agents",
 			"agent", sess.AgentID)
 	}
-	return g.handshakeResponse(ctx, sess)
+	return sess, nil
 }
 
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string, client plexus.ClientInfo) (plexus.HandshakeResponse, error) {
+func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string, client plexus.ClientInfo) (*plexus.Session, error) {
 	bucket := g.credentialBucket("key", plexus.PrefixConnectionKey, key)
 	if err := g.throttled(bucket); err != nil {
-		return plexus.HandshakeResponse{}, err
+		return nil, err
 	}
 	if !g.checkKey(key) {
 		g.credentialFailed(ctx, bucket, c.Remote, "handshake-admin", "wrong connection-key")
-		return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeUnauthorized, "wrong connection-key")
+		return nil, plexus.Errorf(plexus.CodeUnauthorized, "wrong connection-key")
 	}
 	now := g.now()
 	sess := &plexus.Session{ID: auth.NewID("sess_"), Kind: plexus.SessionAdmin,
@@ -256,7 +282,7 @@ func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string,
 		CreatedAt: now, ExpiresAt: now.Add(g.cfg.SessionTTL)}
 	if client.AgentID != "" {
 		if !agentIDPattern.MatchString(client.AgentID) {
-			return plexus.HandshakeResponse{}, plexus.Errorf(plexus.CodeInvalidRequest, "client.agentId %q is not a valid agent id", client.AgentID)
+			return nil, plexus.Errorf(plexus.CodeInvalidRequest, "client.agentId %q is not a valid agent id", client.AgentID)
 		}
 		sess.AgentID = client.AgentID
 	} else {
@@ -285,31 +311,31 @@ func (g *Gateway) handshakeAdmin(ctx context.Context, c Credentials, key string,
 	})
 	if fail != nil {
 		g.credentialFailed(ctx, bucket, c.Remote, "handshake-admin", "wrong connection-key")
-		return plexus.HandshakeResponse{}, fail
+		return nil, fail
 	}
 	if err != nil {
-		return plexus.HandshakeResponse{}, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
+		return nil, plexus.WrapError(plexus.CodeInternalError, err, "could not open a session")
 	}
 	g.credentialOK(bucket)
-	return g.handshakeResponse(ctx, sess)
-}
-
-func (g *Gateway) handshakeResponse(ctx context.Context, sess *plexus.Session) (plexus.HandshakeResponse, error) {
-	m, err := g.manifest(ctx, sess)
-	if err != nil {
-		return plexus.HandshakeResponse{}, err
-	}
-	return plexus.HandshakeResponse{SessionID: sess.ID, ExpiresAt: sess.ExpiresAt, GrantsURL: g.url("/grants"), Manifest: m}, nil
+	return sess, nil
 }
 
 // Manifest returns the current full manifest for the caller's session.
 func (g *Gateway) Manifest(ctx context.Context, c Credentials) (plexus.ManifestResponse, error) {
-	sess, err := g.session(ctx, c.SessionID)
+	m, err := g.ManifestStream(ctx, c)
 	if err != nil {
 		return plexus.ManifestResponse{}, err
 	}
-	m, err := g.manifest(ctx, sess)
-	return plexus.ManifestResponse{Manifest: m}, err
+	return plexus.ManifestResponse{Manifest: m.Collect()}, nil
+}
+
+// ManifestStream is Manifest whose entries are read one at a time.
+func (g *Gateway) ManifestStream(ctx context.Context, c Credentials) (ManifestStream, error) {
+	sess, err := g.session(ctx, c.SessionID)
+	if err != nil {
+		return ManifestStream{}, err
+	}
+	return g.manifest(ctx, sess)
 }
 
 // Revision is the catalog's current revision, the Revision of a manifest
@@ -325,37 +351,83 @@ func (g *Gateway) Revision() int64 { return g.d.Registry.Revision() }
 // catalog) serves it only while the generation stays the same.
 func (g *Gateway) StateGeneration() uint64 { return g.cache.gen.Load() }
 
+// HandshakeStream is a handshake's answer with its manifest's entries left
+// to be read one at a time: Head.Manifest has no entries.
+type HandshakeStream struct {
+	Head     plexus.HandshakeResponse
+	Manifest ManifestStream
+}
+
+// ManifestStream is a manifest whose entries are read one at a time from
+// the registry's snapshot instead of copied whole: on a large registry the
+// manifest is tens of megabytes of JSON, and an edge streaming it then
+// holds one entry at a time. Head has no entries; Entries yields them in
+// manifest order, each valid until the next, and may be ranged over once
+// (it reads the registry when ranged over, not when built).
+type ManifestStream struct {
+	Head    plexus.Manifest
+	Entries iter.Seq[*plexus.Entry]
+}
+
+// Collect returns the whole manifest, Head with every entry.
+func (m ManifestStream) Collect() plexus.Manifest {
+	out := m.Head
+	out.Entries = []plexus.Entry{}
+	for e := range m.Entries {
+		out.Entries = append(out.Entries, *e)
+	}
+	return out
+}
+
 // manifest stamps each entry with standing:true where this agent holds a live
 // standing grant covering it: the live truth behind the static describe text.
-func (g *Gateway) manifest(ctx context.Context, sess *plexus.Session) (plexus.Manifest, error) {
-	rev := g.d.Registry.Revision()
-	entries := g.d.Registry.Entries()
-	if sess.Kind == plexus.SessionAgent {
-		var grants []plexus.Grant
-		if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
-			var err error
-			grants, err = tx.Grants(sess.AgentID, g.now())
-			return err
-		}); err != nil {
-			return plexus.Manifest{}, plexus.WrapError(plexus.CodeInternalError, err, "could not read grants")
-		}
-		standing := make(map[string][]plexus.Verb, len(grants))
-		for _, gr := range grants {
-			if gr.Standing {
-				standing[gr.CapabilityID] = gr.Verbs
+// The grants are read now, so a failure to read them is an error before any
+// entry is.
+func (g *Gateway) manifest(ctx context.Context, sess *plexus.Session) (ManifestStream, error) {
+	head := plexus.Manifest{Gateway: g.gatewayInfo(), SessionID: sess.ID, ExpiresAt: sess.ExpiresAt,
+		Revision: g.d.Registry.Revision()}
+	standing, err := g.standing(ctx, sess)
+	if err != nil {
+		return ManifestStream{}, err
+	}
+	all := g.d.Registry.All()
+	if len(standing) == 0 {
+		return ManifestStream{Head: head, Entries: all}, nil
+	}
+	t := true
+	return ManifestStream{Head: head, Entries: func(yield func(*plexus.Entry) bool) {
+		for e := range all {
+			if v, ok := standing[e.ID]; ok && plexus.CoversVerbs(v, e.Grants) {
+				e.Standing = &t
+			}
+			if !yield(e) {
+				return
 			}
 		}
-		if len(standing) > 0 {
-			t := true
-			for i := range entries {
-				if v, ok := standing[entries[i].ID]; ok && plexus.CoversVerbs(v, entries[i].Grants) {
-					entries[i].Standing = &t
-				}
-			}
+	}}, nil
+}
+
+// standing maps the capabilities an agent session holds a live standing
+// grant on to the grant's verbs; nil for any other session.
+func (g *Gateway) standing(ctx context.Context, sess *plexus.Session) (map[string][]plexus.Verb, error) {
+	if sess.Kind != plexus.SessionAgent {
+		return nil, nil
+	}
+	var grants []plexus.Grant
+	if err := g.d.Store.View(ctx, func(tx plexus.StateTx) error {
+		var err error
+		grants, err = tx.Grants(sess.AgentID, g.now())
+		return err
+	}); err != nil {
+		return nil, plexus.WrapError(plexus.CodeInternalError, err, "could not read grants")
+	}
+	standing := make(map[string][]plexus.Verb, len(grants))
+	for _, gr := range grants {
+		if gr.Standing {
+			standing[gr.CapabilityID] = gr.Verbs
 		}
 	}
-	return plexus.Manifest{Gateway: g.gatewayInfo(), SessionID: sess.ID, ExpiresAt: sess.ExpiresAt,
-		Revision: rev, Entries: entries}, nil
+	return standing, nil
 }
 
 // session returns the live session id names, or session_expired.

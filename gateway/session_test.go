@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/internal/plexustest"
+	"github.com/plexus-gw/plexus/registry"
 )
 
 // TestCodeRefusal: a code redeems until it is consumed or its expiry is
@@ -88,5 +93,75 @@ func TestRedeemCode(t *testing.T) {
 	}
 	if got := actions(t, db); len(got) != 1 || got[0] != "agent.enrolled" {
 		t.Errorf("rows = %v; want one agent.enrolled", got)
+	}
+}
+
+// TestManifestStream, on a real journal and registry: an agent's streamed
+// manifest stamps standing:true on the entry it holds a live standing
+// grant on and no other, the head carries no entries, and Manifest (the
+// collected stream) holds the same entries; another session's has no stamp.
+func TestManifestStream(t *testing.T) {
+	clk := plexustest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	home := plexustest.TempHome(t)
+	db := plexustest.MustOpenHomeJournal(t, home, clk.Now)
+	reg := registry.New(registry.Options{Clock: clk.Now})
+	b, err := os.ReadFile("../registry/testdata/obsidian.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m plexus.ExtensionManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	src, err := registry.NewExtensionSource(m, plexus.ProvenanceManaged, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Add(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	g := mustGateway(t, home, db, clk.Now, func(d *Deps) { d.Registry = reg })
+	now := clk.Now()
+	mustUpdate(t, db, func(tx plexus.StateTx) error {
+		if err := tx.PutAgent(&plexus.Agent{ID: "claude", CreatedAt: now}); err != nil {
+			return err
+		}
+		for id, kind := range map[string]plexus.SessionKind{"sess_claude": plexus.SessionAgent, "sess_anon": plexus.SessionAnon} {
+			if err := tx.PutSession(&plexus.Session{ID: id, AgentID: "claude", Kind: kind, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				return err
+			}
+		}
+		return tx.PutGrant(&plexus.Grant{ID: "gr_1", StandingGrant: plexus.StandingGrant{AgentID: "claude",
+			CapabilityID: "obsidian.vault.read", Verbs: []plexus.Verb{plexus.VerbRead}, GrantedAt: now, ExpiresAt: now.Add(time.Hour), Standing: true}})
+	})
+	for sess, want := range map[string][]string{"sess_claude": {"obsidian.vault.read"}, "sess_anon": nil} {
+		ms, err := g.ManifestStream(t.Context(), Credentials{SessionID: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms.Head.SessionID != sess || ms.Head.Entries != nil {
+			t.Errorf("%s: head = session %q, %d entries; want its session, none", sess, ms.Head.SessionID, len(ms.Head.Entries))
+		}
+		var streamed []plexus.Entry
+		var standing []string
+		for e := range ms.Entries {
+			streamed = append(streamed, *e)
+			if e.Standing != nil && *e.Standing {
+				standing = append(standing, e.ID)
+			}
+		}
+		if len(streamed) != reg.Len() || len(streamed) < 2 {
+			t.Errorf("%s: streamed %d entries, want the registry's %d", sess, len(streamed), reg.Len())
+		}
+		if diff := cmp.Diff(want, standing); diff != "" {
+			t.Errorf("%s: standing entries (-want +got):\n%s", sess, diff)
+		}
+		whole, err := g.Manifest(t.Context(), Credentials{SessionID: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(streamed, whole.Manifest.Entries); diff != "" {
+			t.Errorf("%s: Manifest's entries differ from the stream's (-stream +Manifest):\n%s", sess, diff)
+		}
 	}
 }

@@ -33,8 +33,12 @@ func (s *Server) handleHandshake(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp, err := s.b.Agents.Handshake(r.Context(), credentials(r), req)
-	s.reply(w, r, resp, err)
+	hs, err := s.b.Agents.HandshakeStream(r.Context(), credentials(r), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeManifest(w, r, hs.Head, hs.Manifest.Entries)
 }
 
 // handleRequestGrants answers 200 with the ScopedToken when every grant was
@@ -95,8 +99,12 @@ func (s *Server) handleRevoke(w nethttp.ResponseWriter, r *nethttp.Request) {
 }
 
 func (s *Server) handleManifest(w nethttp.ResponseWriter, r *nethttp.Request) {
-	resp, err := s.b.Agents.Manifest(r.Context(), credentials(r))
-	s.reply(w, r, resp, err)
+	m, err := s.b.Agents.ManifestStream(r.Context(), credentials(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeManifest(w, r, plexus.ManifestResponse{Manifest: m.Head}, m.Entries)
 }
 
 // handleInvoke always answers an InvokeResponse. A body that cannot be read

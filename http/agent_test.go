@@ -20,14 +20,28 @@ func (s stubAgents) Enroll(_ context.Context, remote string, req plexus.EnrollRe
 	return plexus.EnrollResponse{PAT: "plx_agent_x", AgentID: "a1"}, s.Err
 }
 
-func (s stubAgents) Handshake(_ context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error) {
+func (s stubAgents) HandshakeStream(_ context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (gateway.HandshakeStream, error) {
 	s.record("Handshake", c, req)
-	return plexus.HandshakeResponse{SessionID: "sess_1"}, s.Err
+	m := s.manifest()
+	return gateway.HandshakeStream{Head: plexus.HandshakeResponse{SessionID: "sess_1", Manifest: m.Head}, Manifest: m}, s.Err
 }
 
-func (s stubAgents) Manifest(_ context.Context, c gateway.Credentials) (plexus.ManifestResponse, error) {
+func (s stubAgents) ManifestStream(_ context.Context, c gateway.Credentials) (gateway.ManifestStream, error) {
 	s.record("Manifest", c, nil)
-	return plexus.ManifestResponse{}, s.Err
+	return s.manifest(), s.Err
+}
+
+// manifest streams the stub's ManifestEntries.
+func (s stubAgents) manifest() gateway.ManifestStream {
+	return gateway.ManifestStream{Head: plexus.Manifest{SessionID: "sess_1", Revision: 7}, Entries: func(yield func(*plexus.Entry) bool) {
+		var e plexus.Entry // one copy reused, as the registry's iterator does
+		for i := range s.ManifestEntries {
+			e = s.ManifestEntries[i]
+			if !yield(&e) {
+				return
+			}
+		}
+	}}
 }
 
 // stubGrants is the GrantsAPI of a stubAPI.

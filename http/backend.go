@@ -21,8 +21,9 @@ type AgentAPI interface {
 	// Handshake takes the PAT path when c.Bearer is set and the admin path
 	// when req.ConnectionKey is set; both set, or neither, is an error. The
 	// two paths never fall through to each other.
-	Handshake(ctx context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error)
-	Manifest(ctx context.Context, c gateway.Credentials) (plexus.ManifestResponse, error)
+	// The manifest's entries are streamed to the agent one at a time.
+	HandshakeStream(ctx context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (gateway.HandshakeStream, error)
+	ManifestStream(ctx context.Context, c gateway.Credentials) (gateway.ManifestStream, error)
 }
 
 // GrantsAPI serves an agent's grants and tokens (agent.go).

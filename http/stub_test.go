@@ -28,16 +28,17 @@ type stubAPI struct {
 	creds []gateway.Credentials
 	args  []any
 
-	Err         error
-	AdminErr    error // AdminCheck's answer
-	InvokeResp  plexus.InvokeResponse
-	Progress    []plexus.InvokeProgressEvent // InvokeStream hands these to its sink first
-	Token       *plexus.ScopedToken
-	Pending     *plexus.GrantPendingResponse
-	AddedSource *plexus.SourceConfig
-	SourceList  []plexus.SourceConfig
-	Events      chan plexus.Event
-	SubCtx      chan context.Context // receives each Subscribe ctx
+	Err             error
+	AdminErr        error // AdminCheck's answer
+	InvokeResp      plexus.InvokeResponse
+	Progress        []plexus.InvokeProgressEvent // InvokeStream hands these to its sink first
+	ManifestEntries []plexus.Entry               // the entries of the manifest a handshake or GET /manifest streams
+	Token           *plexus.ScopedToken
+	Pending         *plexus.GrantPendingResponse
+	AddedSource     *plexus.SourceConfig
+	SourceList      []plexus.SourceConfig
+	Events          chan plexus.Event
+	SubCtx          chan context.Context // receives each Subscribe ctx
 }
 
 // backend serves every handler group from s.

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"sync"
@@ -373,23 +374,32 @@ func (r *Registry) Entry(id string) (plexus.Entry, bool) {
 // [Registry.Run]; no caller waits for a probe). The slice is the caller's;
 // the entries' inner slices and Health pointers are shared and read-only.
 func (r *Registry) Entries() []plexus.Entry {
-	r.mu.RLock()
-	s := r.snap
-	r.mu.RUnlock()
-	hs := r.health.stampAll(s.sourceIDs)
-	out := make([]plexus.Entry, len(s.sorted))
-	copy(out, s.sorted)
-	var lastSrc string
-	var lastH *plexus.Health
-	for i := range out {
-		// Ids are conventionally prefixed by their source, so runs of one
-		// source are long and the map lookup is rare.
-		if src := out[i].Source; src != lastSrc || lastH == nil {
-			lastSrc, lastH = src, hs[src]
-		}
-		out[i].Health = lastH
+	out := make([]plexus.Entry, 0, r.Len())
+	for e := range r.All() {
+		out = append(out, *e)
 	}
 	return out
+}
+
+// All yields the entries Entries returns, in the same order, from one
+// snapshot, without copying the set: a manifest streamed to an agent then
+// holds one entry at a time. Each is the step's own copy (the caller may
+// stamp it), valid until the next step.
+func (r *Registry) All() iter.Seq[*plexus.Entry] {
+	return func(yield func(*plexus.Entry) bool) {
+		r.mu.RLock()
+		s := r.snap
+		r.mu.RUnlock()
+		hs := r.health.stampAll(s.sourceIDs)
+		var e plexus.Entry
+		for i := range s.sorted {
+			e = s.sorted[i]
+			e.Health = hs[e.Source]
+			if !yield(&e) {
+				return
+			}
+		}
+	}
 }
 
 // Len returns the number of entries.

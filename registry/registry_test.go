@@ -608,3 +608,43 @@ func TestReplace(t *testing.T) {
 		t.Error("a failed replace dropped the old entries")
 	}
 }
+
+// TestAll checks All yields what Entries returns, in order, Health stamped,
+// each step a copy the caller may stamp without touching the registry, and
+// that a caller may stop early.
+func TestAll(t *testing.T) {
+	r := registry.New(registry.Options{})
+	for _, src := range []*testSource{
+		newSource("b", plexus.ProvenanceManaged, capability("b", "b.y", read...), capability("b", "b.x", read...)),
+		newSource("a", plexus.ProvenanceFirstParty, capability("a", "a.z", write...)),
+	} {
+		if _, err := r.Add(t.Context(), src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []plexus.Entry
+	stamp := true
+	for e := range r.All() {
+		got = append(got, *e)
+		e.Standing = &stamp // the caller's copy
+	}
+	if diff := cmp.Diff(r.Entries(), got); diff != "" {
+		t.Errorf("All (-Entries +All):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a.z", "b.x", "b.y"}, ids(got)); diff != "" {
+		t.Errorf("All's order (-want +got):\n%s", diff)
+	}
+	for _, e := range r.Entries() {
+		if e.Standing != nil || e.Health == nil {
+			t.Errorf("%s: Standing %v, Health %v; want the registry's entry unstamped, with health", e.ID, e.Standing, e.Health)
+		}
+	}
+	n := 0
+	for range r.All() {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("stopped after %d steps, want 1", n)
+	}
+}
