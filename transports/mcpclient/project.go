@@ -352,26 +352,6 @@ func escapeName(s string) string {
 	return b.String()
 }
 
-// canonicalHash is [Definition.Hash] of raw.
-func canonicalHash(raw json.RawMessage) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers keep their text: 2.50 stays 2.50
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return "", err
-	}
-	if obj == nil {
-		return "", fmt.Errorf("null is not an object")
-	}
-	delete(obj, "_meta")
-	b, err := marshalNoEscape(obj)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
-
 // marshalNoEscape is json.Marshal without HTML escaping and without the
 // trailing newline of an Encoder.
 func marshalNoEscape(v any) ([]byte, error) {
