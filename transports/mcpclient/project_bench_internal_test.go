@@ -147,3 +147,16 @@ func TestProjectGolden(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScan measures what a scan of a client holding 10k realistic
+// tools allocates (the registry keeps each scan's entries).
+func BenchmarkScan(b *testing.B) {
+	p := project("bulk", "mcp:bulk", listing{protocolVersion: "2025-11-25", tools: realisticTools(b, 10_000)}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := &Client{view: view{proj: p, visible: p.entries, set: true}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if es, err := c.Scan(b.Context()); err != nil || len(es) != 10_000 {
+			b.Fatal(len(es), err)
+		}
+	}
+}
