@@ -143,8 +143,10 @@ func (s *Server) decode(w nethttp.ResponseWriter, r *nethttp.Request, v any, opt
 // call's id when it at least is readable.
 func invokeRequest(data []byte) (plexus.InvokeRequest, error) {
 	if v := trimJSONSpace(data); len(v) > 0 && string(v) != "null" {
-		if req, err := decodeInvoke(v); err == nil {
-			return req, nil
+		req, err := decodeInvoke(v)
+		if err == nil || !isSyntaxError(err) {
+			// v is valid JSON: err is already the old reading's error.
+			return withReadableID(v, req, err)
 		}
 	}
 	raw, err := oneValue(data)
@@ -155,6 +157,15 @@ func invokeRequest(data []byte) (plexus.InvokeRequest, error) {
 		return plexus.InvokeRequest{}, err
 	}
 	req, err := decodeInvoke(raw)
+	return withReadableID(raw, req, err)
+}
+
+func isSyntaxError(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se)
+}
+
+func withReadableID(raw []byte, req plexus.InvokeRequest, err error) (plexus.InvokeRequest, error) {
 	if err != nil {
 		var idOnly struct {
 			ID string `json:"id"`
@@ -217,7 +228,7 @@ func (in *invokeInput) UnmarshalJSON(b []byte) error {
 // type, an input that is not an object) is decoded again the old way, so
 // the error, and thus the message the caller reads, is the one it always was.
 func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
-	if namesInputOnce(raw) {
+	if once, objectish := namesInputOnce(raw); once && objectish {
 		var w invokeOnce
 		if err := json.Unmarshal(raw, &w); err == nil {
 			switch in := w.Input.(type) {
@@ -226,7 +237,7 @@ func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
 				return plexus.InvokeRequest{ID: w.ID, Input: m, IdempotencyKey: w.IdempotencyKey}, nil
 			}
 		}
-	} else {
+	} else if !once {
 		var w invokeWire
 		if err := json.Unmarshal(raw, &w); err == nil {
 			return plexus.InvokeRequest{ID: w.ID, Input: w.Input.m, IdempotencyKey: w.IdempotencyKey}, nil
@@ -244,21 +255,38 @@ func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
 // encoding/json matches a key to a field in any ASCII letter case (no other
 // rune folds to those of "input"), after unescaping: so a body without a
 // backslash and with "input" in it at most once, in any case, cannot.
-func namesInputOnce(raw []byte) bool {
+func namesInputOnce(raw []byte) (once, objectish bool) {
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		return false
+		return false, false
 	}
 	const name = "input"
-	seen := false
+	at := -1
 	for i := 0; i+len(name) <= len(raw); i++ {
 		if raw[i]|0x20 == 'i' && bytes.EqualFold(raw[i:i+len(name)], []byte(name)) {
-			if seen {
-				return false
+			if at >= 0 {
+				return false, false
 			}
-			seen = true
+			at = i
 		}
 	}
-	return true
+	if at < 0 {
+		return true, true
+	}
+	rest := trimJSONSpace(raw[at+len(name):])
+	if len(rest) < 2 || rest[0] != '"' {
+		return true, true // not a key: the value is no input
+	}
+	rest = trimJSONSpace(rest[1:])
+	if len(rest) < 2 || rest[0] != ':' {
+		return true, true
+	}
+	rest = trimJSONSpace(rest[1:])
+	if len(rest) == 0 {
+		return true, true // no value: the decoder reports the syntax error
+	}
+	// Anything but an object or null fails as an input: the old reading
+	// refuses it at its first byte instead of building it first.
+	return true, rest[0] == '{' || rest[0] == 'n'
 }
 
 // bodyMessage describes a body error for the client without Go type names.

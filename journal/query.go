@@ -19,7 +19,10 @@ type Filter struct {
 	// grant.requested).
 	Type    string
 	AgentID string
-	// Since keeps rows with ts at or after it.
+	// Since keeps rows with ts at or after it, from the first row whose ts
+	// reaches it (ids follow time): after the clock was set back, rows
+	// written before the step with a later ts are not returned, with or
+	// without AgentID.
 	Since time.Time
 	// AfterID keeps rows with id greater than it, in either order: a cursor.
 	AfterID int64
