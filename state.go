@@ -304,6 +304,8 @@ type GrantState interface {
 	// Grants lists grants that are neither revoked nor used nor past their
 	// window at now; agentID "" lists every agent's.
 	Grants(agentID string, now time.Time) ([]Grant, error)
+	// GrantCount counts what Grants("", now) lists.
+	GrantCount(now time.Time) (int, error)
 	RevokeGrant(id string, now time.Time) error
 	MarkGrantUsed(id string, now time.Time) error
 }

@@ -52,8 +52,7 @@ func (g *Gateway) Status(ctx context.Context, c Credentials) (plexus.StatusRespo
 				}
 			}
 		}
-		gr, err := tx.Grants("", g.now())
-		out.Grants = len(gr)
+		out.Grants, err = tx.GrantCount(g.now())
 		return err
 	})
 	if err != nil {

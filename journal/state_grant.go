@@ -102,15 +102,28 @@ func (t *tx) Grant(agentID, capabilityID string) (*plexus.Grant, error) {
 // same terms as [plexus.Grant.Live]: a once grant lives until used or
 // revoked, a standing grant until its window ends.
 func (t *tx) Grants(agentID string, now time.Time) ([]plexus.Grant, error) {
-	rows, err := t.query(`SELECT `+grantCols+` FROM grants
-		WHERE (? = '' OR agent_id = ?)
-		  AND revoked_at IS NULL AND used_at IS NULL
-		  AND (standing = 0 OR expires_at > ?)
+	rows, err := t.query(`SELECT `+grantCols+` FROM grants WHERE `+liveGrant+`
 		ORDER BY agent_id, capability_id`, agentID, agentID, fmtTime(now))
 	if err != nil {
 		return nil, fmt.Errorf("grants: %w", err)
 	}
 	return collect(rows, "grants", scanGrant)
+}
+
+// liveGrant selects the rows Grants lists (args: agentID, agentID, now);
+// GrantCount shares it so the count cannot drift from the list.
+const liveGrant = `(? = '' OR agent_id = ?)
+		  AND revoked_at IS NULL AND used_at IS NULL
+		  AND (standing = 0 OR expires_at > ?)`
+
+// GrantCount counts what Grants("", now) would list, without loading the
+// rows: status asks it with 100k grants.
+func (t *tx) GrantCount(now time.Time) (int, error) {
+	var n int
+	if err := t.queryRow(`SELECT count(*) FROM grants WHERE `+liveGrant, "", "", fmtTime(now)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count grants: %w", err)
+	}
+	return n, nil
 }
 
 // RevokeGrant is idempotent: revoking a revoked grant keeps the first

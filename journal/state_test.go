@@ -437,6 +437,73 @@ func TestGrants(t *testing.T) {
 	})
 }
 
+// TestGrantCount checks that status's count agrees with the list it
+// replaced (len(Grants("", now))) and with Grant.Live, for every kind of
+// grant at instants around their windows.
+func TestGrantCount(t *testing.T) {
+	hour := t0.Add(time.Hour)
+	usedOnce := grantFixture("g3", "a", "fs.delete", false, t0)
+	usedOnce.UsedAt = ptr(t0)
+	usedStanding := grantFixture("g4", "a", "fs.list", true, hour)
+	usedStanding.UsedAt = ptr(t0)
+	revokedStanding := grantFixture("g5", "b", "fs.list", true, hour)
+	revokedStanding.RevokedAt = ptr(t0)
+	revokedOnce := grantFixture("g6", "b", "fs.delete", false, hour)
+	revokedOnce.RevokedAt = ptr(t0)
+	bundled := grantFixture("g8", "c", "wf.step", true, hour)
+	bundled.BundleID, bundled.SynthesizedFor = "b1", "wf.sync"
+	grants := []plexus.Grant{
+		grantFixture("g1", "a", "fs.read", true, hour),                 // standing, live until hour
+		grantFixture("g2", "a", "fs.write", true, t0.Add(time.Minute)), // standing, expires first
+		usedOnce, usedStanding, revokedStanding, revokedOnce,
+		grantFixture("g7", "b", "fs.read", false, t0), // once, past its expiry: lives until used
+		bundled,
+	}
+	td := mustOpen(t)
+	mustUpdate(t, td.DB, func(tx plexus.StateTx) error {
+		for _, g := range grants {
+			if err := tx.PutGrant(&g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		want int
+	}{
+		{"BeforeAnyExpiry", t0.Add(time.Second), 4},      // g1 g2 g7 g8
+		{"AtFirstExpiry", t0.Add(time.Minute), 3},        // g2's window ends: expires_at > now is strict
+		{"BetweenExpiries", t0.Add(30 * time.Minute), 3}, // g1 g7 g8
+		{"AtLastExpiry", hour, 1},                        // only the once grant g7
+		{"LongAfter", t0.Add(365 * 24 * time.Hour), 1},   // g7
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mustView(t, td.DB, func(tx plexus.StateTx) error {
+				n, err := tx.GrantCount(tc.now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				listed, err := tx.Grants("", tc.now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				live := 0
+				for _, g := range grants {
+					if g.Live(tc.now) {
+						live++
+					}
+				}
+				if n != tc.want || n != len(listed) || n != live {
+					t.Errorf("GrantCount = %d, want %d (len(Grants) = %d, Live = %d)", n, tc.want, len(listed), live)
+				}
+				return nil
+			})
+		})
+	}
+}
+
 func TestTokens(t *testing.T) {
 	now := t0.Add(time.Minute)
 	tok := func(jti, agent, session string, expires time.Time, scopes ...plexus.TokenScope) plexus.TokenRecord {

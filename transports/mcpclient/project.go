@@ -76,7 +76,9 @@ var objectSchema = json.RawMessage(`{"type":"object","properties":{},"additional
 // another primitive of the same server already took, are left out and
 // logged.
 func project(name, sourceID string, l listing, log *slog.Logger) projection {
-	p := projector{server: name, source: sourceID, pv: l.protocolVersion, log: log, taken: map[string]bool{}}
+	n := len(l.tools) + len(l.resources) + len(l.templates) + len(l.prompts) + len(l.skills)
+	p := projector{server: name, source: sourceID, pv: l.protocolVersion, log: log, taken: make(map[string]bool, n),
+		out: projection{defs: make([]Definition, 0, n), entries: make([]plexus.Entry, 0, n)}}
 	for _, raw := range l.tools {
 		p.tool(raw)
 	}
@@ -134,14 +136,14 @@ type hints struct {
 }
 
 func (p *projector) tool(raw json.RawMessage) {
-	var t struct {
-		Name         string          `json:"name"`
-		Title        string          `json:"title"`
-		Description  string          `json:"description"`
-		InputSchema  json.RawMessage `json:"inputSchema"`
-		OutputSchema json.RawMessage `json:"outputSchema"`
-		Annotations  *hints          `json:"annotations"`
-	}
+	t := struct {
+		Name         string `json:"name"`
+		Title        string `json:"title"`
+		Description  string `json:"description"`
+		InputSchema  within `json:"inputSchema"`
+		OutputSchema within `json:"outputSchema"`
+		Annotations  *hints `json:"annotations"`
+	}{InputSchema: within{whole: raw}, OutputSchema: within{whole: raw}}
 	if err := json.Unmarshal(raw, &t); err != nil || t.Name == "" {
 		p.log.Warn("mcp: a listed tool has no name or is malformed; left out", "server", p.server)
 		return
@@ -156,10 +158,30 @@ func (p *projector) tool(raw json.RawMessage) {
 	e := plexus.Entry{
 		Label:    label,
 		Describe: describe(t.Description, "tool", t.Name, p.server),
-		IO:       &plexus.IOSchema{Input: nonNull(t.InputSchema), Output: nonNull(t.OutputSchema)},
+		IO:       &plexus.IOSchema{Input: nonNull(t.InputSchema.val), Output: nonNull(t.OutputSchema.val)},
 		Grants:   toolVerbs(t.Annotations),
 	}
 	p.add(PrimitiveTool, t.Name, "mcp."+p.server+"."+escapeName(t.Name), raw, e, route{Primitive: PrimitiveTool, Name: t.Name})
+}
+
+// within is a JSON value of whole kept as a subslice of it, not a copy: a
+// tool's schemas are most of its bytes, and the raw tool is kept anyway
+// (entry and definition). Neither may be written to, so the subslice's
+// capacity ends where the value does.
+type within struct {
+	whole, val json.RawMessage
+}
+
+// UnmarshalJSON finds b in whole: any occurrence will do, being the same
+// bytes. It copies b only if whole does not hold it (never, when whole is
+// what is being unmarshalled).
+func (w *within) UnmarshalJSON(b []byte) error {
+	if i := bytes.Index(w.whole, b); i >= 0 {
+		w.val = w.whole[i : i+len(b) : i+len(b)]
+		return nil
+	}
+	w.val = bytes.Clone(b)
+	return nil
 }
 
 // toolVerbs is the grant a tool requires, from its explicit annotations
@@ -328,26 +350,6 @@ func escapeName(s string) string {
 		fmt.Fprintf(&b, "~%02X", c)
 	}
 	return b.String()
-}
-
-// canonicalHash is [Definition.Hash] of raw.
-func canonicalHash(raw json.RawMessage) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers keep their text: 2.50 stays 2.50
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return "", err
-	}
-	if obj == nil {
-		return "", fmt.Errorf("null is not an object")
-	}
-	delete(obj, "_meta")
-	b, err := marshalNoEscape(obj)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // marshalNoEscape is json.Marshal without HTML escaping and without the
