@@ -17,6 +17,7 @@ import (
 
 // decodeMessage must read every message as the SDK's own decoder does.
 func TestDecodeMessageAsTheSDK(t *testing.T) {
+	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
 	for _, in := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"x"}}}`,
 		`{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{}}`,
@@ -50,8 +51,16 @@ func TestDecodeMessageAsTheSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","id":15,"result":{},"id":16}`,
 		`{"jsonrpc":"2.0","id":17,"error":null,"result":"x"}`,
 		`"2.0"`, `null`, `[]`, `{}`,
+		// Past the SDK's 1000 levels: refused (and so the session ends).
+		`{"jsonrpc":"2.0","id":"plexus-call-1","result":{"content":[],"structuredContent":{"a":` + deep + `}}}`,
+		`{"jsonrpc":"2.0","id":18,"result":"` + deep + `"}`, // brackets in a string are not nesting
+		`{"jsonrpc":"2\u002e0","id":19,"result":{}}`,        // an escaped version tag is 2.0
+		`{"jsonrpc":"2\u002e1","id":20,"result":{}}`,
+		`{"jsonrpc":"2.0","id":21,"error":{"Code":-32042,"MESSAGE":"x"}}`, // error keys match exactly
+		`{"jsonrpc":"2.0","id":22,"error":{"code":-32042,"message":"x","code":-1}}`,
+		`{"jsonrpc":"2.0","id":23,"error":{"code":"x","message":"x"}}`,
 	} {
-		t.Run(in, func(t *testing.T) {
+		t.Run(in[:min(len(in), 80)], func(t *testing.T) {
 			if !json.Valid([]byte(in)) {
 				t.Fatalf("%s: the decoder hands on valid JSON only", in)
 			}
