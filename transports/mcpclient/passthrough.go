@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -257,9 +258,11 @@ func (p plainResult) firstText() string {
 			return
 		}
 		if err := members(block, func(key, val []byte) {
-			if string(key) == "text" && bytes.IndexByte(val, '\\') < 0 {
+			switch {
+			case string(key) != "text":
+			case bytes.IndexByte(val, '\\') < 0 && utf8.Valid(val):
 				text = string(val[1 : len(val)-1])
-			} else if string(key) == "text" && json.Unmarshal(val, &text) != nil {
+			case json.Unmarshal(val, &text) != nil: // unescaped, bad UTF-8 replaced as the SDK's decoder does
 				text = ""
 			}
 		}); err != nil || strings.TrimSpace(text) == "" {

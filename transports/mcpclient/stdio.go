@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -239,7 +240,7 @@ func decodeID(raw []byte) (jsonrpc.ID, error) {
 	var v any
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
-	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0:
+	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
 		v = string(raw[1 : len(raw)-1])
 	case raw[0] == '"':
 		var s string
