@@ -63,9 +63,12 @@ func (r *passedResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
 // toolResult is the gateway's answer as req's result. An ingested MCP
 // tool's own result (success, or its isError) passes to a host on the
 // wire it came in on (a session of 2025-11-25 or earlier, as Plexus
-// speaks to upstreams) as its server's bytes, which the mcp transport's
-// SDK client has already decoded as a tool result: no decode into the
-// SDK's types and encode back, byte for byte as over /invoke. A
+// speaks to upstreams) as its server's bytes, which the mcp transport has
+// already checked as the SDK's client decodes a tool result (a plain
+// result of text blocks read in place, anything else decoded by the SDK
+// into its CallToolResult; what it refuses never gets here), with isError
+// read by its exact key as the host reads it: no decode into the SDK's
+// types and encode back, byte for byte as over /invoke. A
 // 2026-07-28 host's result is reshaped (shaped), and a front door with
 // Middleware decodes it for them (they inspect results as the SDK's
 // types): both get [callResult]'s.

@@ -1,13 +1,16 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -178,4 +181,144 @@ func (c *stdioConn) cancelled(ctx context.Context, id jsonrpc.ID) {
 	if err != nil && c.c.r.log != nil {
 		c.c.r.log.Debug("mcp: notifications/cancelled could not be sent", "err", err)
 	}
+}
+
+// plainResult is what toolResult reads of a plain result, in place.
+type plainResult struct {
+	isError    bool
+	content    []byte // the content array, raw
+	structured []byte // structuredContent, raw
+}
+
+// readPlain reads raw as a plain tools/call result, which the SDK's
+// decoder would take and read as it is read here: an object with no
+// member but content, isError and structuredContent, none repeated, keys
+// spelt exactly (the SDK's decoder ignores case nowhere); isError true or
+// false; content an array of text blocks, each with just a type "text"
+// and a string text; structuredContent any value with no number past a
+// float64 (the SDK's decoder refuses those); and nesting within the SDK's
+// 1000 levels. Anything else (other blocks, _meta, annotations) is not
+// plain: ok is false and the SDK decodes it.
+func readPlain(raw []byte) (p plainResult, ok bool) {
+	if checkMaxDepth(raw) != nil {
+		return p, false
+	}
+	ok = true
+	var seen [3]bool
+	once := func(i int) bool {
+		first := !seen[i]
+		seen[i] = true
+		return first
+	}
+	err := members(raw, func(key, val []byte) {
+		switch string(key) {
+		case "isError":
+			ok = ok && once(0) && (string(val) == "true" || string(val) == "false")
+			p.isError = string(val) == "true"
+		case "content":
+			ok = ok && once(1) && textBlocks(val)
+			p.content = val
+		case "structuredContent":
+			ok = ok && once(2) && plainNumbers(val)
+			p.structured = val
+		default:
+			ok = false
+		}
+	})
+	return p, ok && err == nil
+}
+
+// textBlocks says whether content is an array of plain text blocks.
+func textBlocks(content []byte) bool {
+	ok := true
+	err := elements(content, func(block []byte) {
+		var typed, text bool
+		err := members(block, func(key, val []byte) {
+			switch string(key) {
+			case "type":
+				ok = ok && !typed && string(val) == `"text"`
+				typed = true
+			case "text":
+				ok = ok && !text && val[0] == '"'
+				text = true
+			default:
+				ok = false
+			}
+		})
+		ok = ok && err == nil && typed && text
+	})
+	return ok && err == nil
+}
+
+// firstText is the text of the first text block with more than spaces.
+func (p plainResult) firstText() string {
+	text := ""
+	err := elements(p.content, func(block []byte) {
+		if text != "" {
+			return
+		}
+		if err := members(block, func(key, val []byte) {
+			switch {
+			case string(key) != "text":
+			case bytes.IndexByte(val, '\\') < 0 && utf8.Valid(val):
+				text = string(val[1 : len(val)-1])
+			case json.Unmarshal(val, &text) != nil: // unescaped, bad UTF-8 replaced as the SDK's decoder does
+				text = ""
+			}
+		}); err != nil || strings.TrimSpace(text) == "" {
+			text = ""
+		}
+	})
+	if err != nil {
+		return ""
+	}
+	return text
+}
+
+// elements calls f with the raw value of each element of the array data,
+// which must be valid JSON.
+func elements(data []byte, f func(val []byte)) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return errors.New("not an array")
+	}
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != ']' {
+		end := skipValue(data, i)
+		if end > len(data) || end <= i {
+			return errors.New("a malformed array")
+		}
+		f(data[i:end])
+		i = skipSpace(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return nil
+}
+
+// plainNumbers says whether every number in the valid JSON value v fits a
+// float64 without doubt: no exponent, at most 300 digits.
+func plainNumbers(v []byte) bool {
+	run := 0
+	for i := 0; i < len(v); i++ {
+		switch b := v[i]; {
+		case b == '"':
+			for i++; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+			run = 0
+		case '0' <= b && b <= '9' || b == '.':
+			if run++; run > 300 {
+				return false
+			}
+		case (b == 'e' || b == 'E') && run > 0:
+			return false
+		default:
+			run = 0
+		}
+	}
+	return true
 }

@@ -164,7 +164,7 @@ func TestRawServer(t *testing.T) {
 	// What the SDK would refuse to decode is refused, though the result is
 	// not decoded into its structs.
 	t.Run("NotAToolResult", func(t *testing.T) {
-		for _, id := range []string{"mcp.raw.oddcontent", "mcp.raw.notresult"} {
+		for _, id := range []string{"mcp.raw.oddcontent", "mcp.raw.notresult", "mcp.raw.badimage"} {
 			r := f.call(t, context.Background(), id, nil, nil)
 			wantErr(t, r, plexus.CodeTransportError, "tools/call")
 			if len(r.MCPResult) != 0 {
@@ -173,6 +173,16 @@ func TestRawServer(t *testing.T) {
 		}
 		if r := f.call(t, context.Background(), "mcp.raw.echo", nil, nil); !r.OK {
 			t.Errorf("the session did not live on: %v", r.Error)
+		}
+	})
+
+	// isError is read with its exact key, as the SDK and a host read it:
+	// a look-alike key neither hides nor makes a tool error.
+	t.Run("IsErrorExactKey", func(t *testing.T) {
+		r := f.call(t, context.Background(), "mcp.raw.shadowerr", nil, nil)
+		wantErr(t, r, plexus.CodeMCPToolError, "the transfer failed")
+		if r := f.call(t, context.Background(), "mcp.raw.speltok", nil, nil); !r.OK {
+			t.Errorf("IsError (not isError) made a tool error: %v", r.Error)
 		}
 	})
 

@@ -49,6 +49,9 @@ func rawTools(version int) []string {
 		`{"name":"ü-tool","inputSchema":{"type":"object"}}`,
 		`{"name":"oddcontent","inputSchema":{"type":"object"}}`,
 		`{"name":"notresult","inputSchema":{"type":"object"}}`,
+		`{"name":"badimage","inputSchema":{"type":"object"}}`,
+		`{"name":"shadowerr","inputSchema":{"type":"object"}}`,
+		`{"name":"speltok","inputSchema":{"type":"object"}}`,
 	}
 	for i := len(tools); i < 25; i++ {
 		tools = append(tools, fmt.Sprintf(`{"name":"t%02d","inputSchema":{"type":"object"}}`, i))
@@ -191,6 +194,12 @@ func rawServer(in io.Reader, out io.Writer, events string) {
 				reply(`{"content":[{"type":"text","text":"a"},{"type":"x-hologram","text":"b"}]}`)
 			case "notresult":
 				reply(`["not", "a", "result"]`)
+			case "badimage":
+				reply(`{"content":[{"type":"image","mimeType":"image/png","data":"<script>not base64!"}]}`)
+			case "shadowerr":
+				reply(`{"content":[{"type":"text","text":"the transfer failed"}],"isError":true,"ISERROR":false}`)
+			case "speltok":
+				reply(`{"content":[{"type":"text","text":"fine"}],"IsError":true}`)
 			default:
 				reply(`{"content":[{"type":"text","text":"ok"}]}`)
 			}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -174,7 +175,13 @@ func decodeMessages(raw json.RawMessage) ([]jsonrpc.Message, error) {
 // envelope's few members are read here in place, params and result left
 // raw. Keys match exactly, as they do in the SDK; a "method" key makes a
 // request (whatever its value), its absence a response, which needs an id.
+// What is rare goes to the SDK's decoder itself: a message nested past its
+// limit (which it refuses) and an error response (its error object read
+// as the SDK reads it).
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	if checkMaxDepth(data) != nil {
+		return jsonrpc.DecodeMessage(data)
+	}
 	var w struct {
 		version, id, method, params, result, errv []byte
 		hasMethod                                 bool
@@ -203,7 +210,9 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		if err := unmarshalPresent(w.version, &v); err != nil {
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", v, "2.0")
+		if v != "2.0" { // "2\u002e0" is 2.0 too
+			return nil, fmt.Errorf("invalid message version tag %q; expected %q", v, "2.0")
+		}
 	}
 	id, err := decodeID(w.id)
 	if err != nil {
@@ -219,15 +228,10 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	if !id.IsValid() {
 		return nil, errors.New("JSON RPC invalid request: a response without an id")
 	}
-	resp := &jsonrpc.Response{ID: id, Result: w.result}
 	if len(w.errv) > 0 && !bytes.Equal(w.errv, []byte("null")) {
-		var we jsonrpc.Error
-		if err := json.Unmarshal(w.errv, &we); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-		}
-		resp.Error = &we
+		return jsonrpc.DecodeMessage(data)
 	}
-	return resp, nil
+	return &jsonrpc.Response{ID: id, Result: w.result}, nil
 }
 
 // decodeID is the id of a message: none, a string, or a number (made an
@@ -236,7 +240,7 @@ func decodeID(raw []byte) (jsonrpc.ID, error) {
 	var v any
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
-	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0:
+	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw):
 		v = string(raw[1 : len(raw)-1])
 	case raw[0] == '"':
 		var s string
@@ -293,6 +297,41 @@ func members(data []byte, f func(key, val []byte)) error {
 		i = skipSpace(data, end)
 		if i < len(data) && data[i] == ',' {
 			i = skipSpace(data, i+1)
+		}
+	}
+	return nil
+}
+
+// sdkMaxDepth is the nesting the SDK's decoder allows (its internal/json).
+const sdkMaxDepth = 1000
+
+// checkMaxDepth is the SDK's check of the nesting of data (internal/json's
+// checkMaxDepth), which it makes before decoding any message or result.
+func checkMaxDepth(data []byte) error {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > sdkMaxDepth {
+				return fmt.Errorf("json: exceeded maximum nesting depth of %d", sdkMaxDepth)
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
 		}
 	}
 	return nil

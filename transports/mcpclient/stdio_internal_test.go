@@ -17,54 +17,82 @@ import (
 
 // decodeMessage must read every message as the SDK's own decoder does.
 func TestDecodeMessageAsTheSDK(t *testing.T) {
-	for _, in := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"x"}}}`,
-		`{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{}}`,
-		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"plexus-1","progress":1}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":""}`,
-		`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}}`,
-		`{"jsonrpc":"2.0","id":"7","result":{}}`,
-		`{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"bad","data":{"x":[1,2]}}}`,
-		`{"jsonrpc":"2.0","id":5,"result":null,"error":null}`,
-		`{"jsonrpc":"2.0","id":6.0,"result":1}`,
-		`{"id":8,"jsonrpc":"2.0","result":{"a":"\u00e9\n"}}`,
-		` {"jsonrpc":"2.0","id":9,"result":{}} `,
-		`{"jsonrpc":"2.0","result":{}}`,                              // a response needs an id
-		`{"jsonrpc":"1.0","id":1,"result":{}}`,                       // wrong version
-		`{"id":1,"result":{}}`,                                       // no version
-		`{"jsonrpc":2,"id":1,"result":{}}`,                           // version not a string
-		`{"jsonrpc":"2.0","id":true,"result":{}}`,                    // an id of the wrong type
-		`{"jsonrpc":"2.0","id":1,"method":3}`,                        // method not a string
-		`{"jsonrpc":"2.0","id":1,"error":"no"}`,                      // error not an object
-		`{"JSONRPC":"2.0","ID":1,"Result":{}}`,                       // keys match exactly
-		`[{"jsonrpc":"2.0","id":1,"result":{}}]`,                     // not one message
-		`{"jsonrpc":"2.0","id":"a\"b\\u00e9","result":{"k":"}\"]"}}`, // escapes in an id, a result
-		`{"jsonrpc":"2.0","id":10,"result":[1,{"a":[]}],"x":{"y":[{}]},"z":"w"}`,
-		`{"jsonrpc":"2.0","id":11,"method":null}`,
-		`{"jsonrpc":"2.0","id":-12e0,"result":{} }`,
-		`{ "jsonrpc" : "2.0" , "id" : 13 , "result" : { } }`,
-		`{"jsonrpc":"2.0","id":{},"result":{}}`,
-		`{"jsonrpc":"2.0","id":[1],"result":{}}`,
-		`{"jsonrpc":"2.0","\u0069d":14,"result":{}}`,
-		`{"jsonrpc":"2.0","id":15,"result":{},"id":16}`,
-		`{"jsonrpc":"2.0","id":17,"error":null,"result":"x"}`,
-		`"2.0"`, `null`, `[]`, `{}`,
-	} {
-		t.Run(in, func(t *testing.T) {
+	for _, in := range decodeCases {
+		t.Run(in[:min(len(in), 80)], func(t *testing.T) {
 			if !json.Valid([]byte(in)) {
 				t.Fatalf("%s: the decoder hands on valid JSON only", in)
 			}
-			want, werr := jsonrpc.DecodeMessage([]byte(in))
-			got, gerr := decodeMessage([]byte(in))
-			if (werr != nil) != (gerr != nil) {
-				t.Fatalf("error %v, the SDK's %v", gerr, werr)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("decoded %#v, the SDK %#v", got, want)
-			}
+			decodesAsTheSDK(t, in)
 		})
 	}
+}
+
+// FuzzDecodeMessageAsTheSDK checks decodeMessage against the SDK's decoder
+// on any valid JSON.
+func FuzzDecodeMessageAsTheSDK(f *testing.F) {
+	for _, in := range decodeCases {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if json.Valid([]byte(in)) {
+			decodesAsTheSDK(t, in)
+		}
+	})
+}
+
+func decodesAsTheSDK(t *testing.T, in string) {
+	t.Helper()
+	want, werr := jsonrpc.DecodeMessage([]byte(in))
+	got, gerr := decodeMessage([]byte(in))
+	if (werr != nil) != (gerr != nil) {
+		t.Fatalf("error %v, the SDK's %v", gerr, werr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded %#v, the SDK %#v", got, want)
+	}
+}
+
+var decodeCases = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"x"}}}`,
+	`{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{}}`,
+	`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"plexus-1","progress":1}}`,
+	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	`{"jsonrpc":"2.0","id":2,"method":""}`,
+	`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}}`,
+	`{"jsonrpc":"2.0","id":"7","result":{}}`,
+	`{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"bad","data":{"x":[1,2]}}}`,
+	`{"jsonrpc":"2.0","id":5,"result":null,"error":null}`,
+	`{"jsonrpc":"2.0","id":6.0,"result":1}`,
+	`{"id":8,"jsonrpc":"2.0","result":{"a":"\u00e9\n"}}`,
+	` {"jsonrpc":"2.0","id":9,"result":{}} `,
+	`{"jsonrpc":"2.0","result":{}}`,                              // a response needs an id
+	`{"jsonrpc":"1.0","id":1,"result":{}}`,                       // wrong version
+	`{"id":1,"result":{}}`,                                       // no version
+	`{"jsonrpc":2,"id":1,"result":{}}`,                           // version not a string
+	`{"jsonrpc":"2.0","id":true,"result":{}}`,                    // an id of the wrong type
+	`{"jsonrpc":"2.0","id":1,"method":3}`,                        // method not a string
+	`{"jsonrpc":"2.0","id":1,"error":"no"}`,                      // error not an object
+	`{"JSONRPC":"2.0","ID":1,"Result":{}}`,                       // keys match exactly
+	`[{"jsonrpc":"2.0","id":1,"result":{}}]`,                     // not one message
+	`{"jsonrpc":"2.0","id":"a\"b\\u00e9","result":{"k":"}\"]"}}`, // escapes in an id, a result
+	`{"jsonrpc":"2.0","id":10,"result":[1,{"a":[]}],"x":{"y":[{}]},"z":"w"}`,
+	`{"jsonrpc":"2.0","id":11,"method":null}`,
+	`{"jsonrpc":"2.0","id":-12e0,"result":{} }`,
+	`{ "jsonrpc" : "2.0" , "id" : 13 , "result" : { } }`,
+	`{"jsonrpc":"2.0","id":{},"result":{}}`,
+	`{"jsonrpc":"2.0","id":[1],"result":{}}`,
+	`{"jsonrpc":"2.0","\u0069d":14,"result":{}}`,
+	`{"jsonrpc":"2.0","id":15,"result":{},"id":16}`,
+	`{"jsonrpc":"2.0","id":17,"error":null,"result":"x"}`,
+	`"2.0"`, `null`, `[]`, `{}`,
+	// Past the SDK's 1000 levels: refused (and so the session ends).
+	`{"jsonrpc":"2.0","id":"plexus-call-1","result":{"content":[],"structuredContent":{"a":` + deep + `}}}`,
+	`{"jsonrpc":"2.0","id":18,"result":"` + deep + `"}`, // brackets in a string are not nesting
+	`{"jsonrpc":"2\u002e0","id":19,"result":{}}`,        // an escaped version tag is 2.0
+	`{"jsonrpc":"2\u002e1","id":20,"result":{}}`,
+	`{"jsonrpc":"2.0","id":21,"error":{"Code":-32042,"MESSAGE":"x"}}`, // error keys match exactly
+	`{"jsonrpc":"2.0","id":22,"error":{"code":-32042,"message":"x","code":-1}}`,
+	`{"jsonrpc":"2.0","id":23,"error":{"code":"x","message":"x"}}`,
 }
 
 // dial starts sh -c script as a server over a stdioConn.

@@ -223,64 +223,54 @@ func (c *Client) result(rt route, raw json.RawMessage, typed any) plexus.Transpo
 		return plexus.TransportResult{MCPResult: raw, Error: plexus.Errorf(plexus.CodeMCPToolError, "%s", msg)}
 	}
 	if tr.StructuredContent != nil {
-		var sc struct {
-			StructuredContent json.RawMessage `json:"structuredContent"`
-		}
-		if json.Unmarshal(raw, &sc) == nil && nonNull(sc.StructuredContent) != nil {
-			res.Data = sc.StructuredContent
-		}
+		res.Data = structuredContent(raw)
 	}
 	return res
+}
+
+// structuredContent is raw's structuredContent, read with the exact key
+// (the last, if repeated) as the SDK reads it; nil if there is none.
+func structuredContent(raw json.RawMessage) any {
+	var sc json.RawMessage
+	if members(raw, func(key, val []byte) {
+		if string(key) == "structuredContent" {
+			sc = val
+		}
+	}) != nil || nonNull(sc) == nil {
+		return nil
+	}
+	return sc
 }
 
 // toolResult is the result of a tools/call as the server wrote it (raw),
 // as [Client.result] makes it of the SDK's decoding: byte for byte in
 // MCPResult, its structuredContent as Data, and isError as mcp_tool_error
-// with the first text, redacted. Only those members are read. A result
-// the SDK would refuse to decode (not an object, isError not a boolean, a
-// content block that is not an object of a known type) is refused too.
+// with the first text, redacted. A plain result (passthrough.go's
+// readPlain: text blocks only, members the SDK reads without a doubt) is
+// read in place; any other is decoded by the SDK into its CallToolResult
+// as its client does, and what it refuses is refused with the error its
+// call gave. So a result that reaches a host has passed the SDK's decoder.
 func (c *Client) toolResult(raw json.RawMessage) (plexus.TransportResult, error) {
-	var r struct {
-		IsError bool `json:"isError"`
-		Content []*struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return plexus.TransportResult{}, fmt.Errorf("the result is not a tools/call result: %w", err)
-	}
-	text := ""
-	for _, b := range r.Content {
-		if b == nil || !knownContent(b.Type) {
-			return plexus.TransportResult{}, errors.New("the result holds a content block of no known type")
+	p, ok := readPlain(raw)
+	if !ok {
+		var typed mcp.CallToolResult
+		if err := json.Unmarshal(raw, &typed); err != nil { // its UnmarshalJSON, the SDK's own decoder
+			return plexus.TransportResult{}, fmt.Errorf("calling %q: %w", "tools/call", err) // as the SDK's call wraps it
 		}
-		if text == "" && b.Type == "text" && strings.TrimSpace(b.Text) != "" {
-			text = b.Text
-		}
+		return c.result(route{Primitive: PrimitiveTool}, raw, &typed), nil
 	}
-	if r.IsError {
+	if p.isError {
 		msg := "the tool reported an error"
-		if text != "" {
+		if text := p.firstText(); text != "" {
 			msg += ": " + clip(c.red.string(text), 500)
 		}
 		return plexus.TransportResult{MCPResult: raw, Error: plexus.Errorf(plexus.CodeMCPToolError, "%s", msg)}, nil
 	}
 	res := plexus.TransportResult{OK: true, MCPResult: raw}
-	if sc := nonNull(r.StructuredContent); sc != nil {
+	if sc := nonNull(p.structured); sc != nil {
 		res.Data = sc // never a nil RawMessage in the interface
 	}
 	return res, nil
-}
-
-// knownContent says whether the SDK decodes content blocks of type t.
-func knownContent(t string) bool {
-	switch t {
-	case "text", "image", "audio", "resource_link", "resource", "tool_use", "tool_result":
-		return true
-	}
-	return false
 }
 
 // callError maps a failed SDK call to its code: the one table between the
