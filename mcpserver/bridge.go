@@ -227,8 +227,8 @@ func (b *bridge) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 	// No reconnection attempts: a daemon that is down is said so at once,
 	// and the next request connects anew.
 	ht := bridgeTransport()
-	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerRoundTripper{pat: b.o.PAT, base: ht}}}
+	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1, MaxEventSize: bridgeMaxEvent,
+		HTTPClient: bridgeClient(bearerRoundTripper{pat: b.o.PAT, base: ht})}
 	up, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return nil, b.unreachable(err)
@@ -238,8 +238,12 @@ func (b *bridge) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 }
 
 // failed forgets the connection to the daemon when err says it is gone,
-// so the next request connects again; err is answered as it is.
+// so the next request connects again; err is answered as it is, or as a
+// redirect refused.
 func (b *bridge) failed(up *mcp.ClientSession, err error) error {
+	if errors.Is(err, errRedirected) {
+		return b.redirected()
+	}
 	if err == nil || !connectionLost(err) {
 		return err
 	}
@@ -278,6 +282,8 @@ func (b *bridge) unreachable(err error) error {
 	text := strings.ReplaceAll(err.Error(), b.o.PAT, "[PAT]") // should a library ever quote a header
 	var msg string
 	switch {
+	case errors.Is(err, errRedirected):
+		return b.redirected()
 	case strings.Contains(text, "401") || strings.Contains(text, "Unauthorized"):
 		msg = fmt.Sprintf("Plexus at %s refused this agent's credential (was the agent revoked?): %s", b.o.Endpoint, text)
 	default:
@@ -287,6 +293,13 @@ func (b *bridge) unreachable(err error) error {
 		}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
+}
+
+// redirected is the host's answer when the endpoint redirected a request:
+// the session goes on, the request is not sent on.
+func (b *bridge) redirected() error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+		"Plexus at %s answered with a redirect, which mcp serve does not follow: the agent's credential is only sent to that address", b.o.Endpoint)}
 }
 
 func (b *bridge) close() {

@@ -1,6 +1,9 @@
 package mcpserver
 
-import "net/http"
+import (
+	"errors"
+	"net/http"
+)
 
 // bridgeIdleConns is how many idle connections to the daemon the bridge
 // keeps: as many as a host's concurrent calls, so that calls in parallel
@@ -16,4 +19,18 @@ func bridgeTransport() *http.Transport {
 	t.Proxy = nil // loopback, and the request bears the PAT
 	t.MaxIdleConnsPerHost = bridgeIdleConns
 	return t
+}
+
+// errRedirected is the endpoint answering a request of the bridge's with
+// a redirect, which the bridge does not follow.
+var errRedirected = errors.New("the endpoint answered with a redirect")
+
+// bridgeClient is the HTTP client of the bridge's requests to the daemon
+// over rt, which follows no redirect: rt puts the agent's PAT on every
+// request it carries, a redirected one too, and the PAT (and the call's
+// arguments) go to the endpoint and nowhere else.
+func bridgeClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return errRedirected
+	}}
 }

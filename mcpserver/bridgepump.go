@@ -189,7 +189,13 @@ func (b *bridge) pumpCall(ctx context.Context, ss *mcp.ServerSession, req *jsonr
 	resp, err := pc.post(pctx, body)
 	if err == nil {
 		var answer *jsonrpc.Response
+		var bad *answerError
 		answer, err = b.readAnswer(pc, ss, id, resp)
+		if errors.As(err, &bad) {
+			b.drop(resp, abort)
+			return &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the answer to this call was refused (the call may have run): " + bad.Error()}}
+		}
 		b.finish(resp, abort)
 		if answer != nil {
 			return answer
@@ -201,6 +207,15 @@ func (b *bridge) pumpCall(ctx context.Context, ss *mcp.ServerSession, req *jsonr
 		return nil
 	}
 	return &jsonrpc.Response{Error: b.failed(up, pc.lost(err))}
+}
+
+// drop closes resp unread, and its connection with it (abort cancels the
+// POST): the rest of an answer the bridge refused is not read.
+func (b *bridge) drop(resp *http.Response, abort context.CancelFunc) {
+	abort()
+	if err := resp.Body.Close(); err != nil {
+		b.o.Logger.Debug("close a refused answer", "err", err)
+	}
 }
 
 // readAnswer reads the daemon's answer to call id from resp: one JSON
@@ -215,12 +230,12 @@ func (b *bridge) readAnswer(pc *pumpConn, ss *mcp.ServerSession, id jsonrpc.ID, 
 	take := func(data []byte) (bool, error) {
 		msg, err := jsonrpc.DecodeMessage(data)
 		if err != nil {
-			return false, fmt.Errorf("decode the daemon's message: %w", err)
+			return false, &answerError{fmt.Errorf("decode the daemon's message: %w", err)}
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
 			if m.ID != id {
-				return false, fmt.Errorf("the daemon answered %v on the stream of %v", m.ID.Raw(), id.Raw())
+				return false, &answerError{fmt.Errorf("the daemon answered %v on the stream of %v", m.ID.Raw(), id.Raw())}
 			}
 			answer = m
 			return true, nil
@@ -230,19 +245,23 @@ func (b *bridge) readAnswer(pc *pumpConn, ss *mcp.ServerSession, id jsonrpc.ID, 
 		return false, nil
 	}
 	if mediaType(resp.Header.Get("Content-Type")) == "application/json" {
-		data, err := io.ReadAll(io.LimitReader(resp.Body, mcp.DefaultMaxEventSize+1))
-		if err == nil && len(data) > mcp.DefaultMaxEventSize {
-			err = errEventTooLarge
+		data, err := io.ReadAll(io.LimitReader(resp.Body, bridgeMaxEvent+1))
+		if err == nil && len(data) > bridgeMaxEvent {
+			err = &answerError{errEventTooLarge}
 		}
 		if err == nil {
 			_, err = take(data)
 		}
 		if err == nil && answer == nil {
-			err = errors.New("the daemon's answer was not a response")
+			err = &answerError{errors.New("the daemon's answer was not a response")}
 		}
 		return answer, err
 	}
-	if err := sseData(resp.Body, mcp.DefaultMaxEventSize, take); err != nil {
+	err := sseData(resp.Body, bridgeMaxEvent, take)
+	if errors.Is(err, errEventTooLarge) {
+		err = &answerError{err}
+	}
+	if err != nil {
 		return nil, err
 	}
 	if answer == nil {
@@ -328,7 +347,7 @@ func (b *bridge) pumpConn(up *mcp.ClientSession) *pumpConn {
 		version = ir.ProtocolVersion
 	}
 	rt := bearerRoundTripper{pat: b.o.PAT, base: b.upTransport, session: up.ID(), version: version, gone: gone}
-	b.pc = &pumpConn{client: &http.Client{Transport: rt}, endpoint: b.o.Endpoint, up: up, gone: gone,
+	b.pc = &pumpConn{client: bridgeClient(rt), endpoint: b.o.Endpoint, up: up, gone: gone,
 		asks: map[jsonrpc.ID]context.CancelFunc{}}
 	return b.pc
 }
@@ -360,7 +379,7 @@ func (pc *pumpConn) send(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, mcp.DefaultMaxEventSize))
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, bridgeMaxEvent))
 	if cerr := resp.Body.Close(); err == nil {
 		err = cerr
 	}

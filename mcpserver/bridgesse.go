@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The daemon's answer to a pumped call (bridgepump.go) is read here, not
@@ -15,8 +16,23 @@ import (
 // own and hands it over a channel, while the bridge only needs each
 // event's data, as bytes, on the call's own goroutine.
 
-// errEventTooLarge is an event of the daemon's beyond the bridge's bound.
-var errEventTooLarge = errors.New("an event of the daemon's is larger than the bridge takes")
+// bridgeMaxEvent bounds an event of the daemon's: the 16 MiB the daemon
+// takes of a server's message, and room for what the daemon wraps it in
+// (its own JSON-RPC id, the event's other lines), so that a server's
+// message the daemon accepted reaches the host.
+const bridgeMaxEvent = mcp.DefaultMaxEventSize + 64<<10
+
+// errEventTooLarge is an event of the daemon's beyond bridgeMaxEvent.
+var errEventTooLarge = errors.New("the answer is larger than the 16 MiB mcp serve takes")
+
+// answerError is an answer to a pumped call the bridge cannot take (too
+// large, malformed): that call's failure, and the connection it came on
+// is dropped, but the daemon session and the host's other calls go on.
+// An upstream server is untrusted, and its answer must not end them.
+type answerError struct{ err error }
+
+func (e *answerError) Error() string { return e.err.Error() }
+func (e *answerError) Unwrap() error { return e.err }
 
 // sseData hands take the data of each event of an SSE body (data lines
 // joined by newlines, as SSE says; other fields and comments are not the
@@ -67,7 +83,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > max {
-			return nil, fmt.Errorf("%w (%d bytes)", errEventTooLarge, max)
+			return nil, errEventTooLarge
 		}
 		line = append(line, chunk...)
 		if !errors.Is(err, bufio.ErrBufferFull) {
