@@ -48,10 +48,7 @@ func (s *Server) writeManifest(w nethttp.ResponseWriter, r *nethttp.Request, hea
 	buf.Truncate(buf.Len() - len(manifestTail))
 	buf.WriteString(`"entries":[`)
 
-	h := w.Header()
-	h["Content-Type"] = s.hdr.contentType
-	h["Cache-Control"] = s.hdr.cacheControl
-	h["X-Content-Type-Options"] = s.hdr.noSniff
+	s.setJSONHeaders(w.Header())
 	cw := &committer{w: w}
 	bw := bufio.NewWriterSize(cw, streamBufSize)
 	if _, err := bw.Write(buf.Bytes()); err != nil {

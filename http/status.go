@@ -139,13 +139,7 @@ func (s *Server) writeEncoded(w nethttp.ResponseWriter, r *nethttp.Request, stat
 		}
 		b = append(b, '\n')
 	}
-	// The values are shared, never written: net/http copies the header
-	// map when the status is written, and Set or Add replace or grow a
-	// value slice rather than write into it.
-	h := w.Header()
-	h["Content-Type"] = s.hdr.contentType
-	h["Cache-Control"] = s.hdr.cacheControl
-	h["X-Content-Type-Options"] = s.hdr.noSniff
+	s.setJSONHeaders(w.Header())
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // net/http copies b: the buffer can go back to the pool
 }
@@ -153,6 +147,16 @@ func (s *Server) writeEncoded(w nethttp.ResponseWriter, r *nethttp.Request, stat
 // jsonHeaders are the header values of every JSON answer, made once.
 type jsonHeaders struct {
 	contentType, cacheControl, noSniff []string
+}
+
+// setJSONHeaders sets the headers of a JSON answer on h. The values are
+// shared, never written: net/http copies the header map when the status is
+// written, and Set or Add replace or grow a value slice rather than write
+// into it.
+func (s *Server) setJSONHeaders(h nethttp.Header) {
+	h["Content-Type"] = s.hdr.contentType
+	h["Cache-Control"] = s.hdr.cacheControl
+	h["X-Content-Type-Options"] = s.hdr.noSniff
 }
 
 func newJSONHeaders() jsonHeaders {
