@@ -117,6 +117,7 @@ func (b *bridge) pump(msg jsonrpc.Message) bool {
 	b.mu.Unlock()
 	b.wg.Add(1)
 	go func() {
+		reserveStack(false) // a goroutine of its own, like the front door's calls (stack.go)
 		defer b.wg.Done()
 		defer func() {
 			b.mu.Lock()
