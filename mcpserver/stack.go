@@ -5,11 +5,12 @@ package mcpserver
 // there through the gateway into an upstream server's client (its JSON
 // decoding, net/http) needs about 16 KiB, so that stack was grown three or
 // four times, each time copying and adjusting every frame of a deeper
-// stack: 15 % of the call's own CPU in the profile of
-// BenchmarkMCPFrontHTTP, most of the difference between the gateway's
+// stack: 15 % of the CPU of the call's goroutine in the profile of
+// BenchmarkMCPFrontHTTP, and most of the difference between the gateway's
 // steps before dispatch for an /mcp call and for an /invoke (whose
 // connection goroutine has grown its stack already). Growing it once, as
-// the call starts, copies a stack a few frames deep instead.
+// the call starts, copies a stack a few frames deep instead. The bridge's
+// pumped calls (bridgepump.go) run on goroutines of their own too.
 
 // callStack is the stack a call reserves as it starts: with what is on it
 // already, the runtime grows it to 32 KiB, which the deepest path measured
