@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,7 +97,8 @@ func BenchmarkDispatchHTTP(b *testing.B) {
 // dispatchVersus runs dispatch and direct, the same call through Plexus
 // and through the SDK's client, in alternating rounds and reports their
 // figures: per-call latency of sequential calls and their ratio,
-// throughput with 8 concurrent callers, and allocations per call.
+// throughput with 8 concurrent callers, allocations and the CPU time of
+// this process (the client's side) per call.
 func dispatchVersus(b *testing.B, what string, dispatch, direct func()) {
 	const rounds, perRound, callers = 10, 100, 8
 	// parallel runs n calls of call spread over the callers and returns
@@ -120,23 +122,23 @@ func dispatchVersus(b *testing.B, what string, dispatch, direct func()) {
 			dispatch()
 			direct()
 		}
-		var viaPlexus, viaSDK, parPlexus, parSDK time.Duration
+		var viaPlexus, viaSDK, parPlexus, parSDK, cpuPlexus, cpuSDK time.Duration
 		var allocsPlexus, allocsSDK, bytesPlexus, bytesSDK uint64
 		for range rounds {
-			start, m0 := time.Now(), memStats()
+			start, m0, c0 := time.Now(), memStats(), selfCPU(b)
 			for range perRound {
 				direct()
 			}
 			viaSDK += time.Since(start)
-			m1 := memStats()
-			allocsSDK, bytesSDK = allocsSDK+m1.Mallocs-m0.Mallocs, bytesSDK+m1.TotalAlloc-m0.TotalAlloc
+			m1, c1 := memStats(), selfCPU(b)
+			allocsSDK, bytesSDK, cpuSDK = allocsSDK+m1.Mallocs-m0.Mallocs, bytesSDK+m1.TotalAlloc-m0.TotalAlloc, cpuSDK+c1-c0
 			start = time.Now()
 			for range perRound {
 				dispatch()
 			}
 			viaPlexus += time.Since(start)
-			m2 := memStats()
-			allocsPlexus, bytesPlexus = allocsPlexus+m2.Mallocs-m1.Mallocs, bytesPlexus+m2.TotalAlloc-m1.TotalAlloc
+			m2, c2 := memStats(), selfCPU(b)
+			allocsPlexus, bytesPlexus, cpuPlexus = allocsPlexus+m2.Mallocs-m1.Mallocs, bytesPlexus+m2.TotalAlloc-m1.TotalAlloc, cpuPlexus+c2-c1
 			parSDK += parallel(direct, perRound*2)
 			parPlexus += parallel(dispatch, perRound*2)
 		}
@@ -152,6 +154,8 @@ func dispatchVersus(b *testing.B, what string, dispatch, direct func()) {
 		b.ReportMetric(float64(allocsPlexus)/calls, "dispatch-allocs/call")
 		b.ReportMetric(float64(bytesSDK)/calls, "direct-B/call")
 		b.ReportMetric(float64(bytesPlexus)/calls, "dispatch-B/call")
+		b.ReportMetric(float64(cpuSDK/n), "direct-cpu-ns/call")
+		b.ReportMetric(float64(cpuPlexus/n), "dispatch-cpu-ns/call")
 		b.Logf("%s per call, %d sequential calls: SDK directly %s, Dispatch %s, ratio %.2f×, overhead %s; "+
 			"%d callers: throughput %.2f× the SDK's (%.0f vs %.0f calls/s)",
 			what, rounds*perRound, viaSDK/n, viaPlexus/n, latency, (viaPlexus-viaSDK)/n,
@@ -167,6 +171,17 @@ func (benchRelay) Request(context.Context, string, json.RawMessage) (json.RawMes
 }
 func (benchRelay) Notify(context.Context, string, json.RawMessage) error { return nil }
 func (benchRelay) Offers(string) bool                                    { return false }
+
+// selfCPU is the CPU time this process has used (the servers run in
+// processes of their own, so the difference across a sequential round is
+// the client side of its calls, garbage collection included).
+func selfCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // memStats reads the process's allocation counters (the sequential rounds
 // run alone, so the difference across one is its calls').
