@@ -37,6 +37,9 @@ import (
 //     ([rawRoundTripper]): it reads the JSON-RPC id of each POSTed call and
 //     tees each response body (application/json or text/event-stream)
 //     through a small parser that picks the results out of the messages.
+//     A tools/call Plexus sends itself (passhttp.go) takes its answer off
+//     the response; the tee still relays its progress and log messages and
+//     tags what the server asks, as on the SDK's calls.
 //
 // Either way a response is matched to its call by JSON-RPC id, and the id
 // to its caller by a [slot] riding in the call's context: jsonrpc2 writes a
