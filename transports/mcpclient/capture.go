@@ -130,6 +130,29 @@ func (c *capture) received(id jsonrpc.ID, result json.RawMessage) {
 	}
 }
 
+// awaiting says whether a call awaits its result from the capture.
+func (c *capture) awaiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls) > 0
+}
+
+// receivedRaw is received for a result in a buffer that is reused: only
+// the result of a call awaited is copied.
+func (c *capture) receivedRaw(id jsonrpc.ID, result []byte, ok bool) {
+	c.mu.Lock()
+	s := c.calls[id]
+	delete(c.calls, id)
+	c.mu.Unlock()
+	if s != nil {
+		var raw json.RawMessage
+		if ok {
+			raw = bytes.Clone(result)
+		}
+		s.set(raw)
+	}
+}
+
 // done forgets what s still waits for: a cancelled call gets no response.
 func (c *capture) done(s *slot) {
 	c.mu.Lock()
@@ -280,6 +303,9 @@ func postedCallID(req *http.Request) (jsonrpc.ID, bool) {
 // the SDK decodes it on its own. data is the caller's to reuse: a result
 // is copied.
 func deliver(c *capture, data []byte) {
+	if !c.awaiting() && !bytes.Contains(data, []byte("progress")) {
+		return // nothing here for the capture: the calls Plexus sends itself read their own answers
+	}
 	if !json.Valid(data) {
 		return // the SDK refuses it
 	}
@@ -290,11 +316,7 @@ func deliver(c *capture, data []byte) {
 	for _, msg := range msgs {
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
-			var result json.RawMessage
-			if m.Error == nil {
-				result = bytes.Clone(m.Result)
-			}
-			c.received(m.ID, result)
+			c.receivedRaw(m.ID, m.Result, m.Error == nil)
 		case *jsonrpc.Request:
 			if m.Method == methodProgress && !m.IsCall() {
 				c.progressed(m.Params)

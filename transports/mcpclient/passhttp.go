@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
 package mcpclient
 
 import (
@@ -79,10 +81,15 @@ func (c *Client) callToolHTTP(ctx context.Context, s *session, name string, inpu
 	ctx = context.WithValue(ctx, callKey{}, true)
 	resp, err := c.post(ctx, s, body)
 	if err == nil {
+		// What the server asks on the stream is answered on goroutines
+		// that end with the call: a server that answered the call has
+		// nothing more to ask for it.
+		actx, stop := context.WithCancel(ctx)
 		var asks sync.WaitGroup
 		var raw json.RawMessage
-		raw, err = c.readAnswer(ctx, s, resp, id, &asks)
-		asks.Wait() // each ends with its answer or with ctx
+		raw, err = c.readAnswer(actx, s, resp, id, &asks)
+		stop()
+		asks.Wait()
 		if err == nil {
 			return raw, nil
 		}
@@ -249,8 +256,8 @@ func (c *Client) readStream(ctx context.Context, s *session, resp *http.Response
 			c.finish(resp.Body)
 			return raw, err
 		}
-		if cerr := resp.Body.Close(); cerr != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
+		if cerr := resp.Body.Close(); cerr != nil {
+			c.log.Debug("mcp: closing a call's stream", "err", cerr)
 		}
 		if st.lastID == "" {
 			return nil, errNoAnswer

@@ -350,12 +350,11 @@ type scriptedServer struct {
 	script func(ss *scriptedServer, w http.ResponseWriter, id string)
 	resume func(w http.ResponseWriter, id string)
 
-	mu      sync.Mutex
-	tools   string
-	counts  map[string]int
-	seen    map[string][]string // "answer": the client's answers; "GET": Last-Event-IDs
-	lastID  string
-	answers chan struct{}
+	mu     sync.Mutex
+	tools  string
+	counts map[string]int
+	seen   map[string][]string // "answer": the client's answers; "GET": Last-Event-IDs
+	lastID string
 }
 
 func (ss *scriptedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
