@@ -275,10 +275,33 @@ func (c *Client) readStream(ctx context.Context, s *session, resp *http.Response
 	}
 }
 
-// streamState is what a stream said of its resumption.
+// streamState is what a call's streams said of their resumption, and the
+// server's requests being answered.
 type streamState struct {
 	lastID string
 	retry  time.Duration
+	asking chan struct{} // a slot per request answered on a goroutine of its own
+}
+
+// maxAsks bounds the server's requests of one call answered at once; past
+// it the stream waits for each answer, which slows a flood to its pace.
+const maxAsks = 8
+
+// ask answers a server's request with answer, on a goroutine of its own
+// while fewer than maxAsks are.
+func (st *streamState) ask(asks *sync.WaitGroup, answer func()) {
+	if st.asking == nil {
+		st.asking = make(chan struct{}, maxAsks)
+	}
+	select {
+	case st.asking <- struct{}{}:
+		asks.Go(func() {
+			defer func() { <-st.asking }()
+			answer()
+		})
+	default:
+		answer()
+	}
 }
 
 // resume waits and asks for the rest of a stream after its last event.
@@ -362,7 +385,7 @@ func (c *Client) events(ctx context.Context, s *session, body io.Reader, id json
 			}
 		case *jsonrpc.Request:
 			if m.IsCall() {
-				asks.Go(func() { c.answerServer(ctx, s, m) })
+				st.ask(asks, func() { c.answerServer(ctx, s, m) })
 			} else {
 				c.noticed(s, m)
 			}

@@ -3,6 +3,7 @@
 package mcpclient
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -289,6 +290,17 @@ func TestPassHTTPScripted(t *testing.T) {
 				t.Errorf("%+v answered %q, want %q", seen, got, want)
 			}
 		}},
+		{name: "ManyAsks", script: func(ss *scriptedServer, w http.ResponseWriter, id string) {
+			for i := range 3 * maxAsks {
+				sse(w, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":"p%d","method":"ping"}`, i))
+			}
+			ss.await(3 * maxAsks)
+			sse(w, "", fmt.Sprintf(answer, id))
+		}, check: func(t *testing.T, ss *scriptedServer, seen callSeen) {
+			if got := ss.take("answer"); !seen.OK || len(got) != 3*maxAsks {
+				t.Errorf("%+v after %d answers, want %d", seen, len(got), 3*maxAsks)
+			}
+		}},
 		{name: "ListChanged", script: func(ss *scriptedServer, w http.ResponseWriter, id string) {
 			ss.mu.Lock()
 			ss.tools = `{"name":"t"},{"name":"late"}`
@@ -473,4 +485,48 @@ func startScripted(t *testing.T, ss *scriptedServer) *Client {
 		t.Fatal("the client did not list the server")
 	}
 	return c
+}
+
+// TestEventReader reads server-sent events as the HTML standard says (the
+// SDK's scanner's reading): fields, comments, line ends, events without
+// data, and what ends a stream.
+func TestEventReader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream string
+		want   []event
+		err    error
+	}{
+		{name: "Data", stream: "data: {\"a\":1}\n\n", want: []event{{data: []byte(`{"a":1}`)}}},
+		{name: "CRLFAndComments", stream: ": hi\r\nevent: message\r\nid: 7\r\ndata:x\r\n\r\n", want: []event{{name: "message", id: "7", data: []byte("x")}}},
+		{name: "MultiLineData", stream: "data: a\ndata:  b\ndata\n\n", want: []event{{data: []byte("a\n b\n")}}},
+		{name: "IDAndRetryOnly", stream: "id: p\nretry: 5\n\n\n\ndata: y\n\n", want: []event{{id: "p", retry: "5"}, {data: []byte("y")}}},
+		{name: "UnknownFieldsIgnored", stream: "foo: bar\ndata: z\n\n", want: []event{{data: []byte("z")}}},
+		{name: "Unfinished", stream: "data: y\n\ndata: cut", want: []event{{data: []byte("y")}}, err: io.ErrUnexpectedEOF},
+		{name: "NoBlankLineAtEnd", stream: "data: y\n", err: io.EOF},
+		{name: "TooLarge", stream: "data: " + strings.Repeat("x", maxCapture) + "\n\n", err: errFrameTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := eventReader{r: bufio.NewReader(strings.NewReader(tc.stream))}
+			var got []event
+			var err error
+			for {
+				var ev event
+				if ev, err = er.next(); err != nil {
+					break
+				}
+				got = append(got, ev)
+			}
+			wantErr := tc.err
+			if wantErr == nil {
+				wantErr = io.EOF
+			}
+			if !errors.Is(err, wantErr) {
+				t.Errorf("error %v, want %v", err, wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(event{})); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
