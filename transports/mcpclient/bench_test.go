@@ -80,7 +80,12 @@ func BenchmarkDispatchHTTP(b *testing.B) {
 	}
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	// As many idle connections as Plexus keeps (client.go): with net/http's
+	// default two, 8 callers would open a connection for most calls.
+	ht := http.DefaultTransport.(*http.Transport).Clone()
+	ht.MaxIdleConnsPerHost = 64
+	b.Cleanup(ht.CloseIdleConnections)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: ht}}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
