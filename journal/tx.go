@@ -33,6 +33,8 @@ type tx struct {
 	// rollback can clear them (forget).
 	handedActs   []*plexus.Activity
 	handedEvents []*plexus.Event
+	// inserted is set by an Append whose INSERT succeeded (see runOne).
+	inserted bool
 	// recordedOne and handedOne back recorded and handedActs for a
 	// group-committed fn's first row (most record exactly one), saving
 	// two allocations per commit.
