@@ -98,11 +98,11 @@ type waiter struct {
 	ready chan struct{}    // closed once the result is set or the waiter promoted
 	state waitState        // guarded by group.mu
 
-	t        *tx  // the fn's view of the transaction while its work stands
-	settled  bool // err (or the panic) is final
+	t        *tx // the fn's view of the transaction while its work stands
 	err      error
-	panicked bool
 	panicVal any
+	settled  bool // err (or the panic) is final
+	panicked bool // the bools last: the waiter stays in the 96-byte size class
 }
 
 // result returns the caller's error, or re-raises its fn's panic.
