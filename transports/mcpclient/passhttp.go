@@ -281,6 +281,50 @@ type streamState struct {
 	lastID string
 	retry  time.Duration
 	asking chan struct{} // a slot per request answered on a goroutine of its own
+
+	// pending cancels the server's requests being answered, by id, for a
+	// notifications/cancelled naming one (as the SDK's connection cancels
+	// an incoming request). Written by the stream's reader and by the
+	// goroutines answering, hence mu.
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]context.CancelFunc
+}
+
+// answering registers the server's request id for cancellation and
+// returns its context and the func that forgets it.
+func (st *streamState) answering(ctx context.Context, id jsonrpc.ID) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.pending == nil {
+		st.pending = map[jsonrpc.ID]context.CancelFunc{}
+	}
+	st.pending[id] = cancel
+	return rctx, func() {
+		st.mu.Lock()
+		delete(st.pending, id)
+		st.mu.Unlock()
+		cancel()
+	}
+}
+
+// withdrawn cancels the server's request that its notifications/cancelled
+// m names, if it is being answered.
+func (st *streamState) withdrawn(m *jsonrpc.Request) {
+	var p mcp.CancelledParams
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return
+	}
+	st.mu.Lock()
+	cancel := st.pending[id]
+	st.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // maxAsks bounds the server's requests of one call answered at once; past
@@ -384,9 +428,16 @@ func (c *Client) events(ctx context.Context, s *session, body io.Reader, id json
 				return raw, true, err
 			}
 		case *jsonrpc.Request:
-			if m.IsCall() {
-				st.ask(asks, func() { c.answerServer(ctx, s, m) })
-			} else {
+			switch {
+			case m.IsCall():
+				rctx, forget := st.answering(ctx, m.ID)
+				st.ask(asks, func() {
+					defer forget()
+					c.answerServer(rctx, ctx, s, m)
+				})
+			case m.Method == "notifications/cancelled":
+				st.withdrawn(m)
+			default:
 				c.noticed(s, m)
 			}
 		}
@@ -467,9 +518,11 @@ func (e *eventReader) readLine() ([]byte, error) {
 
 // answerServer answers a request the server sent on a call's stream, as
 // the SDK's client answers one (relayRequests, the relay handlers), with
-// a POST of its own.
-func (c *Client) answerServer(ctx context.Context, s *session, m *jsonrpc.Request) {
-	res, err := s.serve(ctx, m)
+// a POST of its own. rctx is the request's (the server may withdraw it),
+// ctx the call's: a withdrawn request is still answered, as the SDK's
+// connection answers it.
+func (c *Client) answerServer(rctx, ctx context.Context, s *session, m *jsonrpc.Request) {
+	res, err := s.serve(rctx, m)
 	r := &jsonrpc.Response{ID: m.ID, Error: err}
 	if err == nil {
 		if r.Result, err = json.Marshal(res); err != nil {
