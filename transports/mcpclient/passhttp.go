@@ -65,15 +65,15 @@ const (
 // answer and cannot be resumed.
 var errNoAnswer = errors.New("request terminated without response")
 
-// callToolHTTP sends tools/call of name with input on s, its progress
-// reported under token, and waits for the server's result, raw.
-func (c *Client) callToolHTTP(ctx context.Context, s *session, name string, input map[string]any, token string) (json.RawMessage, error) {
+// callToolHTTP sends one tools/call with params on s and waits for the
+// server's result, raw.
+func (c *Client) callToolHTTP(ctx context.Context, s *session, params toolCallParams) (json.RawMessage, error) {
 	key := idPrefix + strconv.FormatUint(s.sent.Add(1), 10)
 	id, err := jsonrpc.MakeID(key)
 	if err != nil {
 		return nil, err
 	}
-	body, err := encodeCall(nil, key, "tools/call", toolParams(ctx, name, input, token))
+	body, err := encodeCall(nil, key, "tools/call", params)
 	if err != nil {
 		return nil, err
 	}

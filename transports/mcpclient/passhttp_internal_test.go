@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,18 +50,26 @@ func TestPassHTTPAsTheSDK(t *testing.T) {
 				{"protocolError", nil},
 				{"nope", nil},
 				{"asks", nil},
+				{"rounds", nil},
 			} {
 				t.Run(tc.tool, func(t *testing.T) {
-					if mode.json && tc.tool == "asks" {
+					if mode.json && (tc.tool == "asks" || tc.tool == "rounds") {
 						t.Skip("a JSON answer carries no request of the server's")
 					}
 					pass := passCall(t, c, tc.tool, tc.input, false)
 					sdk := passCall(t, c, tc.tool, tc.input, true)
+					if tc.tool == "rounds" { // a round's input requests are answered at once, in any order
+						slices.Sort(pass.Relayed)
+						slices.Sort(sdk.Relayed)
+					}
 					if diff := cmp.Diff(sdk, pass); diff != "" {
 						t.Errorf("through Dispatch vs the SDK (-sdk +dispatch):\n%s", diff)
 					}
 					if tc.tool == "asks" && (!strings.Contains(pass.Result, "sampled|accept|file:///work") || len(pass.Relayed) != 4 || len(pass.Progress) != 2) {
 						t.Errorf("the host's part of the call: %+v", pass)
+					}
+					if tc.tool == "rounds" && (!pass.OK || !strings.Contains(pass.Result, "round=2") || len(pass.Relayed) != 3) {
+						t.Errorf("the host's part of the call in rounds: %+v", pass)
 					}
 				})
 			}
@@ -188,6 +197,7 @@ func startPassHTTP(t *testing.T, opts *mcp.StreamableHTTPOptions) *Client {
 		return nil, &jsonrpc.Error{Code: -32042, Message: "not today"}
 	})
 	srv.AddTool(&mcp.Tool{Name: "asks", InputSchema: obj}, asksEverything)
+	srv.AddTool(&mcp.Tool{Name: "rounds", InputSchema: obj}, asksInRounds)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close) // after the client's, which ends its streams
@@ -239,6 +249,30 @@ func asksEverything(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 	}
 	answer := sampled.Content.(*mcp.TextContent).Text + "|" + elicited.Action + "|" + roots.Roots[0].URI
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: answer}}}, nil
+}
+
+// asksInRounds asks its client for input in rounds (SEP-2322): the first,
+// on a session, the SDK's server asks in-band and calls it again with the
+// answer; the second reaches the client as a result asking for input,
+// which the client answers before it calls again.
+func asksInRounds(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	okSchema := json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)
+	switch req.Params.RequestState {
+	case "":
+		return &mcp.CallToolResult{RequestState: "round=1",
+			InputRequests: mcp.InputRequestMap{"first": &mcp.ElicitParams{Message: "one?", RequestedSchema: okSchema}}}, nil
+	case "round=1":
+		return &mcp.CallToolResult{RequestState: "round=2", InputRequests: mcp.InputRequestMap{
+			"again":  &mcp.ElicitParams{Message: "two?", RequestedSchema: okSchema},
+			"sample": &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say"}}}},
+			"roots":  &mcp.ListRootsParams{},
+		}}, nil
+	}
+	answers, err := json.Marshal(req.Params.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.RequestState + " " + string(answers)}}}, nil
 }
 
 // TestPassHTTPScripted: what a server may do on a call's stream that the
