@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 	"golang.org/x/oauth2"
 )
 
@@ -545,36 +546,51 @@ func (c *Client) answerServer(rctx, ctx context.Context, s *session, m *jsonrpc.
 
 // serve is the answer to the server's request m.
 func (s *session) serve(ctx context.Context, m *jsonrpc.Request) (any, error) {
-	params := m.Params
-	if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
-		params = json.RawMessage("{}")
-	}
-	invalid := func(err error) error {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid params for %s: %v", m.Method, err)}
-	}
 	switch m.Method {
 	case "ping":
 		return struct{}{}, nil
 	case "sampling/createMessage":
 		var p mcp.CreateMessageWithToolsParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalid(err)
+		if err := decodeParams(m, &p); err != nil {
+			return nil, err
 		}
 		return s.relaySampling(ctx, &mcp.CreateMessageWithToolsRequest{Params: &p})
 	case "elicitation/create":
 		var p mcp.ElicitParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalid(err)
+		if err := decodeParams(m, &p); err != nil {
+			return nil, err
 		}
 		return s.relayElicitation(ctx, &mcp.ElicitRequest{Params: &p})
 	case "roots/list":
 		var p mcp.ListRootsParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalid(err)
+		if err := decodeParams(m, &p); err != nil {
+			return nil, err
 		}
 		return s.relayRoots(ctx, &p)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", m.Method)}
+}
+
+// decodeParams decodes the params of the server's request m into p as
+// the SDK's client decodes them (its internal/json): member names matched
+// exactly, nesting bounded. (Missing params do not reach here: the
+// capture's tee tags each relayed request in its params' _meta.)
+func decodeParams(m *jsonrpc.Request, p any) error {
+	params := bytes.TrimSpace(m.Params)
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	err := checkMaxDepth(params)
+	if err == nil {
+		dec := segjson.NewDecoder(bytes.NewReader(params))
+		dec.DontMatchCaseInsensitiveStructFields()
+		err = dec.Decode(p)
+	}
+	if err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("handling '%s': invalid params: unmarshaling %q into a %T: %v", m.Method, params, p, err)}
+	}
+	return nil
 }
 
 // noticed handles a notification the server sent on a call's stream, as

@@ -324,6 +324,20 @@ func TestPassHTTPScripted(t *testing.T) {
 				t.Errorf("%+v answered %q, want %q", seen, got, want)
 			}
 		}},
+		// Params the SDK's client reads as it reads every message: member
+		// names exactly (the elicitation's "Message" is not its message).
+		{name: "ParamsAsTheSDK", script: func(ss *scriptedServer, w http.ResponseWriter, id string) {
+			sse(w, "", `{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"Message":"forged","requestedSchema":{"type":"object"}}}`)
+			ss.await(1)
+			sse(w, "", fmt.Sprintf(answer, id))
+		}, check: func(t *testing.T, ss *scriptedServer, seen callSeen) {
+			if got := ss.take("answer"); !seen.OK || len(got) != 1 || !strings.Contains(got[0], `"id":"e1","result":{"action":"accept"`) {
+				t.Errorf("%+v answered %q, want the elicitation answered", seen, got)
+			}
+			if len(seen.Relayed) != 1 || !strings.Contains(seen.Relayed[0], `"message":""`) {
+				t.Errorf("relayed %q, want the elicitation, without a message", seen.Relayed)
+			}
+		}},
 		{name: "ManyAsks", script: func(ss *scriptedServer, w http.ResponseWriter, id string) {
 			for i := range 3 * maxAsks {
 				sse(w, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":"p%d","method":"ping"}`, i))
