@@ -1,0 +1,121 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus/mcpserver"
+)
+
+// slowInitialize is a reverse proxy to the daemon at target that holds
+// each initialize until release closes, counting them on inits and
+// telling held of each, then answers it 503 when refuse is set; it returns
+// the proxy's /mcp URL.
+func slowInitialize(t *testing.T, target string, inits *atomic.Int32, held chan<- struct{}, release <-chan struct{}, refuse bool) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: u.Scheme, Host: u.Host})
+		r.Out.Host = u.Host
+	}, FlushInterval: -1}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method == http.MethodPost && bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			inits.Add(1)
+			held <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+			if refuse {
+				http.Error(w, "the daemon is going away", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+// TestBridgeSlowInitialize: while the daemon is slow to answer the
+// bridge's initialize, the host's other messages are still read and
+// answered (a ping), and the calls that need the daemon wait for that one
+// connection: once it is up they all run in the one session it made, and
+// when it fails they are all answered its error.
+func TestBridgeSlowInitialize(t *testing.T) {
+	for _, tc := range []struct {
+		name, version string
+		refuse        bool
+	}{
+		{"pumped", "2025-11-25", false}, {"sessions", "2026-07-28", false},
+		{"pumped refused", "2025-11-25", true}, {"sessions refused", "2026-07-28", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, mcpserver.Options{})
+			var inits atomic.Int32
+			held, release := make(chan struct{}, 8), make(chan struct{})
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			ep := slowInitialize(t, f.base, &inits, held, release, tc.refuse)
+			cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: ep, PAT: f.agent("desk")}, "desk", tc.version, nil)
+			t.Cleanup(free) // before the bridge's cleanup, should the test fail
+			const calls = 4
+			errc := make(chan error, calls)
+			for i := range calls {
+				go func() {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "portal__docs__read", Arguments: map[string]any{"path": "hello.txt"}})
+					if err == nil && res.IsError {
+						err = fmt.Errorf("call %d: isError: %s", i, text(res))
+					}
+					errc <- err
+				}()
+			}
+			select {
+			case <-held:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the bridge never sent initialize")
+			}
+			// A generous bound: a hang, not a speed check.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cs.Ping(ctx, nil); err != nil {
+				t.Fatalf("a ping while the daemon's initialize is slow: %v", err)
+			}
+			free()
+			for range calls {
+				err := <-errc
+				switch {
+				case tc.refuse && (err == nil || !strings.Contains(err.Error(), "Service Unavailable")):
+					t.Errorf("a call while initialize failed: %v, want the daemon's refusal", err)
+				case !tc.refuse && err != nil:
+					t.Error(err)
+				}
+			}
+			if n := inits.Load(); n != 1 {
+				t.Errorf("%d initialize requests for concurrent first calls, want one session", n)
+			}
+		})
+	}
+}
