@@ -48,6 +48,9 @@ type Grants interface {
 	// Subscribe streams the session's events (grant_resolved among them)
 	// until ctx ends or the subscriber falls too far behind.
 	Subscribe(ctx context.Context, c gateway.Credentials, lastEventID int64) (<-chan plexus.Event, error)
+	// CallAbandoned journals a call that waited for the owner and never
+	// ran, its caller gone first (an invoke.failed row).
+	CallAbandoned(ctx context.Context, c gateway.Credentials, call gateway.AbandonedCall) error
 }
 
 // Invoker runs a call under a scoped token.
