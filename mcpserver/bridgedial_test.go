@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,4 +120,84 @@ func TestBridgeSlowInitialize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBridgeEndsWithCancelStuck: a pumped call the host cancels has the
+// daemon told on the bridge's own goroutine; when the daemon does not
+// answer that notification and the host goes, the bridge ends all the
+// same, the stuck POST aborted and no goroutine of the bridge's left.
+func TestBridgeEndsWithCancelStuck(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	stuck, aborted := make(chan struct{}, 1), make(chan struct{})
+	ep := faultyDaemon(t, f.base, "notifications/cancelled", func(w http.ResponseWriter, r *http.Request) {
+		stuck <- struct{}{}
+		<-r.Context().Done()
+		close(aborted)
+	})
+	hostR, bridgeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridgeR, hostW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Bridge(context.Background(), &mcp.IOTransport{Reader: bridgeR, Writer: bridgeW},
+			mcpserver.BridgeOptions{Endpoint: ep, PAT: f.agent("desk")})
+	}()
+	c := mcp.NewClient(&mcp.Implementation{Name: "desk", Version: "9.9"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: hostR, Writer: hostW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__block", Arguments: map[string]any{}})
+		errc <- err
+	}()
+	for f.upstream.count("block") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled call answered no error")
+	}
+	// A generous bound: a hang, not a speed check.
+	select {
+	case <-stuck:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon was never told the call was cancelled")
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close the host's session: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the bridge did not end while its notification to the daemon was stuck")
+	}
+	select {
+	case <-aborted:
+	case <-time.After(30 * time.Second):
+		t.Error("the bridge ended with its notification's POST still open")
+	}
+	if n := goroutinesIn("(*bridge)"); n != 0 {
+		t.Errorf("%d goroutines of the bridge's left after it ended", n)
+	}
+}
+
+// goroutinesIn counts the goroutines whose stack holds fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
 }
