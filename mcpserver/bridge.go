@@ -255,12 +255,15 @@ func (b *bridge) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 	}
 	b.mu.Unlock()
 	close(d.done)
-	if d.err != nil && up != nil {
+	if d.err == nil {
+		return up, nil
+	}
+	if up != nil {
 		if cerr := up.Close(); cerr != nil {
 			b.o.Logger.Debug("close the daemon session", "err", cerr)
 		}
 	}
-	return up, d.err
+	return nil, d.err
 }
 
 // dialing is the connection to the daemon being opened; err is set, and
