@@ -105,6 +105,12 @@ func TestBridgeSlowInitialize(t *testing.T) {
 			if err := cs.Ping(ctx, nil); err != nil {
 				t.Fatalf("a ping while the daemon's initialize is slow: %v", err)
 			}
+			// Every call waits for the one connection before it is answered.
+			for deadline := time.Now().Add(30 * time.Second); goroutinesIn("(*bridge).sessionFor") != calls; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d calls wait for the daemon's connection, want %d", goroutinesIn("(*bridge).sessionFor"), calls)
+				}
+			}
 			free()
 			for range calls {
 				err := <-errc
