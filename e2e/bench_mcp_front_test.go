@@ -378,3 +378,31 @@ func (r versus) report(b *testing.B, m map[string]float64, name, wire string) {
 		name, us(vp50), wire, us(dp50), lat, us(percentile(r.viaLat, 99)), us(percentile(r.directLat, 99)),
 		benchClients, r.viaRPS, r.directRPS, thr)
 }
+
+// BenchmarkMCPFrontCalls is BenchmarkMCPFrontHTTP's call through /mcp
+// alone, b.N times in sequence, as a plain benchmark (no figure for the
+// summary): ns/op and allocs/op of one tools/call, client and daemon in
+// this process, the drift server in its own. It is what a profile of the
+// front door's own cost, or a count of its instructions (perf stat at two
+// b.N), runs.
+func BenchmarkMCPFrontCalls(b *testing.B) {
+	url := startDriftHTTP(b)
+	td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
+	benchMCPConfig(b, td, fmt.Sprintf(`{"mcpServers":{"bench":{"url":%q}}}`, url))
+	pat := benchGrantedAgent(b, td, "bench-http")
+	via := benchMCPConnect(b, "bench-host", &mcp.StreamableClientTransport{Endpoint: td.BaseURL() + "/mcp",
+		HTTPClient: benchBearerClient(pat)})
+	call := greetCaller(b, via, frontToolName(b, via))
+	for range 200 { // the connections, caches and token warm
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -10,8 +10,8 @@ import (
 	"github.com/plexus-gw/plexus/journal"
 )
 
-// gatedStore is the real journal with a gate on Update: once armed, the
-// next Update says it entered and waits to be let through. It shows which
+// gatedStore is the real journal with a gate on Update and Append: once
+// armed, the next write says it entered and waits to be let through. It shows which
 // callers wait for another's journal write.
 type gatedStore struct {
 	*journal.DB
@@ -21,13 +21,23 @@ type gatedStore struct {
 }
 
 func (s *gatedStore) Update(ctx context.Context, durable bool, fn func(plexus.StateTx) error) error {
+	s.gate()
+	return s.DB.Update(ctx, durable, fn)
+}
+
+// Append is gated like Update: the gateway records a lone row with it.
+func (s *gatedStore) Append(ctx context.Context, a *plexus.Activity) error {
+	s.gate()
+	return s.DB.Append(ctx, a)
+}
+
+func (s *gatedStore) gate() {
 	select {
 	case <-s.armed:
 		s.entered <- struct{}{}
 		<-s.release
 	default:
 	}
-	return s.DB.Update(ctx, durable, fn)
 }
 
 // TestDenialNoLockAcrossWrite: while one agent's first rate_limited row

@@ -19,14 +19,21 @@ type progressKey struct{}
 // live (not replayable) to the session's /events.
 func (g *Gateway) InvokeStream(ctx context.Context, c Credentials, req plexus.InvokeRequest, sink func(plexus.InvokeProgressEvent)) plexus.InvokeResponse {
 	if sink != nil {
-		var mu sync.Mutex
-		ctx = context.WithValue(ctx, progressKey{}, func(ev plexus.InvokeProgressEvent) {
-			mu.Lock()
-			defer mu.Unlock()
-			sink(ev)
-		})
+		ctx = context.WithValue(ctx, progressKey{}, &serialSink{sink: sink})
 	}
 	return g.Invoke(ctx, c, req)
+}
+
+// serialSink hands pieces to a streaming caller's sink one at a time.
+type serialSink struct {
+	mu   sync.Mutex
+	sink func(plexus.InvokeProgressEvent)
+}
+
+func (s *serialSink) send(ev plexus.InvokeProgressEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sink(ev)
 }
 
 // relay numbers one dispatch's progress and fans it out to the streaming
@@ -36,14 +43,14 @@ type relay struct {
 	g       *Gateway
 	id      string
 	ic      plexus.InvokeContext
-	sink    func(plexus.InvokeProgressEvent)
+	sink    *serialSink
 	mu      sync.Mutex
 	seq     int
 	stopped bool
 }
 
 func (g *Gateway) newRelay(ctx context.Context, id string, ic plexus.InvokeContext) *relay {
-	sink, _ := ctx.Value(progressKey{}).(func(plexus.InvokeProgressEvent))
+	sink, _ := ctx.Value(progressKey{}).(*serialSink)
 	return &relay{g: g, id: id, ic: ic, sink: sink}
 }
 
@@ -56,7 +63,7 @@ func (r *relay) report(p plexus.InvokeProgress) {
 	r.seq++
 	ev := plexus.InvokeProgressEvent{Type: plexus.EventInvokeProgress, ID: r.id, TraceID: r.ic.TraceID, Seq: r.seq, InvokeProgress: p}
 	if r.sink != nil {
-		r.sink(ev)
+		r.sink.send(ev)
 	}
 	if r.ic.SessionID != "" {
 		r.g.bus.publishLive(*newEvent(plexus.EventInvokeProgress, r.ic.AgentID, r.ic.SessionID, ev, nil))

@@ -18,9 +18,19 @@ import (
 // the stored time (UTC) and a.Payload the redacted payload actually stored.
 // The row reaches the audit mirror only once the transaction commits.
 func (t *tx) Record(a *plexus.Activity) error {
-	err := t.writable()
-	if err != nil {
-		return err
+	_, err := t.record(a)
+	return err
+}
+
+// record is Record. inserted says whether its INSERT succeeded: a failure
+// before the INSERT changed nothing, and a failed INSERT is undone by
+// SQLite itself (its statement journal), leaving the transaction as it was
+// unless SQLite had to end the whole transaction (an I/O error, a full
+// disk); a failure after it (relinking the row) leaves the row in place.
+// That is what lets [DB.Append] run without a savepoint.
+func (t *tx) record(a *plexus.Activity) (inserted bool, err error) {
+	if err := t.writable(); err != nil {
+		return false, err
 	}
 	if a.TS.IsZero() {
 		a.TS = t.db.clock()
@@ -28,7 +38,7 @@ func (t *tx) Record(a *plexus.Activity) error {
 	payload := Redact(a.Payload)
 	head, err := t.chainHead()
 	if err != nil {
-		return fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
+		return false, fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
 	}
 	row := mirrorRow{
 		TS:         fmtTime(a.TS),
@@ -47,7 +57,7 @@ func (t *tx) Record(a *plexus.Activity) error {
 	if payload == nil {
 		buf = append(buf, "{}"...)
 	} else if buf, err = appendPayloadObject(buf, payload); err != nil {
-		return fmt.Errorf("record %s: payload: %w", a.ActionType, err)
+		return false, fmt.Errorf("record %s: payload: %w", a.ActionType, err)
 	}
 	row.Payload = buf[start:len(buf):len(buf)]
 	row.canonical = append(buf, '}')
@@ -58,14 +68,14 @@ func (t *tx) Record(a *plexus.Activity) error {
 		row.TS, row.TraceID, row.Actor, row.AgentID, row.ActionType, row.Target,
 		string(row.Payload), row.PrevHash, row.Hash)
 	if err != nil {
-		return fmt.Errorf("record %s: %w", a.ActionType, err)
+		return false, fmt.Errorf("record %s: %w", a.ActionType, err)
 	}
 	if row.ID, err = res.LastInsertId(); err != nil {
-		return fmt.Errorf("record %s: %w", a.ActionType, err)
+		return true, fmt.Errorf("record %s: %w", a.ActionType, err)
 	}
 	if head.remembered && row.ID != head.id+1 {
 		if err := t.relink(&row); err != nil {
-			return fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
+			return true, fmt.Errorf("record %s: chain head: %w", a.ActionType, err)
 		}
 	}
 	*t.head = chainHead{hash: row.Hash, id: row.ID, known: true}
@@ -74,7 +84,7 @@ func (t *tx) Record(a *plexus.Activity) error {
 
 	a.ID, a.TS, a.Payload = row.ID, a.TS.UTC().Round(0), payload
 	a.Target, a.PrevHash, a.Hash = row.Target, row.PrevHash, row.Hash
-	return nil
+	return true, nil
 }
 
 // chainHead returns the newest activity row. It is read once per

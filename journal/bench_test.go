@@ -168,7 +168,24 @@ func BenchmarkAnchorAdvance(b *testing.B) {
 // BenchmarkRecordParallel is BenchmarkRecord under concurrent callers (the
 // gateway's /invoke handlers): non-durable Updates are group-committed, so
 // concurrent callers share one transaction, one COMMIT and one mirror write.
-func BenchmarkRecordParallel(b *testing.B) {
+func BenchmarkRecordParallel(b *testing.B) { benchParallel(b, updateRecord) }
+
+// BenchmarkAppendParallel is BenchmarkRecordParallel through Append, as the
+// gateway writes a call's outcome row: no savepoint per caller.
+func BenchmarkAppendParallel(b *testing.B) { benchParallel(b, (*DB).Append) }
+
+// updateRecord is Append as an Update whose fn records the row.
+func updateRecord(db *DB, ctx context.Context, a *plexus.Activity) error {
+	return db.Update(ctx, false, func(tx plexus.StateTx) error { return tx.Record(a) })
+}
+
+// benchActivity is an /invoke outcome row.
+func benchActivity() *plexus.Activity {
+	return &plexus.Activity{TraceID: "trace", Actor: "agent-1", AgentID: "agent-1", ActionType: "invoke.ok",
+		Target: "fs.read", Payload: map[string]any{"capabilityId": "fs.read", "ms": 3}}
+}
+
+func benchParallel(b *testing.B, write func(*DB, context.Context, *plexus.Activity) error) {
 	dir := b.TempDir()
 	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), Options{AuditDir: filepath.Join(dir, "audit")})
 	ctx := context.Background()
@@ -176,13 +193,7 @@ func BenchmarkRecordParallel(b *testing.B) {
 	defer reportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			err := db.Update(ctx, false, func(tx plexus.StateTx) error {
-				return tx.Record(&plexus.Activity{
-					TraceID: "trace", Actor: "agent-1", AgentID: "agent-1", ActionType: "invoke.ok",
-					Target: "fs.read", Payload: map[string]any{"capabilityId": "fs.read", "ms": 3},
-				})
-			})
-			if err != nil {
+			if err := write(db, ctx, benchActivity()); err != nil {
 				b.Error(err)
 				return
 			}
@@ -190,13 +201,19 @@ func BenchmarkRecordParallel(b *testing.B) {
 	})
 	if n := db.group.batches.Load(); n > 0 {
 		b.ReportMetric(float64(db.group.callers.Load())/float64(n), "callers/batch")
+		b.ReportMetric(float64(db.group.savepoints.Load())/float64(n), "savepoints/batch")
 	}
 }
 
 // BenchmarkRecordLatency times sequential ordinary Updates one by one, as a
 // lone /invoke commits its row, and reports their percentiles: the tail is
 // where a checkpoint inside a commit shows (see DefaultCheckpointEvery).
-func BenchmarkRecordLatency(b *testing.B) {
+func BenchmarkRecordLatency(b *testing.B) { benchLatency(b, updateRecord) }
+
+// BenchmarkAppendLatency is BenchmarkRecordLatency through Append.
+func BenchmarkAppendLatency(b *testing.B) { benchLatency(b, (*DB).Append) }
+
+func benchLatency(b *testing.B, write func(*DB, context.Context, *plexus.Activity) error) {
 	dir := b.TempDir()
 	db := mustOpenAt(b, filepath.Join(dir, "journal.db"), Options{AuditDir: filepath.Join(dir, "audit"), AnchorPath: filepath.Join(dir, "journal.anchor")})
 	ctx := context.Background()
@@ -204,11 +221,7 @@ func BenchmarkRecordLatency(b *testing.B) {
 	defer reportCPU(b)()
 	for b.Loop() {
 		t0 := time.Now()
-		err := db.Update(ctx, false, func(tx plexus.StateTx) error {
-			return tx.Record(&plexus.Activity{TraceID: "trace", Actor: "agent-1", AgentID: "agent-1", ActionType: "invoke.ok",
-				Target: "fs.read", Payload: map[string]any{"capabilityId": "fs.read", "ms": 3}})
-		})
-		if err != nil {
+		if err := write(db, ctx, benchActivity()); err != nil {
 			b.Fatal(err)
 		}
 		ds = append(ds, time.Since(t0))

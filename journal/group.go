@@ -75,7 +75,9 @@ type group struct {
 	leading bool      // a leader is between taking the lead and handing it off
 	queue   []*waiter // callers waiting for a batch, oldest first
 
-	batches, callers atomic.Int64 // batches run and callers they held, for tests and benchmarks
+	// batches run, callers they held and savepoints taken for them, for
+	// tests and benchmarks
+	batches, callers, savepoints atomic.Int64
 }
 
 type waitState uint8
@@ -92,14 +94,15 @@ const (
 type waiter struct {
 	ctx   context.Context
 	fn    func(plexus.StateTx) error
-	ready chan struct{} // closed once the result is set or the waiter promoted
-	state waitState     // guarded by group.mu
+	act   *plexus.Activity // instead of fn: an Append of this row
+	ready chan struct{}    // closed once the result is set or the waiter promoted
+	state waitState        // guarded by group.mu
 
-	t        *tx  // the fn's view of the transaction while its work stands
-	settled  bool // err (or the panic) is final
+	t        *tx // the fn's view of the transaction while its work stands
 	err      error
-	panicked bool
 	panicVal any
+	settled  bool // err (or the panic) is final
+	panicked bool // the bools last: the waiter stays in the 96-byte size class
 }
 
 // result returns the caller's error, or re-raises its fn's panic.
@@ -110,12 +113,12 @@ func (w *waiter) result() error {
 	return w.err
 }
 
-// updateGrouped is Update for durable == false.
-func (db *DB) updateGrouped(ctx context.Context, fn func(plexus.StateTx) error) error {
+// updateGrouped is Update for durable == false (fn), and Append (act).
+func (db *DB) updateGrouped(ctx context.Context, fn func(plexus.StateTx) error, act *plexus.Activity) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("journal update: %w", err)
 	}
-	w := &waiter{ctx: ctx, fn: fn}
+	w := &waiter{ctx: ctx, fn: fn, act: act}
 	g := &db.group
 	g.mu.Lock()
 	if !g.leading {
@@ -267,11 +270,9 @@ func (b *batch) run(conn *sql.Conn) {
 		return
 	}
 	b.open = true
-	// A lone fn needs no savepoint: if it fails the transaction is rolled
-	// back whole, as an ordinary Update's is.
-	savepoints := len(b.ws) > 1
+	shared := len(b.ws) > 1
 	for _, w := range b.ws {
-		if !b.runOne(w, &b.head, savepoints) {
+		if !b.runOne(w, &b.head, shared) {
 			return
 		}
 	}
@@ -288,15 +289,25 @@ func (b *batch) run(conn *sql.Conn) {
 }
 
 // runOne runs w's fn inside the batch's transaction, under its own
-// savepoint when the batch has several, and undoes only that fn when it
-// fails. It returns false when the batch ended with it (failed or rolled
-// back whole, every waiter settled).
-func (b *batch) runOne(w *waiter, head *chainHead, savepoints bool) bool {
+// savepoint when the batch is shared and w needs one, and undoes only that
+// fn when it fails. It returns false when the batch ended with it (failed or
+// rolled back whole, every waiter settled).
+//
+// A lone fn needs no savepoint: if it fails the transaction is rolled back
+// whole, as an ordinary Update's is. Nor does an Append once the batch's
+// chain head is confirmed (read, or written by a row of this transaction):
+// its only statement is then its INSERT, which SQLite undoes by itself when
+// it fails. Before that, its row may need relinking after the INSERT
+// (tx.relink), which only a savepoint can undo.
+func (b *batch) runOne(w *waiter, head *chainHead, shared bool) bool {
 	if err := w.ctx.Err(); err != nil {
 		w.err, w.settled = fmt.Errorf("journal update: %w", err), true
 		return true
 	}
+	bare := shared && w.act != nil && head.known && !head.remembered
+	savepoints := shared && !bare
 	if savepoints {
+		b.db.group.savepoints.Add(1)
 		if err := b.ctl(ctlSavepoint); err != nil {
 			b.fail(fmt.Errorf("journal update: savepoint: %w", err))
 			return false
@@ -324,6 +335,9 @@ func (b *batch) runOne(w *waiter, head *chainHead, savepoints bool) bool {
 	w.err, w.settled = fnErr, true
 	t.forget()
 	*head = before
+	if bare {
+		return b.afterFailedAppend(t, fnErr)
+	}
 	if !savepoints {
 		b.rollback()
 		return false
@@ -337,6 +351,41 @@ func (b *batch) runOne(w *waiter, head *chainHead, savepoints bool) bool {
 		return false
 	}
 	return true
+}
+
+// afterFailedAppend checks that an Append that failed without a savepoint
+// left the batch's transaction as it was: its INSERT failed (or never
+// ran) and SQLite did not end the transaction over it. Otherwise the
+// batch cannot go on and every other caller gets the error.
+func (b *batch) afterFailedAppend(t *tx, err error) bool {
+	if t.inserted {
+		b.fail(fmt.Errorf("journal update: an append failed after its insert: %w", err))
+		return false
+	}
+	open, cerr := b.inTransaction()
+	if cerr != nil || !open {
+		if cerr == nil {
+			b.open = false // SQLite rolled it back itself: nothing to end
+		}
+		b.fail(fmt.Errorf("journal update: the batch's transaction ended under a failed append: %w", errors.Join(err, cerr)))
+		return false
+	}
+	return true
+}
+
+// inTransaction reports whether the batch's connection is still inside a
+// transaction.
+func (b *batch) inTransaction() (bool, error) {
+	open := false
+	err := b.conn.Raw(func(dc any) error {
+		wc, ok := dc.(*writerConn)
+		if !ok {
+			return fmt.Errorf("writer connection is a %T", dc)
+		}
+		open = !wc.AutoCommit()
+		return nil
+	})
+	return open, err
 }
 
 // settle runs once the batch committed: every caller is settled first, so
@@ -373,7 +422,11 @@ func (w *waiter) call(t *tx) (err error) {
 			err = errPanicked
 		}
 	}()
-	err = w.fn(t)
+	if w.act != nil {
+		t.inserted, err = t.record(w.act)
+	} else {
+		err = w.fn(t)
+	}
 	returned = true
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -113,6 +114,11 @@ func TestGroupCommitConcurrent(t *testing.T) {
 			defer wg.Done()
 			<-start
 			acts[i] = plexus.Activity{Actor: plexus.ActorSystem, ActionType: "invoke.ok", TraceID: fmt.Sprintf("tr%03d", i)}
+			if i%2 == 1 {
+				// Appends share the batches (without savepoints).
+				errs[i] = td.Append(context.Background(), &acts[i])
+				return
+			}
 			errs[i] = td.Update(context.Background(), false, func(tx plexus.StateTx) error {
 				if err := tx.SetMeta(fmt.Sprintf("k%03d", i), "v"); err != nil {
 					return err
@@ -139,14 +145,49 @@ func TestGroupCommitConcurrent(t *testing.T) {
 		}
 	}
 	mustView(t, td.DB, func(tx plexus.StateTx) error {
-		for i := range n {
+		for i := 0; i < n; i += 2 {
 			if v, err := tx.Meta(fmt.Sprintf("k%03d", i)); err != nil || v != "v" {
 				t.Errorf("Meta(k%03d) = %q, %v", i, v, err)
 			}
 		}
 		return nil
 	})
-	t.Logf("%d updates in %d batches", td.group.callers.Load(), td.group.batches.Load())
+	t.Logf("%d updates in %d batches, %d savepoints", td.group.callers.Load(), td.group.batches.Load(), td.group.savepoints.Load())
+}
+
+// TestGroupCommitClose: once Close returns, every row committed before it
+// is in the audit mirror and anchored, in commit order, so a journal
+// reopened (or verified) after a clean stop shows no gap.
+func TestGroupCommitClose(t *testing.T) {
+	dir := t.TempDir()
+	td := &testDB{path: filepath.Join(dir, "journal.db"), audit: filepath.Join(dir, "audit"),
+		anchor: filepath.Join(dir, "journal.anchor"), clock: newClock(t0)}
+	opts := Options{AuditDir: td.audit, AnchorPath: td.anchor, Clock: td.clock.Now, ChainKey: testKey}
+	db, err := Open(context.Background(), td.path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := db.Append(context.Background(), &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "invoke.ok", Target: fmt.Sprint(i)}); err != nil {
+				t.Errorf("Append %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := readAnchor(td.anchor)
+	if err != nil || a.ID != n {
+		t.Fatalf("anchor after Close = %+v, %v; want row %d", a, err, n)
+	}
+	td.DB = mustOpenAt(t, td.path, opts)
+	checkJournal(t, td, n)
 }
 
 // TestGroupCommitPartialFailure: in one batch, the fns that fail (by error
@@ -585,4 +626,174 @@ func TestGroupCommitBatchCap(t *testing.T) {
 		t.Errorf("100 queued updates ran in %d batches, want 2 (%d + %d)", got, maxBatch, 100-maxBatch)
 	}
 	checkJournal(t, td, 101)
+}
+
+// refuseTrigger makes every INSERT of an activity row whose target is
+// "refuse" fail inside SQLite, after the row was written (AFTER INSERT), with
+// RAISE(how): ABORT undoes that statement alone, ROLLBACK the whole
+// transaction.
+func refuseTrigger(t *testing.T, db *DB, how string) {
+	t.Helper()
+	_, err := db.w.ExecContext(context.Background(), `CREATE TRIGGER refuse_row AFTER INSERT ON activity
+		WHEN NEW.target = 'refuse' BEGIN SELECT RAISE(`+how+`, 'refused by the test trigger'); END`)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdWriterBare is holdWriter with a fn that records nothing, so the batch
+// after it starts from the remembered chain head.
+func holdWriterBare(t *testing.T, db *DB) (release func() error) {
+	t.Helper()
+	entered, rel, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- db.Update(context.Background(), false, func(tx plexus.StateTx) error {
+			close(entered)
+			<-rel
+			return nil
+		})
+	}()
+	<-entered
+	return func() error { close(rel); return <-done }
+}
+
+// enqueueAppend is enqueue for an Append.
+func enqueueAppend(t *testing.T, db *DB, a *plexus.Activity) <-chan error {
+	t.Helper()
+	n := queued(db)
+	done := make(chan error, 1)
+	go func() { done <- db.Append(context.Background(), a) }()
+	waitFor(t, "the append to queue", func() bool { return queued(db) == n+1 })
+	return done
+}
+
+// TestGroupCommitAppend: Appends share batches with Updates, and one whose
+// INSERT fails is undone alone although it ran without a savepoint; the
+// batch's first append, whose row may need relinking after another
+// process's, keeps one.
+func TestGroupCommitAppend(t *testing.T) {
+	td := mustOpen(t)
+	ctx := context.Background()
+	mustUpdate(t, td.DB, func(tx plexus.StateTx) error {
+		return tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "first"})
+	})
+	// Another process appends: the daemon's remembered head is stale, and
+	// the batch's first row is relinked to the foreign one.
+	cli := mustOpenAt(t, td.path, Options{AuditDir: td.audit, AnchorPath: td.anchor, Clock: td.clock.Now})
+	if err := cli.Append(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	refuseTrigger(t, td.DB, "ABORT")
+
+	release := holdWriterBare(t, td.DB)
+	batchesBefore, savepointsBefore := td.group.batches.Load(), td.group.savepoints.Load()
+	type caller struct {
+		act    plexus.Activity
+		update bool // an Update (SetMeta and Record) rather than an Append
+		done   <-chan error
+	}
+	callers := []*caller{
+		{act: plexus.Activity{Target: "ok0"}},
+		{act: plexus.Activity{Target: "refuse"}},
+		{act: plexus.Activity{Target: "ok2"}, update: true},
+		{act: plexus.Activity{Target: "ok3"}},
+		{act: plexus.Activity{Target: "refuse"}},
+		{act: plexus.Activity{Target: "ok5"}},
+	}
+	for _, c := range callers {
+		c.act.Actor, c.act.ActionType = plexus.ActorSystem, "invoke.ok"
+		if c.update {
+			c.done = enqueue(t, td.DB, ctx, func(tx plexus.StateTx) error {
+				if err := tx.SetMeta("k", "v"); err != nil {
+					return err
+				}
+				return tx.Record(&c.act)
+			})
+			continue
+		}
+		c.done = enqueueAppend(t, td.DB, &c.act)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range callers {
+		err := <-c.done
+		refused := c.act.Target == "refuse"
+		if refused != (err != nil) || refused && !strings.Contains(err.Error(), "refused by the test trigger") {
+			t.Errorf("caller %d (%s): err = %v", i, c.act.Target, err)
+		}
+		if refused && (c.act.ID != 0 || c.act.Hash != "") {
+			t.Errorf("caller %d keeps id %d hash %q after its insert failed", i, c.act.ID, c.act.Hash)
+		}
+	}
+	if got := td.group.batches.Load() - batchesBefore; got != 1 {
+		t.Errorf("the %d queued callers ran in %d batches, want 1", len(callers), got)
+	}
+	// The first append (the head was remembered) and the Update took one;
+	// the other appends none.
+	if got := td.group.savepoints.Load() - savepointsBefore; got != 2 {
+		t.Errorf("savepoints taken = %d, want 2", got)
+	}
+
+	rows := checkJournal(t, td, 6) // first, cli, and the four committed
+	for i, r := range rows {
+		if r.ID != int64(i+1) {
+			t.Errorf("row %d has id %d: a failed insert left a gap or a row", i, r.ID)
+		}
+		if r.Target == "refuse" {
+			t.Errorf("row %d is a refused row", r.ID)
+		}
+	}
+	byID := map[int64]plexus.Activity{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	for i, c := range callers {
+		if r, ok := byID[c.act.ID]; c.act.ID != 0 && (!ok || r.Hash != c.act.Hash || r.Target != c.act.Target) {
+			t.Errorf("caller %d was told id %d hash %s; the journal has %+v", i, c.act.ID, c.act.Hash, r)
+		}
+	}
+	if err := td.Append(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, td, 7)
+}
+
+// TestGroupCommitAppendEndsTransaction: an append whose failure made
+// SQLite end the whole transaction (here a trigger's RAISE(ROLLBACK); in
+// life an I/O error or a full disk) fails every caller of its batch, and
+// nothing of the batch persists.
+func TestGroupCommitAppendEndsTransaction(t *testing.T) {
+	td := mustOpen(t)
+	ctx := context.Background()
+	refuseTrigger(t, td.DB, "ROLLBACK")
+	release := holdWriter(t, td.DB)
+	acts := []*plexus.Activity{{Target: "ok0"}, {Target: "ok1"}, {Target: "refuse"}, {Target: "ok3"}}
+	var dones []<-chan error
+	for _, a := range acts {
+		a.Actor, a.ActionType = plexus.ActorSystem, "invoke.ok"
+		dones = append(dones, enqueueAppend(t, td.DB, a))
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	for i, done := range dones {
+		if err := <-done; err == nil {
+			t.Errorf("caller %d (%s): no error, but its batch was rolled back", i, acts[i].Target)
+		}
+		if acts[i].ID != 0 {
+			t.Errorf("caller %d keeps id %d", i, acts[i].ID)
+		}
+	}
+	checkJournal(t, td, 1) // the held writer's row
+	if err := td.Append(ctx, &plexus.Activity{Actor: plexus.ActorSystem, ActionType: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	err := td.Update(ctx, true, func(tx plexus.StateTx) error {
+		return tx.Record(&plexus.Activity{Actor: plexus.ActorSystem, ActionType: "durable"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJournal(t, td, 3)
 }

@@ -22,6 +22,9 @@ type tx struct {
 	db  *DB
 	q   querier
 	ro  bool
+	// inserted is set by an Append whose INSERT succeeded (see runOne);
+	// beside ro, it keeps tx in its allocation size class.
+	inserted bool
 
 	// recorded holds this transaction's activity rows for the audit mirror,
 	// which is written only after the commit succeeds.

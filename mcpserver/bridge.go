@@ -378,29 +378,30 @@ func (b *bridge) close() {
 	}
 }
 
-// bearerRoundTripper adds the agent's PAT to each request to the daemon;
-// for the fast path's requests (bridgepump.go), which speak in a session
-// its client session opened, also the session's id and protocol version,
-// and it notes when the daemon no longer knows the session.
+// bearerRoundTripper adds the agent's PAT to each request of the SDK's
+// client to the daemon.
 type bearerRoundTripper struct {
 	pat  string
 	base http.RoundTripper
-
-	session, version string
-	gone             *atomic.Bool
 }
 
 func (t bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+t.pat)
-	if t.session != "" {
-		r.Header.Set(sessionHeader, t.session)
-		if r.Header.Get("Mcp-Protocol-Version") == "" {
-			r.Header.Set("Mcp-Protocol-Version", t.version)
-		}
-	}
+	return t.base.RoundTrip(r)
+}
+
+// pumpRoundTripper carries the fast path's requests (bridgepump.go), which
+// [pumpConn.post] made with every header already, and notes when the
+// daemon no longer knows their session.
+type pumpRoundTripper struct {
+	base http.RoundTripper
+	gone *atomic.Bool
+}
+
+func (t pumpRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
-	if err == nil && t.gone != nil && resp.StatusCode == http.StatusNotFound {
+	if err == nil && resp.StatusCode == http.StatusNotFound {
 		t.gone.Store(true)
 	}
 	return resp, err

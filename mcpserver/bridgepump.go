@@ -117,6 +117,7 @@ func (b *bridge) pump(msg jsonrpc.Message) bool {
 	b.mu.Unlock()
 	b.wg.Add(1)
 	go func() {
+		reserveStack(false) // a goroutine of its own, like the front door's calls (stack.go)
 		defer b.wg.Done()
 		defer func() {
 			b.mu.Lock()
@@ -318,13 +319,16 @@ func (b *bridge) tellCancelled(pc *pumpConn, id jsonrpc.ID) {
 }
 
 // pumpConn is the fast path's way to the daemon session of up: plain POSTs
-// in that session (bearerRoundTripper gives each the PAT, the session's id
-// and protocol version), each call reading the daemon's answer off its own
-// response, on the keep-alive connections of up's transport.
+// in that session (each with the PAT, the session's id and protocol
+// version), each call reading the daemon's answer off its own response, on
+// the keep-alive connections of up's transport.
 type pumpConn struct {
 	client   *http.Client
 	endpoint string
-	up       *mcp.ClientSession
+	// header is every POST's: its type, the PAT, the session's id and
+	// protocol version.
+	header http.Header
+	up     *mcp.ClientSession
 	// gone is set when the daemon answered that the session is unknown
 	// (it restarted).
 	gone *atomic.Bool
@@ -346,10 +350,21 @@ func (b *bridge) pumpConn(up *mcp.ClientSession) *pumpConn {
 	if ir := up.InitializeResult(); ir != nil {
 		version = ir.ProtocolVersion
 	}
-	rt := bearerRoundTripper{pat: b.o.PAT, base: b.upTransport, session: up.ID(), version: version, gone: gone}
-	b.pc = &pumpConn{client: bridgeClient(rt), endpoint: b.o.Endpoint, up: up, gone: gone,
-		asks: map[jsonrpc.ID]context.CancelFunc{}}
+	b.pc = &pumpConn{client: bridgeClient(pumpRoundTripper{base: b.upTransport, gone: gone}), endpoint: b.o.Endpoint,
+		header: pumpHeader(b.o.PAT, up.ID(), version), up: up, gone: gone, asks: map[jsonrpc.ID]context.CancelFunc{}}
 	return b.pc
+}
+
+// pumpHeader is the header of every POST in the daemon session session
+// (none: no session's id and version).
+func pumpHeader(pat, session, version string) http.Header {
+	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Authorization": {"Bearer " + pat}}
+	if session != "" {
+		h[sessionHeader] = []string{session}
+		h["Mcp-Protocol-Version"] = []string{version}
+	}
+	return h
 }
 
 // post sends one message to the daemon session; the response is the
@@ -359,8 +374,7 @@ func (pc *pumpConn) post(ctx context.Context, body []byte) (*http.Response, erro
 	if err != nil {
 		return nil, fmt.Errorf("the daemon's request: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header = pc.header.Clone()
 	resp, err := pc.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("send to the daemon: %w", err)

@@ -77,13 +77,18 @@ func sseData(body io.Reader, max int, take func(data []byte) (done bool, err err
 }
 
 // readLine reads one line of r, with its end, refusing one longer than
-// max bytes.
+// max bytes. A line that fits r's buffer is r's own bytes, valid until r
+// is read again (every line of an answer but a long data line: no copy
+// per line).
 func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > max {
 			return nil, errEventTooLarge
+		}
+		if line == nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return chunk, err
 		}
 		line = append(line, chunk...)
 		if !errors.Is(err, bufio.ErrBufferFull) {

@@ -11,6 +11,7 @@ import (
 // event's data as SSE defines it, and refuses an event beyond its bound.
 func TestSSEData(t *testing.T) {
 	big := strings.Repeat("x", 100)
+	long := strings.Repeat("y", 5000) // more than bufio's 4096
 	for _, tc := range []struct {
 		name, body string
 		want       []string
@@ -26,10 +27,17 @@ func TestSSEData(t *testing.T) {
 		{"a line beyond the bound", "data: " + big + "\n\n", nil, errEventTooLarge},
 		{"lines beyond the bound together", strings.Repeat("data: "+big[:40]+"\n", 3) + "\n", nil, errEventTooLarge},
 		{"bounds per event", strings.Repeat("data: "+big[:40]+"\n\n", 5), slices.Repeat([]string{big[:40]}, 5), nil},
+		{"lines longer than the reader's buffer", "event: message\ndata: " + long + "\ndata: " + long + "\n\ndata: 2\n\n",
+			[]string{long + "\n" + long, "2"}, nil},
+		{"a long line beyond the bound", "data: " + long + long + long + "\n\n", nil, errEventTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			err := sseData(strings.NewReader(tc.body), 64, func(data []byte) (bool, error) {
+			bound := 64
+			if strings.Contains(tc.body, long) {
+				bound = 12000 // the long lines' cases
+			}
+			err := sseData(strings.NewReader(tc.body), bound, func(data []byte) (bool, error) {
 				got = append(got, string(data))
 				return false, nil
 			})
@@ -62,5 +70,19 @@ func TestSSEDataStops(t *testing.T) {
 				t.Errorf("err %v after %d events, want %v after 1", err, n, tc.err)
 			}
 		})
+	}
+}
+
+// BenchmarkSSEData: reading the daemon's answer to one pumped call, as
+// the daemon's front door streams it (one event: its name, id and the
+// JSON-RPC response).
+func BenchmarkSSEData(b *testing.B) {
+	body := "event: message\nid: 0_1\ndata: " +
+		`{"jsonrpc":"2.0","id":"plexus-bridge-1","result":{"content":[{"type":"text","text":"hello plexus"}],"isError":false}}` + "\n\n"
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := sseData(strings.NewReader(body), bridgeMaxEvent, func([]byte) (bool, error) { return true, nil }); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -42,7 +42,7 @@ func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest
 	if err != nil {
 		return nil, err
 	}
-	resp, answer, err := s.run(ctx, l, entry, "the MCP tool "+req.Params.Name, input, newProgress(ctx, req))
+	resp, answer, err := s.run(ctx, l, entry, what{kind: "the MCP tool", name: req.Params.Name}, input, newProgress(ctx, req))
 	if err != nil {
 		return nil, err
 	}
@@ -52,13 +52,24 @@ func (s *Server) callTool(ctx context.Context, l *link, req *mcp.CallToolRequest
 	return s.toolResult(req, entry, resp), nil
 }
 
+// what names a call in the purpose of the grant it asks for ("the MCP tool
+// x"); the text is built only when a grant is asked.
+type what struct{ kind, name, by string }
+
+func (w what) String() string {
+	if w.by != "" {
+		return w.kind + " " + w.name + " (by " + w.by + ")"
+	}
+	return w.kind + " " + w.name
+}
+
 // run makes one call of entry (what names it in a grant's purpose): a
 // token for it, then the call through the gateway, asking once more when a
 // held token turns out stale. answer is set instead of a response when the
 // call ends before running (denied, the wait ended undecided, refused); err
 // when the host cancelled or the session ended. Every primitive's read or
 // get goes this way.
-func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what string, input map[string]any, p *progress) (plexus.InvokeResponse, *mcp.CallToolResult, error) {
+func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what what, input map[string]any, p *progress) (plexus.InvokeResponse, *mcp.CallToolResult, error) {
 	for retried := false; ; retried = true {
 		var w waited
 		tok, answer, err := s.token(ctx, l, entry, what, p, &w)
@@ -110,7 +121,7 @@ func executes(e plexus.Entry) bool { return slices.Contains(requiredVerbs(e), pl
 // granted now. answer is set instead when the call ends here (denied, or
 // the wait for the owner ended undecided); err when the host cancelled or
 // the session ended. w notes the decision it waited on, if it waited.
-func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, what string, p *progress, w *waited) (plexus.ScopedToken, *mcp.CallToolResult, error) {
+func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, what what, p *progress, w *waited) (plexus.ScopedToken, *mcp.CallToolResult, error) {
 	if tok, ok := l.heldToken(entry.ID, s.opts.Clock().Add(tokenMargin)); ok {
 		return tok, nil, nil
 	}

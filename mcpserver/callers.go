@@ -35,48 +35,65 @@ const postKey = "plexus/post"
 type inflight struct {
 	mu   sync.Mutex // guards next, byID and ended
 	next uint64
-	// byID cancels each call, by MCP session id and a number of its own.
-	byID map[string]map[uint64]context.CancelCauseFunc
+	// byID cancels each call, by MCP session id and a number of its own:
+	// one map for every session, so a call adds an entry and nothing else.
+	byID map[heldKey]context.CancelCauseFunc
 	// ended are the sessions being ended: a call that reaches the front
 	// door after its session's end began is cancelled at once.
 	ended map[string]bool
 }
 
+type heldKey struct {
+	session string
+	n       uint64
+}
+
+// held is a call inflight holds; release forgets it. The zero value holds
+// nothing.
+type held struct {
+	f      *inflight
+	key    heldKey
+	stop   func() bool
+	cancel context.CancelCauseFunc
+}
+
 // hold ties ctx, a call's, to its caller: it ends when the POST that
-// carried the call drops or its session is ended. release forgets the call.
-func (f *inflight) hold(ctx context.Context, req mcp.Request) (_ context.Context, release func()) {
+// carried the call drops or its session is ended. Releasing the held call
+// forgets it.
+func (f *inflight) hold(ctx context.Context, req mcp.Request) (context.Context, held) {
 	ss := sessionOf(req)
 	if _, sessionless := declared(ss, nil); sessionless || ss == nil || ss.ID() == "" {
-		return ctx, func() {}
+		return ctx, held{}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := func() bool { return false }
+	h := held{f: f, key: heldKey{session: ss.ID()}, cancel: cancel}
 	if post := postOf(req); post != nil {
-		stop = context.AfterFunc(post, func() { cancel(errPostDropped) })
+		h.stop = context.AfterFunc(post, func() { cancel(errPostDropped) })
 	}
-	id := ss.ID()
 	f.mu.Lock()
 	f.lazy()
-	if f.ended[id] {
+	if f.ended[h.key.session] {
 		cancel(errSessionEnded)
 	}
 	f.next++
-	n := f.next
-	if f.byID[id] == nil {
-		f.byID[id] = map[uint64]context.CancelCauseFunc{}
-	}
-	f.byID[id][n] = cancel
+	h.key.n = f.next
+	f.byID[h.key] = cancel
 	f.mu.Unlock()
-	return ctx, func() {
-		stop()
-		cancel(nil)
-		f.mu.Lock()
-		delete(f.byID[id], n)
-		if len(f.byID[id]) == 0 {
-			delete(f.byID, id)
-		}
-		f.mu.Unlock()
+	return ctx, h
+}
+
+// release forgets the call and ends its context.
+func (h held) release() {
+	if h.f == nil {
+		return
 	}
+	if h.stop != nil {
+		h.stop()
+	}
+	h.cancel(nil)
+	h.f.mu.Lock()
+	delete(h.f.byID, h.key)
+	h.f.mu.Unlock()
 }
 
 // end cancels the calls of session id, which its host is ending, and any
@@ -86,15 +103,17 @@ func (f *inflight) end(id string) {
 	defer f.mu.Unlock()
 	f.lazy()
 	f.ended[id] = true
-	for _, cancel := range f.byID[id] {
-		cancel(errSessionEnded)
+	for k, cancel := range f.byID {
+		if k.session == id {
+			cancel(errSessionEnded)
+		}
 	}
 }
 
 // lazy makes the maps of the zero value; f.mu is held.
 func (f *inflight) lazy() {
 	if f.byID == nil {
-		f.byID, f.ended = map[string]map[uint64]context.CancelCauseFunc{}, map[string]bool{}
+		f.byID, f.ended = map[heldKey]context.CancelCauseFunc{}, map[string]bool{}
 	}
 }
 

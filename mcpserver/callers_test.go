@@ -349,3 +349,43 @@ func TestCallSurvivesForeignDelete(t *testing.T) {
 	}
 	f.wantFile("kept.txt", "kept")
 }
+
+// TestSessionEndEndsItsCallsOnly: a host ending its session ends that
+// session's calls and no other's: a call of another session of the same
+// agent, waiting for the owner as the first session ends, still runs when
+// the owner approves.
+func TestSessionEndEndsItsCallsOnly(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{ApprovalWait: goneWait})
+	pat := f.agent("desk")
+	kept := rawSession(t, f, pat)
+	answered := make(chan []byte, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, f.url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"portal__docs__write","arguments":{"path":"kept.txt","content":"kept"}}}`))
+		if err != nil {
+			t.Error(err)
+			answered <- nil
+			return
+		}
+		req.Header = kept.Clone()
+		resp, err := f.hosts.RoundTrip(req)
+		if err != nil {
+			t.Error(err)
+			answered <- nil
+			return
+		}
+		answered <- readAll(t, resp)
+	}()
+	f.awaitPending() // the kept session's call waits for the owner
+	leave := startSessionCall(t, f, pat)
+	leave()
+	for _, id := range f.pendingIDs() {
+		f.decide(id, true, "")
+	}
+	if body := <-answered; !bytes.Contains(body, []byte(`"id":2`)) || !bytes.Contains(body, []byte(`"result"`)) ||
+		bytes.Contains(body, []byte(`"isError":true`)) {
+		t.Fatalf("the other session's call answered %s, want its result", body)
+	}
+	f.wantFile("kept.txt", "kept")
+	f.wantNoFile("gone.txt")
+}

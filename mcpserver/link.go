@@ -31,6 +31,9 @@ type link struct {
 	session string // the Plexus session id
 	client  string // the MCP client's name, for a grant's purpose
 	patHash [32]byte
+	// user is patHash in hex, the UserID every request of the link gives
+	// the SDK (linkToken).
+	user    string
 	expires time.Time
 
 	// mu guards tokens, pending and agent, shared by the link's
@@ -227,9 +230,9 @@ func (s *Server) open(r *http.Request, bearer string, client plexus.ClientInfo) 
 		s.log.Error("mcp handshake", "err", err)
 		return nil, &refusal{http.StatusServiceUnavailable, "the gateway could not open a session; retry"}
 	}
-	return &link{session: resp.SessionID, client: client.Name,
-		patHash: sha256.Sum256([]byte(bearer)), expires: resp.ExpiresAt,
-		tokens: map[string]plexus.ScopedToken{}, pending: map[string]string{}}, nil
+	h := sha256.Sum256([]byte(bearer))
+	return &link{session: resp.SessionID, client: client.Name, patHash: h, user: hex.EncodeToString(h[:]),
+		expires: resp.ExpiresAt, tokens: map[string]plexus.ScopedToken{}, pending: map[string]string{}}, nil
 }
 
 // peek reads the body (capped) and puts it back for the SDK.
@@ -296,7 +299,7 @@ func linkToken(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo,
 	// The link's expiry was checked on the gateway's clock already; the
 	// SDK compares Expiration with the wall clock, so it gets one that only
 	// has to outlast this request's check.
-	return &auth.TokenInfo{UserID: hex.EncodeToString(l.patHash[:]), Expiration: time.Now().Add(time.Minute),
+	return &auth.TokenInfo{UserID: l.user, Expiration: time.Now().Add(time.Minute),
 		Extra: map[string]any{extraLink: l, postKey: ctx}}, nil
 }
 

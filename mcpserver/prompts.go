@@ -24,7 +24,7 @@ func (s *Server) getPrompt(ctx context.Context, l *link, c *catalog, req *mcp.Ge
 	}
 	p := &progress{ctx: ctx, ss: req.Session, token: req.Params.GetProgressToken()}
 	p.caps, p.sessionless = declared(req.Session, req.ClientCapabilities())
-	resp, answer, err := s.run(ctx, l, entry, "the MCP prompt "+req.Params.Name, input, p)
+	resp, answer, err := s.run(ctx, l, entry, what{kind: "the MCP prompt", name: req.Params.Name}, input, p)
 	if err != nil {
 		return nil, err
 	}

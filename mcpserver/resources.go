@@ -108,7 +108,7 @@ func (s *Server) readResource(ctx context.Context, l *link, c *catalog, req *mcp
 	}
 	p := &progress{ctx: ctx, ss: req.Session, token: req.Params.GetProgressToken()}
 	p.caps, p.sessionless = declared(req.Session, req.ClientCapabilities())
-	resp, answer, err := s.run(ctx, l, entry, "the MCP resource "+uri, input, p)
+	resp, answer, err := s.run(ctx, l, entry, what{kind: "the MCP resource", name: uri}, input, p)
 	if err != nil {
 		return nil, err
 	}

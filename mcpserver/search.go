@@ -60,7 +60,7 @@ func (s *Server) searchCall(ctx context.Context, l *link, c *catalog, req *mcp.C
 				Message: "unknown capability: " + clip(id, 120) + " (" + SearchToolName + " finds the capabilities this agent may call)"}
 		}
 		args, _ := input["arguments"].(map[string]any)
-		resp, answer, err := s.run(ctx, l, entry, "the capability "+entry.ID+" (by "+CallToolName+")", args, newProgress(ctx, req))
+		resp, answer, err := s.run(ctx, l, entry, what{kind: "the capability", name: entry.ID, by: CallToolName}, args, newProgress(ctx, req))
 		if err != nil {
 			return nil, err
 		}

@@ -286,8 +286,9 @@ func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHand
 			}
 			return shaped(req, res), nil
 		case "tools/call":
-			ctx, release := s.calls.hold(ctx, req)
-			defer release()
+			reserveStack(false)
+			ctx, h := s.calls.hold(ctx, req)
+			defer h.release()
 			call := req.(*mcp.CallToolRequest)
 			res, err := s.multiRound(ctx, l, req, method, call.Params.Name, func(ctx context.Context) (mcp.Result, error) {
 				return s.callTool(ctx, l, call)
@@ -297,8 +298,9 @@ func (s *Server) methods(srv *mcp.Server, next mcp.MethodHandler) mcp.MethodHand
 			}
 			return shaped(req, res), nil
 		case "resources/read", "prompts/get":
-			ctx, release := s.calls.hold(ctx, req)
-			defer release()
+			reserveStack(false)
+			ctx, h := s.calls.hold(ctx, req)
+			defer h.release()
 			res, err := s.multiRound(ctx, l, req, method, roundName(req), func(ctx context.Context) (mcp.Result, error) {
 				return s.primitives(ctx, l, method, req)
 			})

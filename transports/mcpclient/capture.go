@@ -37,6 +37,9 @@ import (
 //     ([rawRoundTripper]): it reads the JSON-RPC id of each POSTed call and
 //     tees each response body (application/json or text/event-stream)
 //     through a small parser that picks the results out of the messages.
+//     A tools/call Plexus sends itself (passhttp.go) takes its answer off
+//     the response; the tee still relays its progress and log messages and
+//     tags what the server asks, as on the SDK's calls.
 //
 // Either way a response is matched to its call by JSON-RPC id, and the id
 // to its caller by a [slot] riding in the call's context: jsonrpc2 writes a
@@ -124,6 +127,29 @@ func (c *capture) received(id jsonrpc.ID, result json.RawMessage) {
 	c.mu.Unlock()
 	if s != nil {
 		s.set(result)
+	}
+}
+
+// awaiting says whether a call awaits its result from the capture.
+func (c *capture) awaiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls) > 0
+}
+
+// receivedRaw is received for a result in a buffer that is reused: only
+// the result of a call awaited is copied.
+func (c *capture) receivedRaw(id jsonrpc.ID, result []byte, ok bool) {
+	c.mu.Lock()
+	s := c.calls[id]
+	delete(c.calls, id)
+	c.mu.Unlock()
+	if s != nil {
+		var raw json.RawMessage
+		if ok {
+			raw = bytes.Clone(result)
+		}
+		s.set(raw)
 	}
 }
 
@@ -243,63 +269,59 @@ func (t *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // postedCallID reads the JSON-RPC id of the call a POST carries (a fresh
-// copy of the body, through GetBody).
+// copy of the body, through GetBody), as the SDK reads it: a message with
+// a method and an id.
 func postedCallID(req *http.Request) (jsonrpc.ID, bool) {
 	body, err := req.GetBody()
 	if err != nil {
 		return jsonrpc.ID{}, false
 	}
 	defer body.Close()
-	var msg struct {
-		ID     any     `json:"id"`
-		Method *string `json:"method"`
-	}
-	if err := json.NewDecoder(io.LimitReader(body, maxCapture)).Decode(&msg); err != nil || msg.Method == nil || msg.ID == nil {
+	data, err := io.ReadAll(io.LimitReader(body, maxCapture))
+	if err != nil || !json.Valid(data) {
 		return jsonrpc.ID{}, false
 	}
-	id, err := jsonrpc.MakeID(msg.ID)
-	return id, err == nil
+	var rawID []byte
+	var isRequest bool
+	if err := members(data, func(key, val []byte) {
+		switch string(key) {
+		case "id":
+			rawID = val
+		case "method":
+			isRequest = true
+		}
+	}); err != nil || !isRequest {
+		return jsonrpc.ID{}, false
+	}
+	id, err := decodeID(rawID)
+	return id, err == nil && id.IsValid()
 }
 
 // deliver hands c the results of the responses and the progress
-// notifications in one JSON-RPC payload (a message or a batch). Anything
-// else in it is ignored: the SDK decodes it on its own.
+// notifications in one JSON-RPC payload (a message or a batch), read as
+// the SDK reads them (decodeMessages). Anything else in it is ignored:
+// the SDK decodes it on its own. data is the caller's to reuse: a result
+// is copied.
 func deliver(c *capture, data []byte) {
-	data = bytes.TrimSpace(data)
-	msgs := []json.RawMessage{data}
-	if len(data) > 0 && data[0] == '[' {
-		if err := json.Unmarshal(data, &msgs); err != nil {
-			return
-		}
+	if !c.awaiting() && !bytes.Contains(data, []byte("progress")) {
+		return // nothing here for the capture: the calls Plexus sends itself read their own answers
 	}
-	for _, m := range msgs {
-		var r struct {
-			ID     any             `json:"id"`
-			Method *string         `json:"method"`
-			Params json.RawMessage `json:"params"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if err := json.Unmarshal(m, &r); err != nil {
-			continue
-		}
-		if r.Method != nil {
-			if *r.Method == methodProgress && r.ID == nil {
-				c.progressed(r.Params)
+	if !json.Valid(data) {
+		return // the SDK refuses it
+	}
+	msgs, err := decodeMessages(data)
+	if err != nil {
+		return
+	}
+	for _, msg := range msgs {
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			c.receivedRaw(m.ID, m.Result, m.Error == nil)
+		case *jsonrpc.Request:
+			if m.Method == methodProgress && !m.IsCall() {
+				c.progressed(m.Params)
 			}
-			continue
 		}
-		if r.ID == nil {
-			continue
-		}
-		id, err := jsonrpc.MakeID(r.ID)
-		if err != nil {
-			continue
-		}
-		if r.Error != nil {
-			r.Result = nil
-		}
-		c.received(id, r.Result) // Unmarshal copied the bytes: they are the result's own
 	}
 }
 
@@ -337,30 +359,36 @@ func (t *jsonTee) Read(b []byte) (int, error) {
 // delivers the data of each event as it ends, before the event reaches the
 // reader, and tags a server request or log message in it for the relay of
 // the call whose POST the stream answers (relay.go). An event larger than
-// maxCapture is passed through as it comes, untouched.
+// maxCapture is passed through as it comes, untouched. Its buffers live as
+// long as the stream and are reused from one event to the next.
 type sseTee struct {
 	io.ReadCloser
 	c       *capture
 	relay   plexus.Relay // the relay of the call the stream answers; nil on the GET stream
-	in      []byte       // read buffer
-	out     []byte       // bytes ready for the reader
-	event   []byte       // the lines of the event read so far, held back
-	line    []byte       // the line read so far
-	data    []byte       // the data of the event read so far
+	out     []byte       // bytes ready for the reader, from off
+	off     int
+	event   []byte // the lines of the event read so far, held back
+	line    []byte // the line read so far, when it began in an earlier read
+	data    []byte // the data of the event read so far
 	hasData bool
 	over    bool // the event exceeded maxCapture: it streams through
 	err     error
 }
 
-const sseReadSize = 32 << 10
+// keptBuffer bounds the capacity a buffer of the tee keeps between events:
+// a long-lived stream does not hold on to the memory of its largest event.
+const keptBuffer = 64 << 10
 
 func (t *sseTee) Read(b []byte) (int, error) {
-	for len(t.out) == 0 && t.err == nil {
-		if t.in == nil {
-			t.in = make([]byte, sseReadSize)
-		}
-		n, err := t.ReadCloser.Read(t.in)
-		t.feed(t.in[:n])
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for t.off == len(t.out) && t.err == nil {
+		t.out, t.off = reuse(t.out), 0
+		// Read into the reader's own b: feed copies what it keeps before
+		// b is written below.
+		n, err := t.ReadCloser.Read(b)
+		t.feed(b[:n])
 		if err != nil {
 			// An event the stream did not finish goes to the reader as
 			// it is, to fail there.
@@ -369,13 +397,20 @@ func (t *sseTee) Read(b []byte) (int, error) {
 			t.err = err
 		}
 	}
-	n := copy(b, t.out)
-	t.out = t.out[n:]
-	if len(t.out) == 0 {
-		t.out = nil
+	n := copy(b, t.out[t.off:])
+	t.off += n
+	if t.off == len(t.out) {
 		return n, t.err
 	}
 	return n, nil
+}
+
+// reuse is b emptied, its memory kept unless it grew past keptBuffer.
+func reuse(b []byte) []byte {
+	if cap(b) > keptBuffer {
+		return nil
+	}
+	return b[:0]
 }
 
 func (t *sseTee) feed(b []byte) {
@@ -386,9 +421,11 @@ func (t *sseTee) feed(b []byte) {
 			t.spill()
 			return
 		}
-		t.line = append(t.line, b[:i+1]...)
-		line := t.line
-		t.line = nil
+		line := b[:i+1] // b is the reader's: t.line never holds it
+		if len(t.line) > 0 {
+			line = append(t.line, line...)
+			t.line = reuse(line[:0]) // field copies what it keeps of line
+		}
 		t.field(line)
 		b = b[i+1:]
 	}
@@ -402,7 +439,7 @@ func (t *sseTee) spill() {
 	}
 	if t.over {
 		t.out = append(append(t.out, t.event...), t.line...)
-		t.event, t.line = nil, nil
+		t.event, t.line = reuse(t.event), reuse(t.line)
 	}
 }
 
@@ -437,7 +474,7 @@ func (t *sseTee) end(blank []byte) {
 		}
 	}
 	t.out = append(append(t.out, event...), blank...)
-	t.event, t.data, t.hasData, t.over = nil, t.data[:0], false, false
+	t.event, t.data, t.hasData, t.over = reuse(t.event), reuse(t.data), false, false
 }
 
 // rewriteData is event with its data lines replaced by one holding data.

@@ -11,15 +11,18 @@ import (
 	"github.com/plexus-gw/plexus"
 )
 
-// TestSSETee feeds an event stream a byte at a time and in one piece: each
-// response's result arrives whole, in the order of the stream.
+// TestSSETee feeds an event stream in pieces of every size from a byte
+// at a time to the whole: the reader gets the stream byte for byte, and
+// each response's result arrives whole, in the order of the stream.
 func TestSSETee(t *testing.T) {
 	stream := ": comment\r\n" +
 		"event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"tk\",\"progress\":1}}\n\n" +
 		"data: {\"jsonrpc\":\"2.0\",\"id\":7,\n" +
 		"data:  \"result\":{\"a\": [1, 2.50]}}\r\n\r\n" +
-		"data: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"error\":{\"code\":1,\"message\":\"x\"}}\n\n"
-	for _, chunk := range []int{1, 7, len(stream)} {
+		"data: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"error\":{\"code\":1,\"message\":\"x\"}}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{\"long\":\"" + strings.Repeat("y", 300) + "\"}}\n\n" +
+		"data: {\"unfinished\":"
+	for chunk := 1; chunk <= len(stream); chunk++ {
 		c := newCapture(nil)
 		s7, ss := &slot{}, &slot{}
 		c.sent(s7, mustID(t, 7.0))
@@ -28,11 +31,17 @@ func TestSSETee(t *testing.T) {
 		var progress []float64
 		defer c.route("tk", func(p plexus.InvokeProgress) { progress = append(progress, *p.Progress) })()
 		tee := &sseTee{ReadCloser: io.NopCloser(strings.NewReader(stream)), c: c}
+		var got []byte
 		buf := make([]byte, chunk)
 		for {
-			if _, err := tee.Read(buf); err != nil {
+			n, err := tee.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
 				break
 			}
+		}
+		if string(got) != stream {
+			t.Fatalf("chunk %d: the reader got\n%q\nwant\n%q", chunk, got, stream)
 		}
 		if got := string(s7.result()); got != "{\"a\": [1, 2.50]}" {
 			t.Errorf("chunk %d: result %q", chunk, got)

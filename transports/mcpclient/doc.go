@@ -132,7 +132,9 @@
 // instead. A tools/call on a stdio session below 2026-07-28 does not go
 // through the SDK at all: Plexus writes it on the session's connection and
 // its reader hands the raw answer to the caller (passthrough.go), so that
-// result is never decoded into the SDK's types.
+// result is never decoded into the SDK's types. Over Streamable HTTP such a
+// call is one POST of Plexus's own in the SDK's session, its answer read
+// off the response by the caller (passhttp.go).
 //
 // # Never
 //

@@ -31,6 +31,12 @@ func TestMain(m *testing.M) {
 	case "raw":
 		rawServer(os.Stdin, os.Stdout, os.Getenv("MCPCLIENT_EVENTS"))
 		os.Exit(0)
+	case "greet-http":
+		if err := greetHTTPServer(os.Stdin, os.Stdout); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "sdk-0728":
 		if err := runOnlyServer(); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")

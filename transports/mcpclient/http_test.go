@@ -1,6 +1,7 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -283,3 +284,58 @@ func TestRedirectKeepsSecretsHome(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamableHTTPResultRaw: a tools/call result reaches the caller as
+// the server wrote it, whether the server answers with an event stream
+// or with JSON, members the SDK does not model included (a re-encoding
+// of the SDK's decoding would drop them).
+func TestStreamableHTTPResultRaw(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		json bool
+	}{{"SSE", false}, {"JSON", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			failOnLeakedGoroutines(t)
+			srv := mcp.NewServer(&mcp.Implementation{Name: "raw-http", Version: "1"}, nil)
+			srv.AddTool(&mcp.Tool{Name: "odd", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "odd"}}}, nil
+			})
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: tc.json})
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				h.ServeHTTP(&oddResult{ResponseWriter: w}, r)
+			}))
+			t.Cleanup(ts.Close)
+			c := startClient(t, "web", mcpclient.ServerConfig{URL: ts.URL}, mcpclient.Options{})
+			c.waitReady(t)
+			r := c.call(t, context.Background(), "mcp.web.odd", nil, nil)
+			if !r.OK {
+				t.Fatal(r.Error)
+			}
+			if want := `{"x-unknown": [1,  2.50],"content":[{"type":"text","text":"odd"}]}`; string(r.MCPResult) != want {
+				t.Errorf("mcpResult %s, want %s", r.MCPResult, want)
+			}
+			c.stop()
+		})
+	}
+}
+
+// oddResult writes a server's answers with a member the SDK does not model,
+// spaced oddly, at the head of each tools/call result.
+type oddResult struct{ http.ResponseWriter }
+
+func (o *oddResult) WriteHeader(code int) {
+	o.Header().Del("Content-Length")
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *oddResult) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`"text":"odd"`)) {
+		b = bytes.Replace(b, []byte(`"result":{`), []byte(`"result":{"x-unknown": [1,  2.50],`), 1)
+	}
+	if _, err := o.ResponseWriter.Write(b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (o *oddResult) Flush() { http.NewResponseController(o.ResponseWriter).Flush() }

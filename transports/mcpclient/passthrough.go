@@ -35,8 +35,9 @@ import (
 // elicitation, roots) reaches the SDK as before: only the response is
 // Plexus's. A cancelled call tells the server notifications/cancelled, as
 // the SDK does. Sessions at 2026-07-28 and later (sessionless, where the
-// SDK adds per-request metadata and answers multi-round-trip results) and
-// Streamable HTTP keep the SDK's call.
+// SDK adds per-request metadata and answers multi-round-trip results) keep
+// the SDK's call. Over Streamable HTTP the call is Plexus's own POST
+// (passhttp.go).
 
 // answer is the response to one of Plexus's own calls.
 type answer struct {
@@ -122,18 +123,10 @@ type tokenMeta struct {
 	ProgressToken string `json:"progressToken"`
 }
 
-// passthrough is the stdio connection of s when a tools/call on it is
-// sent by Plexus itself, or nil.
-func passthrough(s *session) *stdioConn {
-	if s.cmd == nil || s.pv >= sessionless {
-		return nil
-	}
-	return s.c.stdio.Load()
-}
-
-// callTool sends tools/call of name with input on conn, its progress
-// reported under token, and waits for the server's result, raw.
-func callTool(ctx context.Context, conn *stdioConn, name string, input map[string]any, token string) (json.RawMessage, error) {
+// toolParams are the params of a tools/call of name with input, its
+// progress reported under token, as the SDK's call sends them with
+// Plexus's sending middleware.
+func toolParams(ctx context.Context, name string, input map[string]any, token string) toolCallParams {
 	if input == nil {
 		input = map[string]any{} // arguments are never null on the wire
 	}
@@ -146,11 +139,26 @@ func callTool(ctx context.Context, conn *stdioConn, name string, input map[strin
 		logEverything(ctx, &meta)
 		params.Meta = meta
 	}
+	return params
+}
+
+// passthrough is the stdio connection of s when a tools/call on it is
+// sent by Plexus itself, or nil.
+func passthrough(s *session) *stdioConn {
+	if s.cmd == nil || s.pv >= sessionless {
+		return nil
+	}
+	return s.c.stdio.Load()
+}
+
+// callTool sends tools/call of name with input on conn, its progress
+// reported under token, and waits for the server's result, raw.
+func callTool(ctx context.Context, conn *stdioConn, name string, input map[string]any, token string) (json.RawMessage, error) {
 	id, key, ch, err := conn.calls.add()
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.writeCall(ctx, key, "tools/call", params); err != nil {
+	if err := conn.writeCall(ctx, key, "tools/call", toolParams(ctx, name, input, token)); err != nil {
 		conn.calls.drop(id)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -382,6 +382,17 @@ func (s *session) relayElicitation(ctx context.Context, req *mcp.ElicitRequest) 
 	return &res, nil
 }
 
+func (s *session) relayRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	if err := s.ask(ctx, plexus.RelayRoots, p.Meta, p, &res); err != nil {
+		return nil, err
+	}
+	if res.Roots == nil {
+		res.Roots = []*mcp.Root{}
+	}
+	return &res, nil
+}
+
 // relayRequests passes the server's requests to the relay before the SDK
 // sees them: the SDK's client answers roots/list from its own list, with
 // no handler, and checks an elicitation's schema against its own reading
@@ -395,14 +406,7 @@ func (s *session) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			if p == nil {
 				p = &mcp.ListRootsParams{}
 			}
-			var res mcp.ListRootsResult
-			if err := s.ask(ctx, plexus.RelayRoots, p.Meta, p, &res); err != nil {
-				return nil, err
-			}
-			if res.Roots == nil {
-				res.Roots = []*mcp.Root{}
-			}
-			return &res, nil
+			return s.relayRoots(ctx, p)
 		case *mcp.ElicitParams:
 			if p == nil {
 				p = &mcp.ElicitParams{}

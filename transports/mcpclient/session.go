@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,6 +34,13 @@ type session struct {
 	lost    chan struct{}           // closed when the session has ended
 	waitErr error                   // why, from the SDK; set before lost closes
 	untrack func()                  // forgets the platform's record; nil over HTTP
+
+	// Over Streamable HTTP: the session's client and the server's URL,
+	// with which Plexus sends a tools/call itself (passhttp.go), and the
+	// calls it sent; nil, "" over stdio.
+	hc   *http.Client
+	url  string
+	sent atomic.Uint64
 }
 
 func (s *session) pid() int {
@@ -159,10 +167,8 @@ func (c *Client) transport(s *session) (mcp.Transport, *refusal, error) {
 		return &stdioTransport{cmd: cmd, grace: c.grace, c: s.c}, nil, nil
 	}
 	refused := &refusal{base: &rawRoundTripper{base: c.httpBase, headers: c.cfg.Headers, home: originOf(c.cfg.URL), c: s.c}}
-	st := &mcp.StreamableClientTransport{
-		Endpoint:   c.cfg.URL,
-		HTTPClient: &http.Client{Transport: refused, CheckRedirect: stayHome(c.cfg.URL)},
-	}
+	s.hc, s.url = &http.Client{Transport: refused, CheckRedirect: stayHome(c.cfg.URL)}, c.cfg.URL
+	st := &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: s.hc}
 	if c.opts.SignIn != nil {
 		st.OAuthHandler = c.opts.SignIn.Handler
 	}

@@ -419,23 +419,33 @@ func (c *stdioConn) writeCall(ctx context.Context, id, method string, params any
 		return err
 	}
 	defer c.give()
-	b := bytes.NewBuffer(c.buf[:0])
+	buf, err := encodeCall(c.buf[:0], id, method, params)
+	if err != nil {
+		return err
+	}
+	c.buf = append(buf, '\n')
+	_, err = c.stdin.Write(c.buf)
+	if cap(c.buf) > 64<<10 {
+		c.buf = nil // a large message's buffer is not kept
+	}
+	return err
+}
+
+// encodeCall appends to buf the JSON-RPC call of method with params under
+// the string id, encoded as the SDK encodes it.
+func encodeCall(buf []byte, id, method string, params any) ([]byte, error) {
+	b := bytes.NewBuffer(buf)
 	for _, part := range [...]string{`{"jsonrpc":"2.0","id":"`, id, `","method":"`, method, `","params":`} {
 		b.WriteString(part)
 	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false) // as the SDK encodes
 	if err := enc.Encode(params); err != nil {
-		return fmt.Errorf("encode the %s params: %w", method, err)
+		return nil, fmt.Errorf("encode the %s params: %w", method, err)
 	}
 	b.Truncate(b.Len() - 1) // the encoder's newline
-	b.WriteString("}\n")
-	c.buf = b.Bytes()
-	_, err := c.stdin.Write(c.buf)
-	if cap(c.buf) > 64<<10 {
-		c.buf = nil // a large message's buffer is not kept
-	}
-	return err
+	b.WriteString("}")
+	return b.Bytes(), nil
 }
 
 // take waits for the turn to write, or for ctx to end.

@@ -104,15 +104,22 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 	token := "plexus-" + strconv.FormatUint(c.tokens.Add(1), 10)
 	defer s.c.route(token, dc.Report)()
 	defer s.c.r.calling(plexus.RelayFrom(ctx))()
-	if conn := passthrough(s); conn != nil && rt.Primitive == PrimitiveTool {
-		return c.passTool(ctx, s, conn, rt.Name, input, token, entry.ID)
+	if rt.Primitive == PrimitiveTool {
+		if conn := passthrough(s); conn != nil {
+			raw, err := callTool(ctx, conn, rt.Name, input, token)
+			return c.passTool(ctx, s, raw, err, entry.ID)
+		}
+		if passesHTTP(s) {
+			raw, err := c.callToolHTTP(ctx, s, rt.Name, input, token)
+			return c.passTool(ctx, s, raw, err, entry.ID)
+		}
 	}
 	return c.viaSDK(ctx, s, rt, sr, input, token, entry.ID)
 }
 
-// passTool is a tools/call Plexus sends itself (passthrough.go).
-func (c *Client) passTool(ctx context.Context, s *session, conn *stdioConn, name string, input map[string]any, token, id string) plexus.TransportResult {
-	raw, err := callTool(ctx, conn, name, input, token)
+// passTool is the result of a tools/call Plexus sent itself
+// (passthrough.go, passhttp.go), which answered raw or failed with err.
+func (c *Client) passTool(ctx context.Context, s *session, raw json.RawMessage, err error, id string) plexus.TransportResult {
 	if err != nil {
 		return plexus.TransportResult{Error: c.failure(ctx, s, err, "tools/call", id)}
 	}

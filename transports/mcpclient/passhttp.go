@@ -1,0 +1,564 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging, deprecated from 2026-07-28 but served through its deprecation window, are what Plexus relays
+
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
+)
+
+// A tools/call on a Streamable HTTP session is sent by Plexus itself too,
+// as one POST in the SDK's session, its answer read off the response on
+// the caller's goroutine (passthrough.go says why: on this path the SDK
+// also reads each answer on a goroutine of its own, hands it over to
+// another, and decodes it twice, with its 32 KiB buffer each time).
+//
+// The POST goes through the session's own http.Client: the configured
+// headers, the capture's tee (progress and log messages relayed as they
+// come, server requests tagged for the call's relay: capture.go, relay.go)
+// and the redirect refusal apply as on the SDK's path; its headers are the
+// SDK's (session id, protocol version). The SDK's connection cannot be
+// handed a message it did not read, so what else comes on the call's
+// stream is handled here as the SDK's client would: a server request
+// (sampling, elicitation, roots) goes to the same relay handlers and is
+// answered with a POST, ping is answered, any other request is Method not
+// found; list_changed and resources/updated reach the same handlers. A
+// stream that ends before the answer is resumed with Last-Event-ID when
+// its events had ids, as the SDK does. A cancelled call tells the server
+// notifications/cancelled. A failing status is the SDK's error for it: a
+// JSON-RPC error in the body is the server's answer, a 404 the end of the
+// session (the liveness check then closes it, and Run reconnects).
+//
+// A server that signs in (OAuth) has its token set on each request, and
+// on a 401 or 403 the sign-in asked to authorize before the request goes
+// once more, as the SDK's transport does. Sessionless servers (2026-07-28)
+// keep the SDK's call, as over stdio.
+
+// passesHTTP says whether a tools/call on s is sent by Plexus itself over
+// Streamable HTTP.
+func passesHTTP(s *session) bool { return s.hc != nil && s.pv < sessionless }
+
+// Limits of the HTTP pass-through.
+const (
+	maxResumes  = 5               // reconnections without a new event (the SDK's default MaxRetries)
+	resumeDelay = time.Second     // before a reconnection the server set no retry for (the SDK's)
+	finishWait  = time.Second     // for the rest of a stream after its answer
+	finishBytes = 64 << 10        // read after an answer, to keep the connection
+	answerWait  = 5 * time.Second // to POST an answer or a cancellation
+)
+
+// errNoAnswer is the error of a call whose stream ended without its
+// answer and cannot be resumed.
+var errNoAnswer = errors.New("request terminated without response")
+
+// callToolHTTP sends tools/call of name with input on s, its progress
+// reported under token, and waits for the server's result, raw.
+func (c *Client) callToolHTTP(ctx context.Context, s *session, name string, input map[string]any, token string) (json.RawMessage, error) {
+	key := idPrefix + strconv.FormatUint(s.sent.Add(1), 10)
+	id, err := jsonrpc.MakeID(key)
+	if err != nil {
+		return nil, err
+	}
+	body, err := encodeCall(nil, key, "tools/call", toolParams(ctx, name, input, token))
+	if err != nil {
+		return nil, err
+	}
+	// The relay handlers take the call's relay from ctx (relayOf).
+	ctx = context.WithValue(ctx, callKey{}, true)
+	resp, err := c.post(ctx, s, body)
+	if err == nil {
+		// What the server asks on the stream is answered on goroutines
+		// that end with the call: a server that answered the call has
+		// nothing more to ask for it.
+		actx, stop := context.WithCancel(ctx)
+		var asks sync.WaitGroup
+		var raw json.RawMessage
+		raw, err = c.readAnswer(actx, s, resp, id, &asks)
+		stop()
+		asks.Wait()
+		if err == nil {
+			return raw, nil
+		}
+	}
+	if ctx.Err() != nil {
+		go c.tellCancelled(ctx, s, id) // best effort, off the caller's way out, as the SDK does
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("calling %q: %w", "tools/call", err) // as the SDK's call wraps it
+}
+
+// post sends body to the server in s's session and returns a successful
+// response.
+func (c *Client) post(ctx context.Context, s *session, body []byte) (*http.Response, error) {
+	return c.send(ctx, s, func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		s.setHeaders(req.Header)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		return req, nil
+	})
+}
+
+func (s *session) setHeaders(h http.Header) {
+	h.Set("Mcp-Protocol-Version", s.pv)
+	if sid := s.cs.ID(); sid != "" {
+		h.Set("Mcp-Session-Id", sid)
+	}
+}
+
+// send sends the request newReq makes with the session's client, signed
+// as the SDK's transport signs it: the sign-in's token on each request,
+// and on a 401 or 403 the sign-in asked to authorize, then the request
+// made and sent once more. A failing status is the SDK's error for it
+// (statusError).
+func (c *Client) send(ctx context.Context, s *session, newReq func() (*http.Request, error)) (*http.Response, error) {
+	req, err := c.signed(ctx, newReq)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, err // a *url.Error: nothing reached the server
+	}
+	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && c.opts.SignIn != nil {
+		if err := c.opts.SignIn.Handler.Authorize(ctx, req, resp); err != nil { // it closes the body
+			return nil, fmt.Errorf("authorization: %w", err)
+		}
+		if req, err = c.signed(ctx, newReq); err != nil {
+			return nil, err
+		}
+		if resp, err = s.hc.Do(req); err != nil {
+			return nil, err
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(resp)
+	}
+	return resp, nil
+}
+
+// signed is the request newReq makes with the sign-in's token, if there
+// is one. A token that can no longer be refreshed (invalid_grant) is left
+// out, for the server's 401 to start the sign-in, as the SDK does.
+func (c *Client) signed(ctx context.Context, newReq func() (*http.Request, error)) (*http.Request, error) {
+	req, err := newReq()
+	if err != nil || c.opts.SignIn == nil {
+		return req, err
+	}
+	// The SDK asks with its connection's context, which outlives a call.
+	ts, err := c.opts.SignIn.Handler.TokenSource(context.WithoutCancel(ctx))
+	if err != nil || ts == nil {
+		return req, err
+	}
+	tok, err := ts.Token()
+	var rerr *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &rerr) && rerr.ErrorCode == "invalid_grant":
+	case err != nil:
+		return nil, err
+	case tok != nil:
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	}
+	return req, nil
+}
+
+// statusError is the error of a failing response, as the SDK's transport
+// makes it: a transient status says so; else a JSON-RPC error in the body
+// is the server's answer; a 404 means the session is gone.
+func statusError(resp *http.Response) error {
+	head, rerr := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
+	cerr := resp.Body.Close()
+	text := http.StatusText(resp.StatusCode)
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return errors.New(text)
+	}
+	if rerr == nil && json.Valid(head) {
+		if msg, err := decodeMessage(head); err == nil {
+			if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
+				return fmt.Errorf("%w: %s", r.Error, text)
+			}
+		}
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%s: %w", text, mcp.ErrSessionMissing)
+	}
+	return errors.Join(errors.New(text), rerr, cerr)
+}
+
+// readAnswer reads the answer to the call id off its response, a JSON
+// body or an event stream; what the server asks meanwhile is answered on
+// goroutines counted by asks.
+func (c *Client) readAnswer(ctx context.Context, s *session, resp *http.Response, id jsonrpc.ID, asks *sync.WaitGroup) (json.RawMessage, error) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxCapture+1))
+		err = errors.Join(err, resp.Body.Close())
+		if err != nil {
+			return nil, err
+		}
+		if len(data) > maxCapture {
+			return nil, errFrameTooLarge
+		}
+		msg, err := decodeOne(data)
+		if r, ok := msg.(*jsonrpc.Response); err == nil && ok && r.ID == id {
+			return answerOf(r)
+		}
+		return nil, errors.Join(fmt.Errorf("the server's JSON answer is not the call's"), err)
+	case "text/event-stream":
+		return c.readStream(ctx, s, resp, id, asks)
+	}
+	return nil, errors.Join(fmt.Errorf("unsupported content type %q", mt), resp.Body.Close())
+}
+
+// decodeOne decodes one JSON-RPC message as the SDK does.
+func decodeOne(data []byte) (jsonrpc.Message, error) {
+	if !json.Valid(data) {
+		return jsonrpc.DecodeMessage(data) // its error
+	}
+	return decodeMessage(data)
+}
+
+// answerOf is the result of r, or its error.
+func answerOf(r *jsonrpc.Response) (json.RawMessage, error) {
+	if r.Error != nil {
+		return nil, r.Error
+	}
+	return bytes.Clone(r.Result), nil
+}
+
+// readStream reads the call's event stream until its answer, resuming it
+// as the SDK does when it ends first.
+func (c *Client) readStream(ctx context.Context, s *session, resp *http.Response, id jsonrpc.ID, asks *sync.WaitGroup) (json.RawMessage, error) {
+	st := streamState{}
+	for tries := 0; ; {
+		before := st.lastID
+		raw, answered, err := c.events(ctx, s, resp.Body, id, asks, &st)
+		if answered || err != nil {
+			c.finish(resp.Body)
+			return raw, err
+		}
+		if cerr := resp.Body.Close(); cerr != nil {
+			c.log.Debug("mcp: closing a call's stream", "err", cerr)
+		}
+		if st.lastID == "" {
+			return nil, errNoAnswer
+		}
+		if st.lastID == before {
+			if tries++; tries > maxResumes {
+				return nil, fmt.Errorf("%w: exceeded %d retries without progress", errNoAnswer, maxResumes)
+			}
+		} else {
+			tries = 0
+		}
+		if resp, err = c.resume(ctx, s, &st); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// streamState is what a call's streams said of their resumption, and the
+// server's requests being answered.
+type streamState struct {
+	lastID string
+	retry  time.Duration
+	asking chan struct{} // a slot per request answered on a goroutine of its own
+}
+
+// maxAsks bounds the server's requests of one call answered at once; past
+// it the stream waits for each answer, which slows a flood to its pace.
+const maxAsks = 8
+
+// ask answers a server's request with answer, on a goroutine of its own
+// while fewer than maxAsks are.
+func (st *streamState) ask(asks *sync.WaitGroup, answer func()) {
+	if st.asking == nil {
+		st.asking = make(chan struct{}, maxAsks)
+	}
+	select {
+	case st.asking <- struct{}{}:
+		asks.Go(func() {
+			defer func() { <-st.asking }()
+			answer()
+		})
+	default:
+		answer()
+	}
+}
+
+// resume waits and asks for the rest of a stream after its last event.
+func (c *Client) resume(ctx context.Context, s *session, st *streamState) (*http.Response, error) {
+	delay := cmpOr(st.retry, resumeDelay)
+	t := time.NewTimer(delay)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	resp, err := c.send(ctx, s, func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.setHeaders(req.Header)
+		req.Header.Set("Last-Event-ID", st.lastID)
+		req.Header.Set("Accept", "text/event-stream")
+		return req, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resume the call's stream: %w", err)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return nil, errors.Join(fmt.Errorf("resume the call's stream: unsupported content type %q", mt), resp.Body.Close())
+	}
+	return resp, nil
+}
+
+// finish reads what is left of a stream after its answer, within bounds,
+// so that its connection is kept, and closes it. Its errors are the
+// stream's end: a closed body is all they could change.
+func (c *Client) finish(body io.ReadCloser) {
+	t := time.AfterFunc(finishWait, func() {
+		if err := body.Close(); err != nil {
+			c.log.Debug("mcp: closing a call's stream", "err", err)
+		}
+	})
+	n, err := io.CopyN(io.Discard, body, finishBytes)
+	t.Stop()
+	if cerr := body.Close(); err != nil && err != io.EOF || cerr != nil || n == finishBytes {
+		c.log.Debug("mcp: the rest of a call's stream was not read", "err", errors.Join(err, cerr))
+	}
+}
+
+// events reads the events of one stream until the call's answer (answered)
+// or the stream's end.
+func (c *Client) events(ctx context.Context, s *session, body io.Reader, id jsonrpc.ID, asks *sync.WaitGroup, st *streamState) (raw json.RawMessage, answered bool, err error) {
+	er := eventReader{r: bufio.NewReader(body)}
+	for {
+		ev, err := er.next()
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case errors.Is(err, errFrameTooLarge):
+			return nil, false, err
+		default: // the stream ended or broke: the caller resumes it if it can, as the SDK does
+			return nil, false, nil
+		}
+		if ev.id != "" {
+			st.lastID = ev.id
+		}
+		if n, err := strconv.ParseInt(ev.retry, 10, 64); err == nil {
+			st.retry = time.Duration(n) * time.Millisecond
+		}
+		if len(ev.data) == 0 || ev.name != "" && ev.name != "message" {
+			continue
+		}
+		msg, err := decodeOne(ev.data)
+		if err != nil {
+			return nil, false, fmt.Errorf("failed to decode event: %w", err)
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			if m.ID == id {
+				raw, err := answerOf(m)
+				return raw, true, err
+			}
+		case *jsonrpc.Request:
+			if m.IsCall() {
+				st.ask(asks, func() { c.answerServer(ctx, s, m) })
+			} else {
+				c.noticed(s, m)
+			}
+		}
+	}
+}
+
+// event is one server-sent event.
+type event struct {
+	name, id, retry string
+	data            []byte
+}
+
+// eventReader reads server-sent events as the HTML standard's
+// event-stream interpretation says (the SDK's scanner's reading), an
+// event at most maxCapture bytes.
+type eventReader struct {
+	r    *bufio.Reader
+	line []byte
+}
+
+func (e *eventReader) next() (event, error) {
+	var ev event
+	var size int
+	hasData := false
+	for {
+		line, err := e.readLine()
+		if err != nil {
+			return ev, err
+		}
+		if size += len(line); size > maxCapture {
+			return ev, errFrameTooLarge
+		}
+		if len(line) == 0 {
+			if hasData || ev.id != "" || ev.retry != "" {
+				return ev, nil
+			}
+			continue
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(name) {
+		case "event":
+			ev.name = string(value)
+		case "id":
+			ev.id = string(value)
+		case "retry":
+			ev.retry = string(value)
+		case "data":
+			if hasData {
+				ev.data = append(ev.data, '\n')
+			}
+			ev.data = append(ev.data, value...)
+			hasData = true
+		}
+	}
+}
+
+// readLine reads a line without its end ("\n", "\r\n").
+func (e *eventReader) readLine() ([]byte, error) {
+	e.line = e.line[:0]
+	for {
+		chunk, err := e.r.ReadSlice('\n')
+		e.line = append(e.line, chunk...)
+		if len(e.line) > maxCapture {
+			return nil, errFrameTooLarge
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(e.line) > 0:
+			return nil, io.ErrUnexpectedEOF // an event the stream did not finish
+		case err != nil:
+			return nil, err
+		}
+		return bytes.TrimSuffix(bytes.TrimSuffix(e.line, []byte("\n")), []byte("\r")), nil
+	}
+}
+
+// answerServer answers a request the server sent on a call's stream, as
+// the SDK's client answers one (relayRequests, the relay handlers), with
+// a POST of its own.
+func (c *Client) answerServer(ctx context.Context, s *session, m *jsonrpc.Request) {
+	res, err := s.serve(ctx, m)
+	r := &jsonrpc.Response{ID: m.ID, Error: err}
+	if err == nil {
+		if r.Result, err = json.Marshal(res); err != nil {
+			r = &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}}
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(r)
+	if err == nil {
+		wctx, stop := context.WithTimeout(ctx, answerWait)
+		defer stop()
+		var resp *http.Response
+		if resp, err = c.post(wctx, s, data); err == nil {
+			err = resp.Body.Close()
+		}
+	}
+	if err != nil {
+		c.log.Debug("mcp: an answer to the server could not be sent", "method", m.Method, "err", c.red.err(err))
+	}
+}
+
+// serve is the answer to the server's request m.
+func (s *session) serve(ctx context.Context, m *jsonrpc.Request) (any, error) {
+	params := m.Params
+	if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	invalid := func(err error) error {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid params for %s: %v", m.Method, err)}
+	}
+	switch m.Method {
+	case "ping":
+		return struct{}{}, nil
+	case "sampling/createMessage":
+		var p mcp.CreateMessageWithToolsParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalid(err)
+		}
+		return s.relaySampling(ctx, &mcp.CreateMessageWithToolsRequest{Params: &p})
+	case "elicitation/create":
+		var p mcp.ElicitParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalid(err)
+		}
+		return s.relayElicitation(ctx, &mcp.ElicitRequest{Params: &p})
+	case "roots/list":
+		var p mcp.ListRootsParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalid(err)
+		}
+		return s.relayRoots(ctx, &p)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", m.Method)}
+}
+
+// noticed handles a notification the server sent on a call's stream, as
+// the SDK's client's handlers would; progress and log messages were
+// relayed as they came off the wire (capture.go).
+func (c *Client) noticed(s *session, m *jsonrpc.Request) {
+	switch m.Method {
+	case "notifications/tools/list_changed":
+		s.changed.mark(listTools)
+	case "notifications/resources/list_changed":
+		s.changed.mark(listResources)
+	case "notifications/prompts/list_changed":
+		s.changed.mark(listPrompts)
+	case "notifications/resources/updated":
+		var p mcp.ResourceUpdatedNotificationParams
+		if json.Unmarshal(m.Params, &p) == nil {
+			c.watch.updated(p.URI)
+		}
+	}
+}
+
+// tellCancelled tells the server that the call id was cancelled (ctx
+// ended).
+func (c *Client) tellCancelled(ctx context.Context, s *session, id jsonrpc.ID) {
+	params, err := json.Marshal(&mcp.CancelledParams{Reason: ctx.Err().Error(), RequestID: id.Raw()})
+	if err == nil {
+		var data []byte
+		if data, err = jsonrpc.EncodeMessage(&jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err == nil {
+			wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), answerWait)
+			defer stop()
+			var resp *http.Response
+			if resp, err = c.post(wctx, s, data); err == nil {
+				err = resp.Body.Close()
+			}
+		}
+	}
+	if err != nil {
+		c.log.Debug("mcp: notifications/cancelled could not be sent", "err", c.red.err(err))
+	}
+}
