@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -27,8 +28,8 @@ import (
 // SIGHUP (each must end the bridge well before the wait would), or SIGKILL
 // (no chance to clean up: the daemon sees its connections drop). The owner
 // then approves by moving the file: the grant stands (a later call of the
-// agent runs without asking), but nothing runs for the call that went: no
-// invoke row for it and no file written.
+// agent runs without asking), but nothing runs for the call that went: its
+// one row, invoke.failed, says it did not run, and no file is written.
 func TestMCPServeCallerGone(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -74,6 +75,17 @@ func TestMCPServeCallerGone(t *testing.T) {
 				t.Fatal("mcp serve did not end while its call waited for the owner")
 			}
 
+			// The daemon saw the call go: its row says it never ran.
+			waitFor(t, 30*time.Second, "the call that went journaled", holds(func() bool {
+				return len(td.activity(t, journal.Filter{Type: "invoke.failed"})) == 1
+			}))
+			gone := td.activity(t, journal.Filter{Type: "invoke.failed"})[0]
+			if gone.Target != "portal.notes.write" || gone.AgentID != "claude-code" ||
+				gone.Payload["errorCode"] != "transport_error" ||
+				gone.Payload["pendingId"] != strings.TrimSuffix(filepath.Base(file), ".md") ||
+				!strings.Contains(fmt.Sprint(gone.Payload["reason"]), "did not run") {
+				t.Errorf("the row of the call that went = %+v", gone)
+			}
 			if err := os.Rename(file, filepath.Join(td.Home().Active, filepath.Base(file))); err != nil {
 				t.Fatal(err)
 			}
@@ -84,8 +96,8 @@ func TestMCPServeCallerGone(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "todo.md")); !os.IsNotExist(err) {
 				t.Errorf("todo.md: %v, want it never written (its caller had gone)", err)
 			}
-			if rows := td.activity(t, journal.Filter{Type: "invoke."}); len(rows) != 2 {
-				t.Errorf("invoke rows = %+v, want the later call's started and ok only", rows)
+			if rows := td.activity(t, journal.Filter{Type: "invoke."}); len(rows) != 3 {
+				t.Errorf("invoke rows = %+v, want the call that went's failed, then the later call's started and ok", rows)
 			}
 		})
 	}

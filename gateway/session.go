@@ -14,10 +14,9 @@ import (
 
 // WellKnown returns the pre-session discovery document: summaries only.
 func (g *Gateway) WellKnown() plexus.WellKnownDocument {
-	entries := g.d.Registry.Entries()
-	sums := make([]plexus.Summary, len(entries))
-	for i, e := range entries {
-		sums[i] = e.Summarize()
+	sums := make([]plexus.Summary, 0, g.d.Registry.Len())
+	for e := range g.d.Registry.All() {
+		sums = append(sums, e.Summarize())
 	}
 	base := g.cfg.BaseURL
 	return plexus.WellKnownDocument{

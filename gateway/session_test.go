@@ -165,3 +165,43 @@ func TestManifestStream(t *testing.T) {
 		}
 	}
 }
+
+// TestWellKnownSummaries: the discovery document summarizes every entry of
+// the registry, in its order (read through registry.All, one entry at a
+// time, each summarized before the next overwrites it).
+func TestWellKnownSummaries(t *testing.T) {
+	clk := plexustest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	home := plexustest.TempHome(t)
+	db := plexustest.MustOpenHomeJournal(t, home, clk.Now)
+	reg := registry.New(registry.Options{Clock: clk.Now})
+	b, err := os.ReadFile("../registry/testdata/obsidian.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m plexus.ExtensionManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	src, err := registry.NewExtensionSource(m, plexus.ProvenanceManaged, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Add(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	g := mustGateway(t, home, db, clk.Now, nil)
+	if got := g.WellKnown().Capabilities; len(got) != 0 {
+		t.Errorf("an empty registry: %d summaries, want none", len(got))
+	}
+	g = mustGateway(t, home, db, clk.Now, func(d *Deps) { d.Registry = reg })
+	var want []plexus.Summary
+	for _, e := range reg.Entries() {
+		want = append(want, e.Summarize())
+	}
+	if len(want) < 2 {
+		t.Fatalf("the registry holds %d entries, want several", len(want))
+	}
+	if diff := cmp.Diff(want, g.WellKnown().Capabilities); diff != "" {
+		t.Errorf("summaries (-want +got):\n%s", diff)
+	}
+}

@@ -19,6 +19,12 @@ type Sessions interface {
 	// to the PAT's agent.
 	Handshake(ctx context.Context, c gateway.Credentials, req plexus.HandshakeRequest) (plexus.HandshakeResponse, error)
 	Manifest(ctx context.Context, c gateway.Credentials) (plexus.ManifestResponse, error)
+	// SessionAgent names the agent of c's session ("" for the owner's or
+	// an anonymous one), or says the session is over (session_expired):
+	// the revocation sweep's check (sweep.go), one read of the session and
+	// its agent where a manifest would also read the agent's grants and
+	// copy every entry.
+	SessionAgent(ctx context.Context, c gateway.Credentials) (string, error)
 	// Revision is the catalog's current revision (a manifest's Revision),
 	// read without a transaction: tools/call keeps a manifest's tools
 	// while it stays current (index.go).
@@ -42,6 +48,9 @@ type Grants interface {
 	// Subscribe streams the session's events (grant_resolved among them)
 	// until ctx ends or the subscriber falls too far behind.
 	Subscribe(ctx context.Context, c gateway.Credentials, lastEventID int64) (<-chan plexus.Event, error)
+	// CallAbandoned journals a call that waited for the owner and never
+	// ran, its caller gone first (an invoke.failed row).
+	CallAbandoned(ctx context.Context, c gateway.Credentials, call gateway.AbandonedCall) error
 }
 
 // Invoker runs a call under a scoped token.

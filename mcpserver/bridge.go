@@ -91,8 +91,12 @@ type bridge struct {
 	ctx context.Context
 	wg  sync.WaitGroup
 
-	mu sync.Mutex // guards up, upTransport, calls, host, pumped and pc
+	mu sync.Mutex // guards up, dialing, ended, upTransport, calls, host, pumped and pc
 	up *mcp.ClientSession
+	// dialing is the connection to the daemon being opened, if one is
+	// (sessionFor); ended is set when the bridge closed.
+	dialing *dialing
+	ended   bool
 	// upTransport carries up's requests, and its pumped calls' (on the
 	// same keep-alive connections).
 	upTransport *http.Transport
@@ -204,13 +208,75 @@ func (b *bridge) session(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 	return b.sessionFor(ctx, ss)
 }
 
-// sessionFor is [bridge.session] for the host's session ss.
+// sessionFor is [bridge.session] for the host's session ss. One
+// connection is opened at a time, without b.mu held: a daemon slow to
+// answer initialize must not hold up what else takes the lock (the host's
+// next pumped call or cancellation, read on the host's one reader, and
+// the progress and answers on their way to the host). Requests that need
+// the connection meanwhile wait for that one's outcome, under their own
+// context, and share it, an error included; they try again only when the
+// request that was connecting left first (its context ended).
 func (b *bridge) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.ClientSession, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.up != nil {
-		return b.up, nil
+	for {
+		b.mu.Lock()
+		if b.up != nil {
+			up := b.up
+			b.mu.Unlock()
+			return up, nil
+		}
+		d := b.dialing
+		if d == nil {
+			break // b.mu still held: this request connects
+		}
+		b.mu.Unlock()
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if d.err != nil && !d.left {
+			return nil, d.err
+		}
 	}
+	d := &dialing{done: make(chan struct{})}
+	b.dialing = d
+	b.mu.Unlock()
+	up, ht, err := b.connect(ctx, ss)
+	b.mu.Lock()
+	b.dialing = nil
+	switch {
+	case err != nil:
+		d.err, d.left = b.unreachable(err), ctx.Err() != nil
+	case b.ended:
+		// The bridge closed meanwhile: close() did not see this one.
+		d.err = errors.Join(mcp.ErrConnectionClosed, context.Cause(b.ctx))
+	default:
+		b.up, b.upTransport = up, ht
+	}
+	b.mu.Unlock()
+	close(d.done)
+	if d.err == nil {
+		return up, nil
+	}
+	if up != nil {
+		if cerr := up.Close(); cerr != nil {
+			b.o.Logger.Debug("close the daemon session", "err", cerr)
+		}
+	}
+	return nil, d.err
+}
+
+// dialing is the connection to the daemon being opened; err is set, and
+// left when the request opening it left first, before done closes.
+type dialing struct {
+	done chan struct{}
+	err  error
+	left bool
+}
+
+// connect opens a connection to the daemon under the host's own client
+// name and version.
+func (b *bridge) connect(ctx context.Context, ss *mcp.ServerSession) (*mcp.ClientSession, *http.Transport, error) {
 	impl := &mcp.Implementation{Name: "plexus-mcp-serve", Version: plexus.Version}
 	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
@@ -230,11 +296,7 @@ func (b *bridge) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 	tr := &mcp.StreamableClientTransport{Endpoint: b.o.Endpoint, MaxRetries: -1, MaxEventSize: bridgeMaxEvent,
 		HTTPClient: bridgeClient(bearerRoundTripper{pat: b.o.PAT, base: ht})}
 	up, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		return nil, b.unreachable(err)
-	}
-	b.up, b.upTransport = up, ht
-	return up, nil
+	return up, ht, err
 }
 
 // failed forgets the connection to the daemon when err says it is gone,
@@ -304,6 +366,7 @@ func (b *bridge) redirected() error {
 
 func (b *bridge) close() {
 	b.mu.Lock()
+	b.ended = true
 	up := b.up
 	b.up = nil
 	b.pc = nil

@@ -71,13 +71,20 @@ func (w what) String() string {
 // get goes this way.
 func (s *Server) run(ctx context.Context, l *link, entry plexus.Entry, what what, input map[string]any, p *progress) (plexus.InvokeResponse, *mcp.CallToolResult, error) {
 	for retried := false; ; retried = true {
-		tok, answer, err := s.token(ctx, l, entry, what, p)
+		var w waited
+		tok, answer, err := s.token(ctx, l, entry, what, p, &w)
+		if answer == nil && ctx.Err() != nil && w.pendingID != "" {
+			// The caller went while the call waited for the owner, or as
+			// the owner decided: the call will not run for no one
+			// (callers.go), and the journal says so.
+			s.abandoned(ctx, l, entry, w, err == nil)
+			return plexus.InvokeResponse{}, nil, context.Cause(ctx)
+		}
 		if err != nil || answer != nil {
 			return plexus.InvokeResponse{}, answer, err
 		}
 		if ctx.Err() != nil {
-			// The caller went as the owner decided: the call would run
-			// for no one (callers.go).
+			// The caller went before the call ran (callers.go).
 			return plexus.InvokeResponse{}, nil, context.Cause(ctx)
 		}
 		// What the server behind the call asks meanwhile goes to this host.
@@ -113,14 +120,15 @@ func executes(e plexus.Entry) bool { return slices.Contains(requiredVerbs(e), pl
 // token is a token covering a call of entry: one the link holds, or one
 // granted now. answer is set instead when the call ends here (denied, or
 // the wait for the owner ended undecided); err when the host cancelled or
-// the session ended.
-func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, what what, p *progress) (plexus.ScopedToken, *mcp.CallToolResult, error) {
+// the session ended. w notes the decision it waited on, if it waited.
+func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, what what, p *progress, w *waited) (plexus.ScopedToken, *mcp.CallToolResult, error) {
 	if tok, ok := l.heldToken(entry.ID, s.opts.Clock().Add(tokenMargin)); ok {
 		return tok, nil, nil
 	}
 	if pid, ok := l.pendingFor(entry.ID); ok {
 		// An earlier call left this decision undecided: wait on it rather
 		// than ask the owner twice.
+		w.pendingID, w.since = pid, s.opts.Clock()
 		return s.await(ctx, l, entry, pid, p)
 	}
 	purpose := fmt.Sprintf("%s calls %s", orElse(l.client, "an MCP host"), what)
@@ -135,11 +143,34 @@ func (s *Server) token(ctx context.Context, l *link, entry plexus.Entry, what wh
 		return plexus.ScopedToken{}, deniedResult(entry.ID, declinedReason(pend.Declined, entry.ID)), nil
 	case pend != nil:
 		l.rememberPending(entry.ID, pend.PendingID)
+		w.pendingID, w.since = pend.PendingID, s.opts.Clock()
 		return s.await(ctx, l, entry, pend.PendingID, p)
 	case declinedReason(st.Declined, entry.ID) != "":
 		return plexus.ScopedToken{}, deniedResult(entry.ID, declinedReason(st.Declined, entry.ID)), nil
 	}
 	return s.keep(l, entry, *st)
+}
+
+// waited is the owner's decision a call waited on, and since when.
+type waited struct {
+	pendingID string
+	since     time.Time
+}
+
+// abandoned journals the call of entry that waited on w and will not run,
+// its caller gone (decided: as the owner decided; otherwise during the
+// wait). A row that cannot be written is logged: the caller is gone, and
+// nothing ran.
+func (s *Server) abandoned(ctx context.Context, l *link, entry plexus.Entry, w waited, decided bool) {
+	reason := "the caller went while the call waited for the owner's decision; the call did not run"
+	if decided {
+		reason = "the caller went as the owner decided; the call did not run"
+	}
+	err := s.b.Grants.CallAbandoned(context.WithoutCancel(ctx), l.creds(), gateway.AbandonedCall{ID: entry.ID,
+		Verbs: requiredVerbs(entry), PendingID: w.pendingID, Waited: s.opts.Clock().Sub(w.since), Reason: reason})
+	if err != nil {
+		s.log.Warn("a call whose caller went was not journaled", "capability", entry.ID, "err", err)
+	}
 }
 
 // keep holds st for the link's next calls (unless it is for execute) and

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/mcpserver"
 )
 
@@ -43,6 +45,8 @@ func TestCallEndsWithCaller(t *testing.T) {
 			leave := c.start(t, f, pat)
 			id := f.awaitPending()
 			leave()
+			gone := f.awaitRow("invoke.failed")
+			wantAbandoned(t, gone, id, f.rows("grant.requested"))
 			f.decide(id, true, "")
 			// A later call of the agent's runs on the grant the owner
 			// approved, without asking: once it has, the call that went
@@ -62,7 +66,49 @@ func TestCallEndsWithCaller(t *testing.T) {
 			if got := len(f.rows("grant.approved")); got != 1 {
 				t.Errorf("grant.approved rows = %d, want 1", got)
 			}
+			if got := f.rows("invoke.failed"); len(got) != 1 {
+				t.Errorf("invoke.failed rows = %s, want the call that went's alone", jsonOf(t, got))
+			}
 		})
+	}
+}
+
+// awaitRow is the first journal row of action, waited for within a
+// generous bound (a hang, not a speed check).
+func (f *fixture) awaitRow(action string) plexus.Activity {
+	f.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if rows := f.rows(action); len(rows) > 0 {
+			return rows[0]
+		}
+	}
+	f.t.Fatalf("no %s row was journaled; log:\n%s", action, f.logs.String())
+	return plexus.Activity{}
+}
+
+// wantAbandoned checks the row of a call whose caller went while it waited
+// on decision pendingID: invoke.failed by the agent, for the capability,
+// transport_error with the reason, in the story of its grant.requested,
+// and no token or dispatch named (none was presented, nothing ran).
+func wantAbandoned(t *testing.T, row plexus.Activity, pendingID string, requested []plexus.Activity) {
+	t.Helper()
+	if len(requested) != 1 {
+		t.Fatalf("grant.requested rows = %s, want 1", jsonOf(t, requested))
+	}
+	p := row.Payload
+	if row.Target != "portal.docs.write" || row.Actor != "desk" || row.AgentID != "desk" ||
+		p["errorCode"] != string(plexus.CodeTransportError) || p["pendingId"] != pendingID ||
+		p["sessionId"] == nil || p["sessionId"] != requested[0].Payload["sessionId"] ||
+		!strings.Contains(fmt.Sprint(p["reason"]), "did not run") {
+		t.Errorf("the abandoned call's row = %s", jsonOf(t, row))
+	}
+	if row.TraceID == "" || row.TraceID != requested[0].TraceID {
+		t.Errorf("the abandoned call's trace %q, want its grant.requested's %q", row.TraceID, requested[0].TraceID)
+	}
+	for _, k := range []string{"jti", "startedId", "inputHash"} {
+		if _, ok := p[k]; ok {
+			t.Errorf("the abandoned call's row carries %s: %s", k, jsonOf(t, row))
+		}
 	}
 }
 

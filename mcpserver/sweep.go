@@ -26,7 +26,7 @@ func (s *Server) sweep(ctx context.Context, gen *uint64) {
 		if !changed && now.Before(h.l.expires) {
 			continue
 		}
-		_, err := s.b.Sessions.Manifest(ctx, h.l.creds())
+		_, err := s.b.Sessions.SessionAgent(ctx, h.l.creds())
 		if err == nil || !sessionEnded(err) {
 			continue
 		}

@@ -79,6 +79,11 @@ type outcome struct {
 // decided asks the decision's state; done is false while it is pending.
 func (s *Server) decided(ctx context.Context, l *link, entry plexus.Entry, pendingID string) (o outcome, done bool) {
 	st, err := s.b.Grants.GrantStatus(ctx, l.creds(), pendingID)
+	if err != nil && ctx.Err() != nil {
+		// The host went (its event stream ends with it, so this can be
+		// asked as it goes): the decision stays for a later call.
+		return outcome{err: ctx.Err()}, true
+	}
 	if err != nil {
 		l.forgetPending(entry.ID, pendingID)
 		if plexus.CodeOf(err) == plexus.CodeSessionExpired {

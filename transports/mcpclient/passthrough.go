@@ -174,7 +174,10 @@ func (conn *stdioConn) callTool(ctx context.Context, params toolCallParams) (jso
 		return a.result, a.err
 	case <-ctx.Done():
 		conn.calls.drop(id)
-		go conn.cancelled(ctx, id) // best effort, off the caller's way out, as the SDK does
+		// Best effort, off the caller's way out, as the SDK does; on a
+		// goroutine the connection owns, which its Close ends.
+		reason := ctx.Err().Error()
+		conn.bg.run(func(life context.Context) { conn.cancelled(life, id, reason) })
 		return nil, ctx.Err()
 	}
 }
@@ -182,11 +185,13 @@ func (conn *stdioConn) callTool(ctx context.Context, params toolCallParams) (jso
 // cancelTimeout bounds telling the server a call was cancelled.
 const cancelTimeout = 5 * time.Second
 
-// cancelled tells the server that the call id was cancelled (ctx ended).
-func (c *stdioConn) cancelled(ctx context.Context, id jsonrpc.ID) {
-	params, err := json.Marshal(&mcp.CancelledParams{Reason: ctx.Err().Error(), RequestID: id.Raw()})
+// cancelled tells the server that the call id was cancelled for reason,
+// unless the connection's life ends first or cancelTimeout passes while
+// the notification waits for its turn to be written.
+func (c *stdioConn) cancelled(life context.Context, id jsonrpc.ID, reason string) {
+	params, err := json.Marshal(&mcp.CancelledParams{Reason: reason, RequestID: id.Raw()})
 	if err == nil {
-		wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		wctx, stop := context.WithTimeout(life, cancelTimeout)
 		defer stop()
 		err = c.Write(wctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
 	}

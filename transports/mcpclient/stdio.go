@@ -64,6 +64,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	lim := &frameLimit{r: stdout, limit: cmp.Or(t.limit, maxCapture)}
 	conn := &stdioConn{cmd: t.cmd, stdin: stdin, stdout: stdout, lim: lim, dec: json.NewDecoder(lim), grace: t.grace, c: t.c}
 	conn.calls.waiting = map[string]chan answer{}
+	conn.turn = make(chan struct{}, 1)
 	t.c.stdio.Store(conn)
 	return conn, nil
 }
@@ -83,10 +84,17 @@ type stdioConn struct {
 	dec   *json.Decoder
 	queue []jsonrpc.Message // the rest of a batch
 
-	wmu sync.Mutex // one message written at a time
-	buf []byte     // guarded by wmu
+	// turn lets one message be written at a time: a writer holds it (a
+	// send) while it writes, and waits for it under its context, so that a
+	// call whose caller left, or a notification when the connection
+	// closes, does not wait on behind a write to a server that stopped
+	// reading. (A write under way is not cut short: the server would read
+	// half a message.)
+	turn chan struct{}
+	buf  []byte // guarded by turn
 
-	calls pending // the calls Plexus sends itself (passthrough.go)
+	calls pending    // the calls Plexus sends itself (passthrough.go)
+	bg    background // the goroutines that end at Close (passthrough.go's cancellations)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -388,8 +396,10 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode a JSON-RPC message: %w", err)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	if err := c.take(ctx); err != nil {
+		return err
+	}
+	defer c.give()
 	c.buf = append(append(c.buf[:0], data...), '\n') // one write: the server sees whole lines
 	_, err = c.stdin.Write(c.buf)
 	if cap(c.buf) > 64<<10 {
@@ -405,8 +415,10 @@ func (c *stdioConn) writeCall(ctx context.Context, id, method string, params any
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	if err := c.take(ctx); err != nil {
+		return err
+	}
+	defer c.give()
 	buf, err := encodeCall(c.buf[:0], id, method, params)
 	if err != nil {
 		return err
@@ -436,13 +448,36 @@ func encodeCall(buf []byte, id, method string, params any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// take waits for the turn to write, or for ctx to end.
+func (c *stdioConn) take(ctx context.Context) error {
+	select {
+	case c.turn <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case c.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// give hands the turn to write on.
+func (c *stdioConn) give() { <-c.turn }
+
 // Close ends the server the way the spec's stdio shutdown says: its stdin
 // closed, then SIGTERM, then SIGKILL, each after the grace. Waiting for the
-// command closes its stdout, which ends a Read.
+// command closes its stdout, which ends a Read. The connection's own
+// goroutines end with it: their context ends first (one waiting for its
+// turn to write leaves), closing stdin ends a write under way, and Close
+// returns once they all have.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.calls.end()
+		c.bg.stop()
 		c.closeErr = c.shutdown()
+		c.bg.wait()
 	})
 	return c.closeErr
 }

@@ -237,7 +237,7 @@ func (*bufCloser) Close() error { return nil }
 // on one line, with '<', '>' and '&' as they are.
 func TestWriteCallAsTheSDK(t *testing.T) {
 	var out bufCloser
-	c := &stdioConn{stdin: &out}
+	c := &stdioConn{stdin: &out, turn: make(chan struct{}, 1)}
 	params := toolCallParams{Meta: tokenMeta{"plexus-9"}, Name: "gr\"eet", Arguments: map[string]any{"html": "<b>&</b>", "n": 1.5, "z": []any{nil, true}}}
 	if err := c.writeCall(t.Context(), "plexus-call-7", "tools/call", params); err != nil {
 		t.Fatal(err)
