@@ -72,7 +72,10 @@ func (s *session) callRounds(ctx context.Context, params toolCallParams, send fu
 // input, read as the SDK reads them; nil for any other result (one the
 // SDK cannot read fails where the result is read: toolResult).
 func inputRequired(raw json.RawMessage) (mcp.InputRequestMap, string) {
-	if _, plain := readPlain(raw); plain || !bytes.Contains(raw, []byte(`"inputRequests"`)) {
+	if !bytes.Contains(raw, []byte(`"inputRequests"`)) {
+		return nil, "" // most results, read no further
+	}
+	if _, plain := readPlain(raw); plain {
 		return nil, ""
 	}
 	var res mcp.CallToolResult
