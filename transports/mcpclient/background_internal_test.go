@@ -68,7 +68,7 @@ func TestCancelOwnedByTheConnection(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {
-			_, err := callTool(ctx, c, "greet", nil, "tok-1")
+			_, err := c.callTool(ctx, toolParams(ctx, "greet", nil, "tok-1"))
 			errc <- err
 		}()
 		if msg, err := c.Read(t.Context()); err != nil || msg.(*jsonrpc.Request).Method != "read" {
@@ -97,7 +97,7 @@ func TestCancelOwnedByTheConnection(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {
-			_, err := callTool(ctx, c, "greet", nil, "tok-2")
+			_, err := c.callTool(ctx, toolParams(ctx, "greet", nil, "tok-2"))
 			errc <- err
 		}()
 		until(t, "the call waits for its turn", func() bool { return goroutinesIn("(*stdioConn).take") == 1 })

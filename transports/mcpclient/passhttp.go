@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 	"golang.org/x/oauth2"
 )
 
@@ -65,15 +66,15 @@ const (
 // answer and cannot be resumed.
 var errNoAnswer = errors.New("request terminated without response")
 
-// callToolHTTP sends tools/call of name with input on s, its progress
-// reported under token, and waits for the server's result, raw.
-func (c *Client) callToolHTTP(ctx context.Context, s *session, name string, input map[string]any, token string) (json.RawMessage, error) {
+// callToolHTTP sends one tools/call with params on s and waits for the
+// server's result, raw.
+func (c *Client) callToolHTTP(ctx context.Context, s *session, params toolCallParams) (json.RawMessage, error) {
 	key := idPrefix + strconv.FormatUint(s.sent.Add(1), 10)
 	id, err := jsonrpc.MakeID(key)
 	if err != nil {
 		return nil, err
 	}
-	body, err := encodeCall(nil, key, "tools/call", toolParams(ctx, name, input, token))
+	body, err := encodeCall(nil, key, "tools/call", params)
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +282,50 @@ type streamState struct {
 	lastID string
 	retry  time.Duration
 	asking chan struct{} // a slot per request answered on a goroutine of its own
+
+	// pending cancels the server's requests being answered, by id, for a
+	// notifications/cancelled naming one (as the SDK's connection cancels
+	// an incoming request). Written by the stream's reader and by the
+	// goroutines answering, hence mu.
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]context.CancelFunc
+}
+
+// answering registers the server's request id for cancellation and
+// returns its context and the func that forgets it.
+func (st *streamState) answering(ctx context.Context, id jsonrpc.ID) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.pending == nil {
+		st.pending = map[jsonrpc.ID]context.CancelFunc{}
+	}
+	st.pending[id] = cancel
+	return rctx, func() {
+		st.mu.Lock()
+		delete(st.pending, id)
+		st.mu.Unlock()
+		cancel()
+	}
+}
+
+// withdrawn cancels the server's request that its notifications/cancelled
+// m names, if it is being answered.
+func (st *streamState) withdrawn(m *jsonrpc.Request) {
+	var p mcp.CancelledParams
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return
+	}
+	st.mu.Lock()
+	cancel := st.pending[id]
+	st.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // maxAsks bounds the server's requests of one call answered at once; past
@@ -384,9 +429,16 @@ func (c *Client) events(ctx context.Context, s *session, body io.Reader, id json
 				return raw, true, err
 			}
 		case *jsonrpc.Request:
-			if m.IsCall() {
-				st.ask(asks, func() { c.answerServer(ctx, s, m) })
-			} else {
+			switch {
+			case m.IsCall():
+				rctx, forget := st.answering(ctx, m.ID)
+				st.ask(asks, func() {
+					defer forget()
+					c.answerServer(rctx, ctx, s, m)
+				})
+			case m.Method == "notifications/cancelled":
+				st.withdrawn(m)
+			default:
 				c.noticed(s, m)
 			}
 		}
@@ -467,9 +519,11 @@ func (e *eventReader) readLine() ([]byte, error) {
 
 // answerServer answers a request the server sent on a call's stream, as
 // the SDK's client answers one (relayRequests, the relay handlers), with
-// a POST of its own.
-func (c *Client) answerServer(ctx context.Context, s *session, m *jsonrpc.Request) {
-	res, err := s.serve(ctx, m)
+// a POST of its own. rctx is the request's (the server may withdraw it),
+// ctx the call's: a withdrawn request is still answered, as the SDK's
+// connection answers it.
+func (c *Client) answerServer(rctx, ctx context.Context, s *session, m *jsonrpc.Request) {
+	res, err := s.serve(rctx, m)
 	r := &jsonrpc.Response{ID: m.ID, Error: err}
 	if err == nil {
 		if r.Result, err = json.Marshal(res); err != nil {
@@ -492,36 +546,51 @@ func (c *Client) answerServer(ctx context.Context, s *session, m *jsonrpc.Reques
 
 // serve is the answer to the server's request m.
 func (s *session) serve(ctx context.Context, m *jsonrpc.Request) (any, error) {
-	params := m.Params
-	if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
-		params = json.RawMessage("{}")
-	}
-	invalid := func(err error) error {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid params for %s: %v", m.Method, err)}
-	}
 	switch m.Method {
 	case "ping":
 		return struct{}{}, nil
 	case "sampling/createMessage":
 		var p mcp.CreateMessageWithToolsParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalid(err)
+		if err := decodeParams(m, &p); err != nil {
+			return nil, err
 		}
 		return s.relaySampling(ctx, &mcp.CreateMessageWithToolsRequest{Params: &p})
 	case "elicitation/create":
 		var p mcp.ElicitParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalid(err)
+		if err := decodeParams(m, &p); err != nil {
+			return nil, err
 		}
 		return s.relayElicitation(ctx, &mcp.ElicitRequest{Params: &p})
 	case "roots/list":
 		var p mcp.ListRootsParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalid(err)
+		if err := decodeParams(m, &p); err != nil {
+			return nil, err
 		}
 		return s.relayRoots(ctx, &p)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", m.Method)}
+}
+
+// decodeParams decodes the params of the server's request m into p as
+// the SDK's client decodes them (its internal/json): member names matched
+// exactly, nesting bounded. (Missing params do not reach here: the
+// capture's tee tags each relayed request in its params' _meta.)
+func decodeParams(m *jsonrpc.Request, p any) error {
+	params := bytes.TrimSpace(m.Params)
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	err := checkMaxDepth(params)
+	if err == nil {
+		dec := segjson.NewDecoder(bytes.NewReader(params))
+		dec.DontMatchCaseInsensitiveStructFields()
+		err = dec.Decode(p)
+	}
+	if err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("handling '%s': invalid params: unmarshaling %q into a %T: %v", m.Method, params, p, err)}
+	}
+	return nil
 }
 
 // noticed handles a notification the server sent on a call's stream, as

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,18 +50,26 @@ func TestPassHTTPAsTheSDK(t *testing.T) {
 				{"protocolError", nil},
 				{"nope", nil},
 				{"asks", nil},
+				{"rounds", nil},
 			} {
 				t.Run(tc.tool, func(t *testing.T) {
-					if mode.json && tc.tool == "asks" {
+					if mode.json && (tc.tool == "asks" || tc.tool == "rounds") {
 						t.Skip("a JSON answer carries no request of the server's")
 					}
 					pass := passCall(t, c, tc.tool, tc.input, false)
 					sdk := passCall(t, c, tc.tool, tc.input, true)
+					if tc.tool == "rounds" { // a round's input requests are answered at once, in any order
+						slices.Sort(pass.Relayed)
+						slices.Sort(sdk.Relayed)
+					}
 					if diff := cmp.Diff(sdk, pass); diff != "" {
 						t.Errorf("through Dispatch vs the SDK (-sdk +dispatch):\n%s", diff)
 					}
 					if tc.tool == "asks" && (!strings.Contains(pass.Result, "sampled|accept|file:///work") || len(pass.Relayed) != 4 || len(pass.Progress) != 2) {
 						t.Errorf("the host's part of the call: %+v", pass)
+					}
+					if tc.tool == "rounds" && (!pass.OK || !strings.Contains(pass.Result, "round=2") || len(pass.Relayed) != 3) {
+						t.Errorf("the host's part of the call in rounds: %+v", pass)
 					}
 				})
 			}
@@ -188,6 +197,7 @@ func startPassHTTP(t *testing.T, opts *mcp.StreamableHTTPOptions) *Client {
 		return nil, &jsonrpc.Error{Code: -32042, Message: "not today"}
 	})
 	srv.AddTool(&mcp.Tool{Name: "asks", InputSchema: obj}, asksEverything)
+	srv.AddTool(&mcp.Tool{Name: "rounds", InputSchema: obj}, asksInRounds)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close) // after the client's, which ends its streams
@@ -241,6 +251,30 @@ func asksEverything(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: answer}}}, nil
 }
 
+// asksInRounds asks its client for input in rounds (SEP-2322): the first,
+// on a session, the SDK's server asks in-band and calls it again with the
+// answer; the second reaches the client as a result asking for input,
+// which the client answers before it calls again.
+func asksInRounds(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	okSchema := json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)
+	switch req.Params.RequestState {
+	case "":
+		return &mcp.CallToolResult{RequestState: "round=1",
+			InputRequests: mcp.InputRequestMap{"first": &mcp.ElicitParams{Message: "one?", RequestedSchema: okSchema}}}, nil
+	case "round=1":
+		return &mcp.CallToolResult{RequestState: "round=2", InputRequests: mcp.InputRequestMap{
+			"again":  &mcp.ElicitParams{Message: "two?", RequestedSchema: okSchema},
+			"sample": &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say"}}}},
+			"roots":  &mcp.ListRootsParams{},
+		}}, nil
+	}
+	answers, err := json.Marshal(req.Params.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Params.RequestState + " " + string(answers)}}}, nil
+}
+
 // TestPassHTTPScripted: what a server may do on a call's stream that the
 // SDK's server does not, through Dispatch and through the SDK's session
 // alike: end the stream without the answer, end it early after events with
@@ -288,6 +322,20 @@ func TestPassHTTPScripted(t *testing.T) {
 			want := []string{`{"jsonrpc":"2.0","id":"p1","result":{}}`, `{"jsonrpc":"2.0","id":"u1","error":{"code":-32601,"message":"method \"foo/bar\" not found"}}`}
 			if !seen.OK || len(got) != 2 || !strings.Contains(strings.Join(got, " "), `"id":"p1","result":{}`) || !strings.Contains(strings.Join(got, " "), `"id":"u1","error":{"code":-32601`) {
 				t.Errorf("%+v answered %q, want %q", seen, got, want)
+			}
+		}},
+		// Params the SDK's client reads as it reads every message: member
+		// names exactly (the elicitation's "Message" is not its message).
+		{name: "ParamsAsTheSDK", script: func(ss *scriptedServer, w http.ResponseWriter, id string) {
+			sse(w, "", `{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"Message":"forged","requestedSchema":{"type":"object"}}}`)
+			ss.await(1)
+			sse(w, "", fmt.Sprintf(answer, id))
+		}, check: func(t *testing.T, ss *scriptedServer, seen callSeen) {
+			if got := ss.take("answer"); !seen.OK || len(got) != 1 || !strings.Contains(got[0], `"id":"e1","result":{"action":"accept"`) {
+				t.Errorf("%+v answered %q, want the elicitation answered", seen, got)
+			}
+			if len(seen.Relayed) != 1 || !strings.Contains(seen.Relayed[0], `"message":""`) {
+				t.Errorf("relayed %q, want the elicitation, without a message", seen.Relayed)
 			}
 		}},
 		{name: "ManyAsks", script: func(ss *scriptedServer, w http.ResponseWriter, id string) {

@@ -115,6 +115,10 @@ type toolCallParams struct {
 	Meta      any            `json:"_meta"` // a tokenMeta, or an mcp.Meta for a call with a relay
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments"`
+	// A call sent again with the answers to a result's input requests
+	// (rounds.go).
+	InputResponses mcp.InputResponseMap `json:"inputResponses,omitempty"`
+	RequestState   string               `json:"requestState,omitempty"`
 }
 
 // tokenMeta is the _meta of a call without a relay (no map to build and
@@ -151,14 +155,14 @@ func passthrough(s *session) *stdioConn {
 	return s.c.stdio.Load()
 }
 
-// callTool sends tools/call of name with input on conn, its progress
-// reported under token, and waits for the server's result, raw.
-func callTool(ctx context.Context, conn *stdioConn, name string, input map[string]any, token string) (json.RawMessage, error) {
+// callTool sends one tools/call with params on conn and waits for the
+// server's result, raw.
+func (conn *stdioConn) callTool(ctx context.Context, params toolCallParams) (json.RawMessage, error) {
 	id, key, ch, err := conn.calls.add()
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.writeCall(ctx, key, "tools/call", toolParams(ctx, name, input, token)); err != nil {
+	if err := conn.writeCall(ctx, key, "tools/call", params); err != nil {
 		conn.calls.drop(id)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -106,11 +106,13 @@ func (c *Client) dispatch(ctx context.Context, entry plexus.Entry, input map[str
 	defer s.c.r.calling(plexus.RelayFrom(ctx))()
 	if rt.Primitive == PrimitiveTool {
 		if conn := passthrough(s); conn != nil {
-			raw, err := callTool(ctx, conn, rt.Name, input, token)
+			raw, err := s.callRounds(ctx, toolParams(ctx, rt.Name, input, token), conn.callTool)
 			return c.passTool(ctx, s, raw, err, entry.ID)
 		}
 		if passesHTTP(s) {
-			raw, err := c.callToolHTTP(ctx, s, rt.Name, input, token)
+			raw, err := s.callRounds(ctx, toolParams(ctx, rt.Name, input, token), func(ctx context.Context, p toolCallParams) (json.RawMessage, error) {
+				return c.callToolHTTP(ctx, s, p)
+			})
 			return c.passTool(ctx, s, raw, err, entry.ID)
 		}
 	}
