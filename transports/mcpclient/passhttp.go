@@ -66,6 +66,13 @@ const (
 // answer and cannot be resumed.
 var errNoAnswer = errors.New("request terminated without response")
 
+// errBroken marks what fails the SDK's client connection (a malformed
+// stream or message, an unsupported content type, a refusal with no
+// JSON-RPC error, a stream that cannot be resumed): the pass-through then
+// closes the session, so that the call is unavailable and Run reconnects,
+// as on the SDK's path.
+var errBroken = errors.New("the MCP connection failed")
+
 // callToolHTTP sends one tools/call with params on s and waits for the
 // server's result, raw.
 func (c *Client) callToolHTTP(ctx context.Context, s *session, params toolCallParams) (json.RawMessage, error) {
@@ -96,8 +103,16 @@ func (c *Client) callToolHTTP(ctx context.Context, s *session, params toolCallPa
 		}
 	}
 	if ctx.Err() != nil {
-		go c.tellCancelled(ctx, s, id) // best effort, off the caller's way out, as the SDK does
+		// Best effort, off the caller's way out, as the SDK does; on a
+		// goroutine the session owns, which its close ends.
+		reason := ctx.Err().Error()
+		s.bg.run(func(life context.Context) { c.tellCancelled(life, s, id, reason) })
 		return nil, ctx.Err()
+	}
+	if errors.Is(err, errBroken) {
+		if cerr := s.cs.Close(); cerr != nil {
+			c.log.Debug("mcp: closing a session whose connection failed", "err", c.red.err(cerr))
+		}
 	}
 	return nil, fmt.Errorf("calling %q: %w", "tools/call", err) // as the SDK's call wraps it
 }
@@ -188,8 +203,8 @@ func statusError(resp *http.Response) error {
 	cerr := resp.Body.Close()
 	text := http.StatusText(resp.StatusCode)
 	switch resp.StatusCode {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
-		return errors.New(text)
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return errors.New(text) // the body unread, as the SDK leaves it
 	}
 	if rerr == nil && json.Valid(head) {
 		if msg, err := decodeMessage(head); err == nil {
@@ -198,17 +213,23 @@ func statusError(resp *http.Response) error {
 			}
 		}
 	}
-	if resp.StatusCode == http.StatusNotFound {
+	switch resp.StatusCode {
+	case http.StatusNotFound:
 		return fmt.Errorf("%s: %w", text, mcp.ErrSessionMissing)
+	case http.StatusUnauthorized, http.StatusForbidden: // the sign-in's to handle (Client.failure)
+		return errors.Join(errors.New(text), rerr, cerr)
 	}
-	return errors.Join(errors.New(text), rerr, cerr)
+	return errors.Join(fmt.Errorf("%w: %s", errBroken, text), rerr, cerr)
 }
 
 // readAnswer reads the answer to the call id off its response, a JSON
 // body or an event stream; what the server asks meanwhile is answered on
 // goroutines counted by asks.
 func (c *Client) readAnswer(ctx context.Context, s *session, resp *http.Response, id jsonrpc.ID, asks *sync.WaitGroup) (json.RawMessage, error) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		mt = "" // as the SDK's baseMediaType: unsupported
+	}
 	switch mt {
 	case "application/json":
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxCapture+1))
@@ -220,14 +241,17 @@ func (c *Client) readAnswer(ctx context.Context, s *session, resp *http.Response
 			return nil, errFrameTooLarge
 		}
 		msg, err := decodeOne(data)
-		if r, ok := msg.(*jsonrpc.Response); err == nil && ok && r.ID == id {
+		if err != nil {
+			return nil, fmt.Errorf("%w: decode response: %w", errBroken, err)
+		}
+		if r, ok := msg.(*jsonrpc.Response); ok && r.ID == id {
 			return answerOf(r)
 		}
-		return nil, errors.Join(fmt.Errorf("the server's JSON answer is not the call's"), err)
+		return nil, errors.New("the server's JSON answer is not the call's")
 	case "text/event-stream":
 		return c.readStream(ctx, s, resp, id, asks)
 	}
-	return nil, errors.Join(fmt.Errorf("unsupported content type %q", mt), resp.Body.Close())
+	return nil, errors.Join(fmt.Errorf("%w: unsupported content type %q", errBroken, mt), resp.Body.Close())
 }
 
 // decodeOne decodes one JSON-RPC message as the SDK does.
@@ -250,11 +274,13 @@ func answerOf(r *jsonrpc.Response) (json.RawMessage, error) {
 // as the SDK does when it ends first.
 func (c *Client) readStream(ctx context.Context, s *session, resp *http.Response, id jsonrpc.ID, asks *sync.WaitGroup) (json.RawMessage, error) {
 	st := streamState{}
-	for tries := 0; ; {
-		before := st.lastID
+	for tries, prev := 0, ""; ; {
+		// The last event id and retry are each stream's, as the SDK's
+		// processStream keeps them: an empty resumed stream ends the call.
+		st.lastID, st.retry = "", 0
 		raw, answered, err := c.events(ctx, s, resp.Body, id, asks, &st)
 		if answered || err != nil {
-			c.finish(resp.Body)
+			c.finish(s, resp.Body)
 			return raw, err
 		}
 		if cerr := resp.Body.Close(); cerr != nil {
@@ -263,12 +289,12 @@ func (c *Client) readStream(ctx context.Context, s *session, resp *http.Response
 		if st.lastID == "" {
 			return nil, errNoAnswer
 		}
-		if st.lastID == before {
+		if st.lastID == prev {
 			if tries++; tries > maxResumes {
-				return nil, fmt.Errorf("%w: exceeded %d retries without progress", errNoAnswer, maxResumes)
+				return nil, fmt.Errorf("%w: %w: exceeded %d retries without progress", errBroken, errNoAnswer, maxResumes)
 			}
 		} else {
-			tries = 0
+			tries, prev = 0, st.lastID
 		}
 		if resp, err = c.resume(ctx, s, &st); err != nil {
 			return nil, err
@@ -370,25 +396,43 @@ func (c *Client) resume(ctx context.Context, s *session, st *streamState) (*http
 		return req, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("resume the call's stream: %w", err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: resume the call's stream: %w", errBroken, err) // the SDK fails its connection
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return nil, errors.Join(fmt.Errorf("resume the call's stream: unsupported content type %q", mt), resp.Body.Close())
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "text/event-stream" {
+		return nil, errors.Join(fmt.Errorf("%w: resume the call's stream: unsupported content type %q", errBroken, resp.Header.Get("Content-Type")), resp.Body.Close())
 	}
 	return resp, nil
 }
 
-// finish reads what is left of a stream after its answer, within bounds,
-// so that its connection is kept, and closes it. Its errors are the
-// stream's end: a closed body is all they could change.
-func (c *Client) finish(body io.ReadCloser) {
-	t := time.AfterFunc(finishWait, func() {
+// finish ends a stream after its answer without holding the caller: what
+// is left of it is read on a goroutine the session owns, within bounds, so
+// that its connection is kept (as the SDK drains it on its stream's
+// goroutine), and the body closed.
+func (c *Client) finish(s *session, body io.ReadCloser) {
+	if s.bg.run(func(life context.Context) { c.drain(life, body) }) {
+		return
+	}
+	if err := body.Close(); err != nil {
+		c.log.Debug("mcp: closing a call's stream", "err", err)
+	}
+}
+
+// drain reads the rest of body, at most finishBytes and finishWait, or
+// until life ends, and closes it. Its errors are the stream's end: a
+// closed body is all they could change.
+func (c *Client) drain(life context.Context, body io.ReadCloser) {
+	ctx, cancel := context.WithTimeout(life, finishWait)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
 		if err := body.Close(); err != nil {
 			c.log.Debug("mcp: closing a call's stream", "err", err)
 		}
 	})
 	n, err := io.CopyN(io.Discard, body, finishBytes)
-	t.Stop()
+	stop()
 	if cerr := body.Close(); err != nil && err != io.EOF || cerr != nil || n == finishBytes {
 		c.log.Debug("mcp: the rest of a call's stream was not read", "err", errors.Join(err, cerr))
 	}
@@ -404,7 +448,7 @@ func (c *Client) events(ctx context.Context, s *session, body io.Reader, id json
 		case err == nil:
 		case ctx.Err() != nil:
 			return nil, false, ctx.Err()
-		case errors.Is(err, errFrameTooLarge):
+		case errors.Is(err, errFrameTooLarge), errors.Is(err, errBroken):
 			return nil, false, err
 		default: // the stream ended or broke: the caller resumes it if it can, as the SDK does
 			return nil, false, nil
@@ -420,7 +464,7 @@ func (c *Client) events(ctx context.Context, s *session, body io.Reader, id json
 		}
 		msg, err := decodeOne(ev.data)
 		if err != nil {
-			return nil, false, fmt.Errorf("failed to decode event: %w", err)
+			return nil, false, fmt.Errorf("%w: failed to decode event: %w", errBroken, err)
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
@@ -463,40 +507,57 @@ func (e *eventReader) next() (event, error) {
 	var ev event
 	var size int
 	hasData := false
+	pending := func() bool { return hasData || ev.name != "" || ev.id != "" || ev.retry != "" }
 	for {
 		line, err := e.readLine()
-		if err != nil {
+		if err != nil && err != io.EOF {
 			return ev, err
 		}
+		eof := err == io.EOF
 		if size += len(line); size > maxCapture {
 			return ev, errFrameTooLarge
 		}
-		if len(line) == 0 {
-			if hasData || ev.id != "" || ev.retry != "" {
-				return ev, nil
+		if len(line) > 0 {
+			if err := ev.field(line, &hasData); err != nil {
+				return ev, err
 			}
-			continue
 		}
-		name, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(name) {
-		case "event":
-			ev.name = string(value)
-		case "id":
-			ev.id = string(value)
-		case "retry":
-			ev.retry = string(value)
-		case "data":
-			if hasData {
-				ev.data = append(ev.data, '\n')
-			}
-			ev.data = append(ev.data, value...)
-			hasData = true
+		switch {
+		case (len(line) == 0 || eof) && pending():
+			return ev, nil // at its blank line, or at the stream's end, as the SDK's scanner dispatches it
+		case eof:
+			return ev, io.EOF
 		}
 	}
 }
 
-// readLine reads a line without its end ("\n", "\r\n").
+// field sets the field line holds on ev, its value trimmed as the SDK's
+// scanner trims it; a line with no colon is malformed, as the SDK has it.
+func (ev *event) field(line []byte, hasData *bool) error {
+	name, value, found := bytes.Cut(line, []byte(":"))
+	if !found {
+		return fmt.Errorf("%w: malformed line in SSE stream: %q", errBroken, clip(string(line), 100))
+	}
+	value = bytes.TrimSpace(value)
+	switch string(name) {
+	case "event":
+		ev.name = string(value)
+	case "id":
+		ev.id = string(value)
+	case "retry":
+		ev.retry = string(value)
+	case "data":
+		if *hasData {
+			ev.data = append(ev.data, '\n')
+		}
+		ev.data = append(ev.data, value...)
+		*hasData = true
+	}
+	return nil
+}
+
+// readLine reads a line without its end ("\n", "\r\n"); at the stream's
+// end it returns what it read of the last line with io.EOF.
 func (e *eventReader) readLine() ([]byte, error) {
 	e.line = e.line[:0]
 	for {
@@ -508,12 +569,10 @@ func (e *eventReader) readLine() ([]byte, error) {
 		switch {
 		case err == bufio.ErrBufferFull:
 			continue
-		case err == io.EOF && len(e.line) > 0:
-			return nil, io.ErrUnexpectedEOF // an event the stream did not finish
-		case err != nil:
+		case err != nil && err != io.EOF:
 			return nil, err
 		}
-		return bytes.TrimSuffix(bytes.TrimSuffix(e.line, []byte("\n")), []byte("\r")), nil
+		return bytes.TrimRight(e.line, "\r\n"), err
 	}
 }
 
@@ -612,14 +671,14 @@ func (c *Client) noticed(s *session, m *jsonrpc.Request) {
 	}
 }
 
-// tellCancelled tells the server that the call id was cancelled (ctx
-// ended).
-func (c *Client) tellCancelled(ctx context.Context, s *session, id jsonrpc.ID) {
-	params, err := json.Marshal(&mcp.CancelledParams{Reason: ctx.Err().Error(), RequestID: id.Raw()})
+// tellCancelled tells the server that the call id was cancelled, for
+// reason; life is the session's background's, which its close ends.
+func (c *Client) tellCancelled(life context.Context, s *session, id jsonrpc.ID, reason string) {
+	params, err := json.Marshal(&mcp.CancelledParams{Reason: reason, RequestID: id.Raw()})
 	if err == nil {
 		var data []byte
 		if data, err = jsonrpc.EncodeMessage(&jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err == nil {
-			wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), answerWait)
+			wctx, stop := context.WithTimeout(life, answerWait)
 			defer stop()
 			var resp *http.Response
 			if resp, err = c.post(wctx, s, data); err == nil {

@@ -547,11 +547,17 @@ func TestEventReader(t *testing.T) {
 	}{
 		{name: "Data", stream: "data: {\"a\":1}\n\n", want: []event{{data: []byte(`{"a":1}`)}}},
 		{name: "CRLFAndComments", stream: ": hi\r\nevent: message\r\nid: 7\r\ndata:x\r\n\r\n", want: []event{{name: "message", id: "7", data: []byte("x")}}},
-		{name: "MultiLineData", stream: "data: a\ndata:  b\ndata\n\n", want: []event{{data: []byte("a\n b\n")}}},
+		{name: "MultiLineData", stream: "data: a\ndata:  b \ndata:\n\n", want: []event{{data: []byte("a\nb\n")}}},
+		{name: "ValuesTrimmed", stream: "event: message \nid:\t7 \nretry: 5 \ndata: x\n\n", want: []event{{name: "message", id: "7", retry: "5", data: []byte("x")}}},
+		{name: "LineWithoutColon", stream: "data\ndata: x\n\n", err: errBroken},
 		{name: "IDAndRetryOnly", stream: "id: p\nretry: 5\n\n\n\ndata: y\n\n", want: []event{{id: "p", retry: "5"}, {data: []byte("y")}}},
 		{name: "UnknownFieldsIgnored", stream: "foo: bar\ndata: z\n\n", want: []event{{data: []byte("z")}}},
-		{name: "Unfinished", stream: "data: y\n\ndata: cut", want: []event{{data: []byte("y")}}, err: io.ErrUnexpectedEOF},
-		{name: "NoBlankLineAtEnd", stream: "data: y\n", err: io.EOF},
+		// An event the stream ends without its blank line, or its last
+		// line's end, is dispatched, as the SDK's scanner dispatches it.
+		{name: "NoNewlineAtEnd", stream: "data: y\n\ndata: cut", want: []event{{data: []byte("y")}, {data: []byte("cut")}}},
+		{name: "NoBlankLineAtEnd", stream: "data: y\n", want: []event{{data: []byte("y")}}},
+		{name: "IDAtEnd", stream: "id: 9", want: []event{{id: "9"}}},
+		{name: "BlankAtEnd", stream: "data: y\n\n\n", want: []event{{data: []byte("y")}}},
 		{name: "TooLarge", stream: "data: " + strings.Repeat("x", maxCapture) + "\n\n", err: errFrameTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

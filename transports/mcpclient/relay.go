@@ -333,7 +333,9 @@ type callKey struct{}
 // relayOf is the relay a server's message belongs to.
 func (s *session) relayOf(ctx context.Context, meta mcp.Meta) plexus.Relay {
 	if ctx.Value(callKey{}) != nil {
-		delete(meta, relayMetaKey)
+		// The tag the tee set for this call's relay is forgotten, as the
+		// SDK's path forgets it (take), though the call's own relay answers.
+		s.c.r.take(meta)
 		return plexus.RelayFrom(ctx)
 	}
 	return s.c.r.take(meta)

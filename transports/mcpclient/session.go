@@ -41,6 +41,7 @@ type session struct {
 	hc   *http.Client
 	url  string
 	sent atomic.Uint64
+	bg   background // the pass-through's goroutines that outlive a call (passhttp.go), ended at close
 }
 
 func (s *session) pid() int {
@@ -240,6 +241,8 @@ func originOf(raw string) string {
 // health detail.
 func (c *Client) close(s *session) string {
 	err := s.cs.Close()
+	s.bg.stop()
+	s.bg.wait()
 	<-s.lost
 	s.sweep()
 	if s.cmd == nil {
