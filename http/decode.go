@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	nethttp "net/http"
-	"reflect"
 	"strings"
 
 	"github.com/plexus-gw/plexus"
@@ -243,11 +242,10 @@ func decodeInvoke(raw []byte) (plexus.InvokeRequest, error) {
 			return plexus.InvokeRequest{ID: w.ID, Input: w.Input.m, IdempotencyKey: w.IdempotencyKey}, nil
 		}
 	}
+	// The old reading decides: should the look at the input above ever
+	// misjudge a body, it costs speed, never a different answer.
 	var req plexus.InvokeRequest
 	err := json.Unmarshal(raw, &req)
-	if err == nil { // unreachable: both decoders refuse the same bodies
-		err = &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[map[string]any](), Field: "input"}
-	}
 	return req, err
 }
 
@@ -262,7 +260,8 @@ func namesInputOnce(raw []byte) (once, objectish bool) {
 	const name = "input"
 	at := -1
 	for i := 0; i+len(name) <= len(raw); i++ {
-		if raw[i]|0x20 == 'i' && bytes.EqualFold(raw[i:i+len(name)], []byte(name)) {
+		// Only a whole key counts: "0input" or "xinput" is another key.
+		if raw[i]|0x20 == 'i' && i > 0 && raw[i-1] == '"' && bytes.EqualFold(raw[i:i+len(name)], []byte(name)) {
 			if at >= 0 {
 				return false, false
 			}
