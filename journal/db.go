@@ -449,7 +449,11 @@ func (db *DB) restoreSync(ctx context.Context, conn *sql.Conn) {
 	ctx = context.WithoutCancel(ctx)
 	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
 		db.log.Error("journal restore synchronous=NORMAL", "err", err)
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		// Raw hands ErrBadConn back once it has discarded the connection:
+		// only another error says the discard itself failed.
+		if err := conn.Raw(func(any) error { return driver.ErrBadConn }); !errors.Is(err, driver.ErrBadConn) {
+			db.log.Error("journal restore synchronous=NORMAL: discard the connection", "err", err)
+		}
 	}
 }
 
