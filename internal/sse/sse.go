@@ -79,7 +79,8 @@ type Reader struct {
 	data              span
 	typ, id, retry    span
 	hasData           bool
-	skipLF, pastFirst bool // a CR ended the last line; the first line (its BOM) is read
+	skipLF, pastFirst bool  // a CR ended the last line; the first line (its BOM) is read
+	err               error // the stream's end or failure, which Next returns from then on
 }
 
 // span is a value of an event: buf[off:end], or late's.
@@ -99,7 +100,7 @@ func NewReader(rd io.Reader, o Options) *Reader {
 // buffers it has.
 func (r *Reader) Reset(rd io.Reader, o Options) {
 	r.br.Reset(rd) // a 4 KiB buffer
-	r.o, r.skipLF, r.pastFirst = o, false, false
+	r.o, r.skipLF, r.pastFirst, r.err = o, false, false, nil
 }
 
 // newReaderSize is NewReader with a buffer of size bytes, for tests. (rd
@@ -111,8 +112,17 @@ func newReaderSize(rd io.Reader, size int, o Options) *Reader {
 // Next reads the next event. At the stream's end it returns io.EOF (an
 // event the stream ends within is dropped, unless [Options.GoSDK]); a
 // broken stream is its reader's error, an event beyond the bound a
-// *TooLargeError.
+// *TooLargeError. After an error, Next returns it again.
 func (r *Reader) Next() (Event, error) {
+	if r.err != nil {
+		return Event{}, r.err
+	}
+	ev, err := r.next()
+	r.err = err
+	return ev, err
+}
+
+func (r *Reader) next() (Event, error) {
 	r.clear()
 	size := 0 // bytes of the event read
 	for {

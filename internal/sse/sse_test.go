@@ -135,6 +135,18 @@ func TestReaderStopsAtEvent(t *testing.T) {
 	}
 }
 
+// TestReaderErrorSticks: after an event beyond the bound, the rest of the
+// stream is not read as events (it starts mid-event).
+func TestReaderErrorSticks(t *testing.T) {
+	r := NewReader(strings.NewReader("data: "+strings.Repeat("x", 100)+"\n\ndata: a\n\n"), Options{MaxEvent: 50})
+	for i := range 2 {
+		var large *TooLargeError
+		if _, err := r.Next(); !errors.As(err, &large) || large.Max != 50 {
+			t.Errorf("call %d: error %v, want the bound of 50 bytes", i, err)
+		}
+	}
+}
+
 // TestReaderAllocs: a stream of small events costs its buffers once, not
 // an allocation per event.
 func TestReaderAllocs(t *testing.T) {
@@ -147,7 +159,7 @@ func TestReaderAllocs(t *testing.T) {
 			}
 		}
 	})
-	if allocs > 4 { // the reader, bufio's buffer, the values' buffer, the strings.Reader
+	if allocs > 3 { // bufio's buffer, the values' buffer, the strings.Reader; the Reader itself on the stack
 		t.Errorf("%v allocations to read 50 events", allocs)
 	}
 }
