@@ -59,8 +59,8 @@ func roundsUpstream(t *testing.T, sessionless bool, gate *barrier) string {
 
 // TestRootsInRoundsReachTheirHost: the roots an ingested server asks for
 // in a result asking for input are those of the host whose call it is:
-// two hosts with roots of their own call at once, each gets its own and
-// never the other's; a host that declared no roots fails its call with the
+// two hosts with roots of their own (one on a session, one sessionless)
+// call at once, each gets its own and never the other's; a host that declared no roots fails its call with the
 // front door's refusal, and nobody answers for it.
 func TestRootsInRoundsReachTheirHost(t *testing.T) {
 	for _, tc := range []struct {
@@ -70,13 +70,24 @@ func TestRootsInRoundsReachTheirHost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, mcpserver.Options{})
 			f.ingest("rounds", roundsUpstream(t, tc.sessionless, newBarrier(2)))
-			hosts := []struct{ agent, root string }{{"claude-code", "file:///work/a"}, {"cursor", "file:///work/b"}}
+			// One host on a session, asked on its call's stream; one
+			// sessionless, asked through input_required results.
+			hosts := []struct{ agent, root, version string }{{"claude-code", "file:///work/a", "2025-11-25"}, {"cursor", "file:///work/b", "2026-07-28"}}
 			got := make([]*mcp.CallToolResult, len(hosts))
 			var wg sync.WaitGroup
 			for i, h := range hosts {
 				c := mcp.NewClient(&mcp.Implementation{Name: h.agent, Version: "1"}, nil)
 				c.AddRoots(&mcp.Root{URI: h.root, Name: "work"})
-				cs := f.connectClient(f.agent(h.agent), c)
+				tr := &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: &http.Client{Transport: bearerTransport{pat: f.agent(h.agent), base: f.hosts}}}
+				cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: h.version})
+				if err != nil {
+					t.Fatalf("connect %s: %v", h.agent, err)
+				}
+				t.Cleanup(func() {
+					if err := cs.Close(); err != nil {
+						t.Logf("close session: %v", err)
+					}
+				})
 				wg.Go(func() { got[i] = call(t, cs, "mcp__rounds__roots", map[string]any{}) })
 			}
 			wg.Wait()
