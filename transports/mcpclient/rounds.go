@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -47,7 +48,14 @@ const (
 func (s *session) callRounds(ctx context.Context, params toolCallParams, send func(context.Context, toolCallParams) (json.RawMessage, error)) (json.RawMessage, error) {
 	return inRounds(ctx, s, func(ctx context.Context, answers mcp.InputResponseMap, state string) (json.RawMessage, error) {
 		params.InputResponses, params.RequestState = answers, state
-		return send(ctx, params)
+		raw, err := send(ctx, params)
+		if err == nil {
+			err = sdkReadable(raw) // before inputRequired and toolResult hand it to the SDK's decoder
+		}
+		if err != nil {
+			return nil, err
+		}
+		return raw, nil
 	}, inputRequired)
 }
 
@@ -162,19 +170,69 @@ func retryRequest(req mcp.Request, answers mcp.InputResponseMap, state string) (
 
 // inputRequired is the input requests and state of a result that asks for
 // input, read as the SDK reads them; nil for any other result (one the
-// SDK cannot read fails where the result is read: toolResult).
+// SDK cannot read fails where the result is read: toolResult) and for one
+// it must not be handed ([sdkReadable]).
 func inputRequired(raw json.RawMessage) (mcp.InputRequestMap, string) {
-	if !bytes.Contains(raw, []byte(`"inputRequests"`)) {
+	vals := inputRequestsValues(raw)
+	if len(vals) == 0 || nullInputRequest(vals) != nil {
 		return nil, "" // most results, read no further
-	}
-	if _, plain := readPlain(raw); plain {
-		return nil, ""
 	}
 	var res mcp.CallToolResult
 	if json.Unmarshal(raw, &res) != nil { // its UnmarshalJSON, the SDK's own decoder
 		return nil, ""
 	}
 	return res.InputRequests, res.RequestState
+}
+
+// errNullInputRequest is the error of a result with an input request that
+// is null, which the SDK's decoder panics on (v1.8.0: see docs/mcp.md).
+var errNullInputRequest = errors.New("the server's result has an input request that is null (a member of inputRequests), which Plexus cannot read")
+
+// sdkReadable is nil for a result the SDK's decoder can be handed without
+// panicking, errNullInputRequest for one it panics on: its
+// InputRequestMap.UnmarshalJSON (v1.8.0) dereferences the value of each
+// member of inputRequests, which is nil for a member that is null. Every
+// result a server sends is checked before the SDK decodes it: on the
+// pass-through (callRounds) and, over stdio, as it comes off the wire
+// (stdioConn.Read). A panic the SDK's decoding raises all the same fails
+// its call alone ([Client.recoverDecoding]).
+func sdkReadable(raw []byte) error {
+	return nullInputRequest(inputRequestsValues(raw))
+}
+
+// inputRequestsValues is the raw value of each member of the result raw
+// whose key is inputRequests as the SDK's decoder reads keys (exactly,
+// escapes undone; it may be repeated). Most results are passed over with
+// no scan: an escape spells a letter only as \u.
+func inputRequestsValues(raw []byte) [][]byte {
+	if !bytes.Contains(raw, []byte("inputRequests")) && !bytes.Contains(raw, []byte(`\u`)) {
+		return nil
+	}
+	var vals [][]byte
+	if err := members(raw, func(key, val []byte) {
+		if string(key) == "inputRequests" {
+			vals = append(vals, val)
+		}
+	}); err != nil {
+		return nil // not an object: the SDK's decoder refuses it
+	}
+	return vals
+}
+
+// nullInputRequest is errNullInputRequest when one of the inputRequests
+// values vals is an object with a member that is null (repeated keys
+// included: the SDK's decoder reads each).
+func nullInputRequest(vals [][]byte) error {
+	for _, v := range vals {
+		if i := skipSpace(v, 0); i >= len(v) || v[i] != '{' {
+			continue // null or no object: the SDK reads or refuses it
+		}
+		null := false
+		if err := members(v, func(_, m []byte) { null = null || string(m) == "null" }); err != nil || null {
+			return errNullInputRequest
+		}
+	}
+	return nil
 }
 
 // fulfil answers the input requests reqs at once, as the SDK's client

@@ -122,8 +122,13 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		msg := c.queue[0]
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
-		if r, ok := msg.(*jsonrpc.Response); ok && c.calls.answer(r) {
-			continue // an answer to Plexus's own call, not the SDK's
+		if r, ok := msg.(*jsonrpc.Response); ok {
+			if c.calls.answer(r) {
+				continue // an answer to Plexus's own call, not the SDK's
+			}
+			if err := sdkReadable(r.Result); r.Error == nil && err != nil {
+				msg = &jsonrpc.Response{ID: r.ID, Error: err} // the SDK would panic decoding it (rounds.go)
+			}
 		}
 		c.c.inbound(msg)
 		return msg, nil
