@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -31,7 +32,10 @@ import (
 //
 // Two differences are deliberate. A roots/list input request reaches the
 // host, as one sent in-band does (relayRequests): the SDK's client would
-// answer it from its own list, which Plexus leaves empty. And the SDK
+// answer it from its own list, which Plexus leaves empty. (A call with no
+// host, an /invoke caller's, is answered that empty list: it has no roots,
+// and a refusal, which in band lets the server decide, would here fail
+// the call. A host that refuses fails it.) And the SDK
 // checks an elicitation's schema against its own reading of the spec
 // before its handler is called; here the host judges it, as it does for
 // an elicitation sent in-band. The host's accepted content is checked
@@ -268,6 +272,13 @@ func (s *session) fulfilOne(ctx context.Context, ir mcp.InputRequest) (mcp.Input
 	case *mcp.CreateMessageWithToolsParams:
 		return s.relaySampling(ctx, &mcp.CreateMessageWithToolsRequest{Params: p})
 	case *mcp.ListRootsParams:
+		if plexus.RelayFrom(ctx) == nil {
+			// A caller with no host to ask (an /invoke agent) has no
+			// roots to offer, and says so, as the SDK's client does. In
+			// band it is refused (noCaller) and the server decides what
+			// its call answers; here a refusal could only fail the call.
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+		}
 		return s.relayRoots(ctx, p)
 	}
 	return nil, fmt.Errorf("unknown input request type: %T", ir)
