@@ -224,16 +224,22 @@ func inputRequestsValues(raw []byte) [][]byte {
 }
 
 // nullInputRequest is errNullInputRequest when one of the inputRequests
-// values vals is an object with a member that is null (repeated keys
-// included: the SDK's decoder reads each).
+// values vals (the SDK's decoder reads each, when the key is repeated) is
+// an object with a member that is null: the last of that name, as the
+// SDK's decoder fills its map.
 func nullInputRequest(vals [][]byte) error {
 	for _, v := range vals {
 		if i := skipSpace(v, 0); i >= len(v) || v[i] != '{' {
 			continue // null or no object: the SDK reads or refuses it
 		}
-		null := false
-		if err := members(v, func(_, m []byte) { null = null || string(m) == "null" }); err != nil || null {
+		null := map[string]bool{}
+		if err := members(v, func(k, m []byte) { null[string(k)] = string(m) == "null" }); err != nil {
 			return errNullInputRequest
+		}
+		for _, n := range null {
+			if n {
+				return errNullInputRequest
+			}
 		}
 	}
 	return nil
