@@ -136,7 +136,7 @@ func readHeld(held io.Reader) (head, tail []byte, multiline bool, err error) {
 	for {
 		n, err := held.Read(buf)
 		chunk := buf[:n]
-		if bytes.IndexAny(chunk, "\r\n") >= 0 {
+		if bytes.ContainsAny(chunk, "\r\n") {
 			return nil, nil, true, nil
 		}
 		if room := headBytes - len(head); room > 0 {

@@ -64,7 +64,7 @@ func TestSDKReadable(t *testing.T) {
 		`{"content":[],"inputRequests":{"a":null}}`,
 		`{"content":[],"inputRequests":{"a":{"method":"roots/list","params":{}},"b":null}}`,
 		`{"content":[],"inputRequests":{"a":null,"a":{"method":"roots/list","params":{}}}}`, // the SDK's map takes both
-		`{"content":[],"inputRequests":{"a":null},"inputRequests":{}}`,                     // repeated: each decoded
+		`{"content":[],"inputRequests":{"a":null},"inputRequests":{}}`,                      // repeated: each decoded
 		`{"content":[],"inputRequest\u0073":{"a" : null }}`,
 		`{"content":[],"inputRequests":null}`,
 		`{"content":[],"inputRequests":{}}`,
