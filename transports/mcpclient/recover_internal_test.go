@@ -63,7 +63,7 @@ func TestSDKReadable(t *testing.T) {
 	for _, raw := range []string{
 		`{"content":[],"inputRequests":{"a":null}}`,
 		`{"content":[],"inputRequests":{"a":{"method":"roots/list","params":{}},"b":null}}`,
-		`{"content":[],"inputRequests":{"a":null,"a":{"method":"roots/list","params":{}}}}`, // the SDK's map takes both
+		`{"content":[],"inputRequests":{"a":null,"a":{"method":"roots/list","params":{}}}}`, // the last of a name wins
 		`{"content":[],"inputRequests":{"a":null},"inputRequests":{}}`,                      // repeated: each decoded
 		`{"content":[],"inputRequest\u0073":{"a" : null }}`,
 		`{"content":[],"inputRequests":null}`,
