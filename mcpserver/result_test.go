@@ -195,7 +195,8 @@ func newNullInput(t *testing.T) string {
 // request that is null (which panics the MCP Go SDK's decoder) fails the
 // host's call through the front door with an error, on the pass-through
 // (tools/call) and on the SDK's path (prompts/get), and the daemon keeps
-// serving: the next call answers. Nothing of the result reaches the log.
+// serving: the next call answers. The SDK is never handed the result, and
+// nothing of it reaches the log.
 func TestUpstreamNullInputRequest(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
 	f.ingest("nullinput", newNullInput(t))
@@ -216,7 +217,12 @@ func TestUpstreamNullInputRequest(t *testing.T) {
 			t.Errorf("after the failed calls: ok answered %s, want fine", jsonOf(t, res))
 		}
 	}
-	if logs := f.logs.String(); strings.Contains(logs, `"a":null`) {
+	logs := f.logs.String()
+	if strings.Contains(logs, `"a":null`) {
 		t.Errorf("the server's result reached the log:\n%s", logs)
+	}
+	// Refused before the SDK's decoder saw it, not recovered after.
+	if strings.Contains(logs, "panicked") {
+		t.Errorf("the SDK's decoder was handed the result:\n%s", logs)
 	}
 }

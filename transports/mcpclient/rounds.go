@@ -197,9 +197,10 @@ var errNullInputRequest = errors.New("the server's result has an input request t
 // InputRequestMap.UnmarshalJSON (v1.8.0) dereferences the value of each
 // member of inputRequests, which is nil for a member that is null. Every
 // result a server sends is checked before the SDK decodes it: on the
-// pass-through (callRounds) and, over stdio, as it comes off the wire
-// (stdioConn.Read). A panic the SDK's decoding raises all the same fails
-// its call alone ([Client.recoverDecoding]).
+// pass-through (callRounds) and, for the SDK's path, as it comes off the
+// wire (stdioConn.Read; over Streamable HTTP, the response body's tee:
+// refusedAnswer). A panic the SDK's decoding raises all the same fails its
+// call alone ([Client.recoverDecoding]).
 func sdkReadable(raw []byte) error {
 	return nullInputRequest(inputRequestsValues(raw))
 }
