@@ -16,7 +16,8 @@ func crashOn(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && strings.Contains(string(p.Arguments), "crash") {
 			var m map[string]int
-			m["crash"]++ // a nil map: the runtime's own panic
+			//lint:ignore SA5000 the crash injected: a nil map's write, a panic of the runtime's own
+			m["crash"]++
 		}
 		return next(ctx, method, req)
 	}
