@@ -205,3 +205,33 @@ func TestBridgeRefusesRedirect(t *testing.T) {
 		}
 	}
 }
+
+// TestBridgeAnswersBeforeStreamEnds: the host has a pumped call's answer
+// as soon as the daemon sent it, not once the daemon's stream after it
+// ended: a stream held open after the answer (here until the host has
+// it) is read to its end afterwards, and the connection it came on is not
+// aborted (which the bridge does when a stream outlasts its wait).
+func TestBridgeAnswersBeforeStreamEnds(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	release := make(chan struct{})
+	aborted := make(chan bool, 1)
+	ep := faultyDaemon(t, f.base, "portal__docs__read", func(w http.ResponseWriter, r *http.Request) {
+		answerSSE(t, w, r, "answered")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+			aborted <- false
+		case <-r.Context().Done():
+			aborted <- true
+		}
+	})
+	cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: ep, PAT: f.agent("desk")}, "desk", "2025-11-25", nil)
+	res := call(t, cs, "portal__docs__read", map[string]any{"path": "hello.txt"})
+	close(release)
+	if got := text(res); got != "answered" {
+		t.Errorf("the host read %q", got)
+	}
+	if <-aborted {
+		t.Error("the host's answer waited for the daemon's stream to end: the bridge gave up on it first")
+	}
+}
