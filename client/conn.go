@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plexus-gw/plexus"
+	"github.com/plexus-gw/plexus/internal/sse"
 )
 
 // Default timeouts. An invoke may run a long capability, so it gets its own,
@@ -240,37 +240,24 @@ func readBody(resp *http.Response, onEvent func(typ string, data []byte)) ([]byt
 }
 
 // readEvents reads a Server-Sent Events body, handing each event to
-// onEvent, until the "result" event, whose data it returns.
+// onEvent, until the "result" event, whose data it returns. An event is
+// at most maxBody bytes.
 func readEvents(body io.Reader, onEvent func(typ string, data []byte)) ([]byte, error) {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64*1024), maxBody)
-	var typ string
-	var data bytes.Buffer
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data.Len() > 0 || typ != "" {
-				if typ == "result" {
-					return data.Bytes(), nil
-				}
-				onEvent(typ, data.Bytes())
-			}
-			typ = ""
-			data.Reset()
-		case strings.HasPrefix(line, "event:"):
-			typ = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+	r := sse.NewReader(body, sse.Options{MaxEvent: maxBody})
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the stream ended without a result")
 		}
+		if err != nil {
+			return nil, err
+		}
+		typ := strings.TrimSpace(string(ev.Type))
+		if typ == "result" {
+			return ev.Data, nil
+		}
+		onEvent(typ, ev.Data)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return nil, errors.New("the stream ended without a result")
 }
 
 // call performs r, decodes a 2xx body into out (when out is non-nil) and

@@ -1,14 +1,9 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -27,38 +22,20 @@ import (
 // the proxy's /mcp URL.
 func slowInitialize(t *testing.T, target string, inits *atomic.Int32, held chan<- struct{}, release <-chan struct{}, refuse bool) string {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(&url.URL{Scheme: u.Scheme, Host: u.Host})
-		r.Out.Host = u.Host
-	}, FlushInterval: -1}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+	return faultyDaemon(t, target, `"method":"initialize"`, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		inits.Add(1)
+		held <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if r.Method == http.MethodPost && bytes.Contains(body, []byte(`"method":"initialize"`)) {
-			inits.Add(1)
-			held <- struct{}{}
-			select {
-			case <-release:
-			case <-r.Context().Done():
-				return
-			}
-			if refuse {
-				http.Error(w, "the daemon is going away", http.StatusServiceUnavailable)
-				return
-			}
+		if refuse {
+			http.Error(w, "the daemon is going away", http.StatusServiceUnavailable)
+			return
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	return ts.URL + "/mcp"
+		next.ServeHTTP(w, r)
+	})
 }
 
 // TestBridgeSlowInitialize: while the daemon is slow to answer the
@@ -135,7 +112,7 @@ func TestBridgeSlowInitialize(t *testing.T) {
 func TestBridgeEndsWithCancelStuck(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
 	stuck, aborted := make(chan struct{}, 1), make(chan struct{})
-	ep := faultyDaemon(t, f.base, "notifications/cancelled", func(w http.ResponseWriter, r *http.Request) {
+	ep := faultyDaemon(t, f.base, "notifications/cancelled", func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		stuck <- struct{}{}
 		<-r.Context().Done()
 		close(aborted)

@@ -20,9 +20,10 @@ import (
 )
 
 // faultyDaemon is a reverse proxy to the daemon at target whose answer to
-// a POST whose body contains match is onMatch's instead; it returns the
-// proxy's /mcp URL.
-func faultyDaemon(t *testing.T, target, match string, onMatch http.HandlerFunc) string {
+// a POST whose body contains match is onMatch's instead (next is the
+// proxy, for an onMatch that only holds or changes the request); it returns
+// the proxy's /mcp URL.
+func faultyDaemon(t *testing.T, target, match string, onMatch func(w http.ResponseWriter, r *http.Request, next http.Handler)) string {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -40,7 +41,7 @@ func faultyDaemon(t *testing.T, target, match string, onMatch http.HandlerFunc) 
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if r.Method == http.MethodPost && bytes.Contains(body, []byte(match)) {
-			onMatch(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
+			onMatch(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)), rp)
 			return
 		}
 		rp.ServeHTTP(w, r)
@@ -104,7 +105,7 @@ func TestBridgeRefusedAnswer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, mcpserver.Options{})
-			ep := faultyDaemon(t, f.base, "portal__docs__read", tc.answer)
+			ep := faultyDaemon(t, f.base, "portal__docs__read", func(w http.ResponseWriter, r *http.Request, _ http.Handler) { tc.answer(w, r) })
 			cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: ep, PAT: f.agent("desk")}, "desk", "2025-11-25", nil)
 			held := make(chan error, 1)
 			go func() {
@@ -143,7 +144,7 @@ func waitCount(f *fixture, tool string) {
 func TestBridgeAnswerAtTheBound(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
 	text16 := strings.Repeat("y", mcp.DefaultMaxEventSize-1024)
-	ep := faultyDaemon(t, f.base, "portal__docs__read", func(w http.ResponseWriter, r *http.Request) { answerSSE(t, w, r, text16) })
+	ep := faultyDaemon(t, f.base, "portal__docs__read", func(w http.ResponseWriter, r *http.Request, _ http.Handler) { answerSSE(t, w, r, text16) })
 	cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: ep, PAT: f.agent("desk")}, "desk", "2025-11-25", nil)
 	res := call(t, cs, "portal__docs__read", map[string]any{"path": "hello.txt"})
 	if got := text(res); got != text16 {
@@ -155,7 +156,7 @@ func TestBridgeAnswerAtTheBound(t *testing.T) {
 // middle of a call's answer is told as lost, to call again.
 func TestBridgeDaemonDiesMidCall(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
-	ep := faultyDaemon(t, f.base, "tools/call", func(w http.ResponseWriter, r *http.Request) {
+	ep := faultyDaemon(t, f.base, "tools/call", func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",")
@@ -190,7 +191,7 @@ func TestBridgeRefusesRedirect(t *testing.T) {
 					w.WriteHeader(http.StatusBadGateway)
 				}))
 				t.Cleanup(elsewhere.Close)
-				ep := faultyDaemon(t, f.base, `"method":"`+at+`"`, func(w http.ResponseWriter, r *http.Request) {
+				ep := faultyDaemon(t, f.base, `"method":"`+at+`"`, func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 					http.Redirect(w, r, elsewhere.URL+"/collect", http.StatusTemporaryRedirect)
 				})
 				cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: ep, PAT: f.agent("desk")}, "desk", v.version, nil)

@@ -1,13 +1,12 @@
 package mcpserver
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"mime"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus/internal/sse"
 )
 
 // The daemon's answer to a pumped call (bridgepump.go) is read here, not
@@ -34,67 +33,33 @@ type answerError struct{ err error }
 func (e *answerError) Error() string { return e.err.Error() }
 func (e *answerError) Unwrap() error { return e.err }
 
-// sseData hands take the data of each event of an SSE body (data lines
-// joined by newlines, as SSE says; other fields and comments are not the
-// bridge's concern), until take says it is done or fails, or the body
-// ends. An event whose lines outgrow max bytes is refused.
+// sseData hands take the data of each event of an SSE body (other fields
+// and comments are not the bridge's concern), until take says it is done
+// or fails, or the body ends. An event beyond max bytes is refused.
 func sseData(body io.Reader, max int, take func(data []byte) (done bool, err error)) error {
-	r := bufio.NewReader(body)
-	var data []byte
-	var has bool // a data line was read since the last event
-	size := 0
+	r := sse.NewReader(body, sse.Options{MaxEvent: max})
 	for {
-		line, err := readLine(r, max-size)
+		ev, err := r.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) && len(line) == 0 {
-				return nil // an event cut short by the end is not one (SSE)
-			}
-			if !errors.Is(err, io.EOF) {
-				return err
-			}
+			return bridgeSSEError(err)
 		}
-		size += len(line)
-		line = bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(line) == 0:
-			if has {
-				if done, err := take(data); done || err != nil {
-					return err
-				}
-			}
-			data, has, size = data[:0], false, 0
-		case bytes.HasPrefix(line, []byte("data:")):
-			if has {
-				data = append(data, '\n')
-			}
-			v := line[len("data:"):]
-			data, has = append(data, bytes.TrimPrefix(v, []byte(" "))...), true
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
+		if done, err := take(ev.Data); done || err != nil {
+			return err
 		}
 	}
 }
 
-// readLine reads one line of r, with its end, refusing one longer than
-// max bytes. A line that fits r's buffer is r's own bytes, valid until r
-// is read again (every line of an answer but a long data line: no copy
-// per line).
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
-			return nil, errEventTooLarge
-		}
-		if line == nil && !errors.Is(err, bufio.ErrBufferFull) {
-			return chunk, err
-		}
-		line = append(line, chunk...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
-		}
+// bridgeSSEError is what sseData makes of its reader's error: none at the
+// end, as the SSE reader refuses it.
+func bridgeSSEError(err error) error {
+	var large *sse.TooLargeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil // an event cut short by the end is not one (SSE)
+	case errors.As(err, &large):
+		return errEventTooLarge
 	}
+	return err
 }
 
 // mediaType is the media type of a Content-Type, "" when it has none.

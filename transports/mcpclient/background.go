@@ -7,7 +7,8 @@ import (
 
 // background owns the goroutines a connection starts that outlive the
 // call that starts them (the notifications/cancelled of a call whose
-// caller left, passthrough.go): each runs under a context that ends at
+// caller left, passthrough.go; the error answering a request over the
+// maximum size, oversized.go): each runs under a context that ends at
 // stop, and wait waits for them, so none outlives the connection's Close.
 // Its zero value is ready; safe for concurrent use.
 type background struct {

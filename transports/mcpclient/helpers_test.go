@@ -37,6 +37,18 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "sdk-say":
+		if err := runSayServer(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "sdk-asks-in-rounds":
+		if err := runRootsServer(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "sdk-0728":
 		if err := runOnlyServer(); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")

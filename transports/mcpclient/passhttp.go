@@ -3,7 +3,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	ssestream "github.com/plexus-gw/plexus/internal/sse" // the tests have an sse helper
 	segjson "github.com/segmentio/encoding/json"
 	"golang.org/x/oauth2"
 )
@@ -441,7 +441,7 @@ func (c *Client) drain(life context.Context, body io.ReadCloser) {
 // events reads the events of one stream until the call's answer (answered)
 // or the stream's end.
 func (c *Client) events(ctx context.Context, s *session, body io.Reader, id jsonrpc.ID, asks *sync.WaitGroup, st *streamState) (raw json.RawMessage, answered bool, err error) {
-	er := eventReader{r: bufio.NewReader(body)}
+	er := eventReader{r: body}
 	for {
 		ev, err := er.next()
 		switch {
@@ -495,85 +495,47 @@ type event struct {
 	data            []byte
 }
 
-// eventReader reads server-sent events as the HTML standard's
-// event-stream interpretation says (the SDK's scanner's reading), an
-// event at most maxCapture bytes.
+// eventReader reads server-sent events as the MCP Go SDK's client reads
+// them (its scanner's departures from the HTML standard: the GoSDK option),
+// an event at most maxCapture bytes.
 type eventReader struct {
-	r    *bufio.Reader
-	line []byte
+	r       io.Reader
+	sr      ssestream.Reader
+	started bool
 }
 
 func (e *eventReader) next() (event, error) {
-	var ev event
-	var size int
-	hasData := false
-	pending := func() bool { return hasData || ev.name != "" || ev.id != "" || ev.retry != "" }
-	for {
-		line, err := e.readLine()
-		if err != nil && err != io.EOF {
-			return ev, err
-		}
-		eof := err == io.EOF
-		if size += len(line); size > maxCapture {
-			return ev, errFrameTooLarge
-		}
-		if len(line) > 0 {
-			if err := ev.field(line, &hasData); err != nil {
-				return ev, err
-			}
-		}
-		switch {
-		case (len(line) == 0 || eof) && pending():
-			return ev, nil // at its blank line, or at the stream's end, as the SDK's scanner dispatches it
-		case eof:
-			return ev, io.EOF
-		}
+	if !e.started {
+		e.sr.Reset(e.r, ssestream.Options{MaxEvent: maxCapture, GoSDK: true})
+		e.started = true
 	}
+	ev, err := e.sr.Next()
+	if err != nil {
+		return event{}, eventError(err)
+	}
+	return event{name: eventName(ev.Type), id: string(ev.ID), retry: string(ev.Retry), data: append([]byte(nil), ev.Data...)}, nil
 }
 
-// field sets the field line holds on ev, its value trimmed as the SDK's
-// scanner trims it; a line with no colon is malformed, as the SDK has it.
-func (ev *event) field(line []byte, hasData *bool) error {
-	name, value, found := bytes.Cut(line, []byte(":"))
-	if !found {
-		return fmt.Errorf("%w: malformed line in SSE stream: %q", errBroken, clip(string(line), 100))
+// eventError is the pass-through's error for the SSE reader's: a line
+// without a colon fails the connection, as the SDK's scanner has it.
+func eventError(err error) error {
+	var large *ssestream.TooLargeError
+	var malformed *ssestream.MalformedError
+	switch {
+	case errors.As(err, &large):
+		return errFrameTooLarge
+	case errors.As(err, &malformed):
+		return fmt.Errorf("%w: malformed line in SSE stream: %q", errBroken, clip(string(malformed.Line), 100))
 	}
-	value = bytes.TrimSpace(value)
-	switch string(name) {
-	case "event":
-		ev.name = string(value)
-	case "id":
-		ev.id = string(value)
-	case "retry":
-		ev.retry = string(value)
-	case "data":
-		if *hasData {
-			ev.data = append(ev.data, '\n')
-		}
-		ev.data = append(ev.data, value...)
-		*hasData = true
-	}
-	return nil
+	return err
 }
 
-// readLine reads a line without its end ("\n", "\r\n"); at the stream's
-// end it returns what it read of the last line with io.EOF.
-func (e *eventReader) readLine() ([]byte, error) {
-	e.line = e.line[:0]
-	for {
-		chunk, err := e.r.ReadSlice('\n')
-		e.line = append(e.line, chunk...)
-		if len(e.line) > maxCapture {
-			return nil, errFrameTooLarge
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err != nil && err != io.EOF:
-			return nil, err
-		}
-		return bytes.TrimRight(e.line, "\r\n"), err
+// eventName is an event's name, the usual one without an allocation.
+func eventName(b []byte) string {
+	if string(b) == "message" {
+		return "message"
 	}
+	return string(b)
 }
 
 // answerServer answers a request the server sent on a call's stream, as

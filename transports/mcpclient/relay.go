@@ -31,8 +31,8 @@ import (
 // found where the message comes off the wire:
 //
 //   - 2026-07-28 (multi round-trip): the server answers the call with its
-//     input requests, and the SDK fulfils them with the call's own context,
-//     which carries the relay.
+//     input requests, and Plexus fulfils them with the call's own context,
+//     which carries the relay (rounds.go).
 //   - Streamable HTTP, earlier versions: the server sends its request on
 //     the response stream of the call's POST, whose context carries the
 //     relay; the stream's tee ([sseTee]) tags the message.
@@ -81,11 +81,14 @@ func relayCapabilities() *mcp.ClientCapabilities {
 }
 
 // relayOptions sets in opts what Plexus declares to a server and the
-// handlers of what it asks during a multi-round-trip call.
+// handlers of what it asks. The SDK's multi round-trip middleware is
+// replaced by Plexus's ([session.answerInputs]), which asks the host for
+// its roots too.
 func (s *session) relayOptions(opts *mcp.ClientOptions) *mcp.ClientOptions {
 	opts.Capabilities = relayCapabilities()
 	opts.CreateMessageWithToolsHandler = s.relaySampling
 	opts.ElicitationHandler = s.relayElicitation
+	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	return opts
 }
 
@@ -399,8 +402,8 @@ func (s *session) relayRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.
 // sees them: the SDK's client answers roots/list from its own list, with
 // no handler, and checks an elicitation's schema against its own reading
 // of the spec, which is the host's to judge (a host that takes a schema
-// the SDK does not would never be asked). Requests fulfilled for a
-// multi-round-trip call reach the handlers instead.
+// the SDK does not would never be asked). Input requests of a
+// multi-round-trip call reach the same handlers through rounds.go.
 func (s *session) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch p := req.GetParams().(type) {

@@ -15,21 +15,26 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// A tools/call Plexus sends itself (passthrough.go, passhttp.go) answers a
-// result that asks for input (SEP-2322: inputRequests and a requestState)
-// as the SDK's client does on every protocol version (its multi round-trip
-// middleware): each input request goes to the handler the SDK would call
-// (the relay's, with the call's context, so to the call's host), and the
-// call is sent again with the answers and the server's state, up to the
-// SDK's bounds. A server on a session asks this of Plexus, for instance,
+// A call whose result asks for input (SEP-2322: inputRequests and a
+// requestState) is answered as the SDK's client does on every protocol
+// version (its multi round-trip middleware): each input request goes to
+// the handler the SDK would call (the relay's, with the call's context, so
+// to the call's host), and the call is sent again with the answers and the
+// server's state, up to the SDK's bounds. That holds for a tools/call
+// Plexus sends itself (passthrough.go, passhttp.go) and, in place of the
+// SDK's own middleware ([session.answerInputs]), for every call on the
+// SDK's path (prompts/get, resources/read, a sessionless session's
+// tools/call). A server on a session asks this of Plexus, for instance,
 // when its SDK bridged the first round of a multi-round tool in-band and
 // the tool asks again.
 //
-// One difference is deliberate: the SDK checks an elicitation's schema
-// against its own reading of the spec before its handler is called; here
-// the host judges it, as it does for an elicitation sent in-band
-// (relayRequests). The host's accepted content is checked against the
-// schema, and its defaults applied, as the SDK does.
+// Two differences are deliberate. A roots/list input request reaches the
+// host, as one sent in-band does (relayRequests): the SDK's client would
+// answer it from its own list, which Plexus leaves empty. And the SDK
+// checks an elicitation's schema against its own reading of the spec
+// before its handler is called; here the host judges it, as it does for
+// an elicitation sent in-band. The host's accepted content is checked
+// against the schema, and its defaults applied, as the SDK does.
 
 // The SDK's bounds (mcp/mrtr.go).
 const (
@@ -40,32 +45,119 @@ const (
 // callRounds sends a tools/call with params through send until its result
 // asks for no more input.
 func (s *session) callRounds(ctx context.Context, params toolCallParams, send func(context.Context, toolCallParams) (json.RawMessage, error)) (json.RawMessage, error) {
+	return inRounds(ctx, s, func(ctx context.Context, answers mcp.InputResponseMap, state string) (json.RawMessage, error) {
+		params.InputResponses, params.RequestState = answers, state
+		return send(ctx, params)
+	}, inputRequired)
+}
+
+// answerInputs is a sending middleware: it answers the input requests of
+// a tools/call, prompts/get or resources/read sent through the SDK's
+// session as callRounds does, in place of the SDK's middleware, which
+// relayOptions disables.
+func (s *session) answerInputs(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" && method != "prompts/get" && method != "resources/read" {
+			return next(ctx, method, req)
+		}
+		return inRounds(ctx, s, func(ctx context.Context, answers mcp.InputResponseMap, state string) (mcp.Result, error) {
+			if answers != nil {
+				again, err := retryRequest(req, answers, state)
+				if err != nil {
+					return nil, err
+				}
+				req = again
+			}
+			return next(ctx, method, req)
+		}, resultInputs)
+	}
+}
+
+// inRounds sends a call through send until its answer asks for no more
+// input (asks reads what it asks): the first time with no answers, then
+// with the answers to the last round's input requests and the server's
+// state.
+func inRounds[R any](ctx context.Context, s *session, send func(context.Context, mcp.InputResponseMap, string) (R, error), asks func(R) (mcp.InputRequestMap, string)) (R, error) {
+	var none R
+	var answers mcp.InputResponseMap
+	var state string
 	shed := 0
 	for round := 1; ; round++ {
-		raw, err := send(ctx, params)
+		res, err := send(ctx, answers, state)
 		if err != nil {
-			return nil, err
+			return res, err
 		}
-		reqs, state := inputRequired(raw)
+		reqs, st := asks(res)
 		if reqs == nil {
-			return raw, nil
+			return res, nil
 		}
 		if len(reqs) == 0 {
 			shed++
 		}
 		if shed >= maxShedRounds {
-			return nil, fmt.Errorf("multi-round-trip: exceeded maximum load-shedding retries (%d)", maxShedRounds)
+			return none, fmt.Errorf("multi-round-trip: exceeded maximum load-shedding retries (%d)", maxShedRounds)
 		}
 		if round >= maxRounds {
-			return nil, fmt.Errorf("multi-round-trip: exceeded maximum retries (%d)", maxRounds)
+			return none, fmt.Errorf("multi-round-trip: exceeded maximum retries (%d)", maxRounds)
 		}
 		// The relay handlers take the call's relay from ctx (relayOf).
-		answers, err := s.fulfil(context.WithValue(ctx, callKey{}, true), reqs)
-		if err != nil {
-			return nil, err
+		if answers, err = s.fulfil(context.WithValue(ctx, callKey{}, true), reqs); err != nil {
+			return none, err
 		}
-		params.InputResponses, params.RequestState = answers, state
+		state = st
 	}
+}
+
+// resultInputs is the input requests and state of a result the SDK
+// decoded; nil for one that asks for none.
+func resultInputs(res mcp.Result) (mcp.InputRequestMap, string) {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	case *mcp.GetPromptResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	case *mcp.ReadResourceResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	}
+	return nil, ""
+}
+
+// retryRequest is req sent again with answers and state, its params a
+// shallow copy of req's (the caller's own are left as they were), as the
+// SDK's middleware makes it.
+func retryRequest(req mcp.Request, answers mcp.InputResponseMap, state string) (mcp.Request, error) {
+	var params mcp.Params
+	switch p := req.GetParams().(type) {
+	case *mcp.CallToolParams:
+		cp := *p
+		cp.InputResponses, cp.RequestState = answers, state
+		params = &cp
+	case *mcp.CallToolParamsRaw:
+		cp := *p
+		cp.InputResponses, cp.RequestState = answers, state
+		params = &cp
+	case *mcp.GetPromptParams:
+		cp := *p
+		cp.InputResponses, cp.RequestState = answers, state
+		params = &cp
+	case *mcp.ReadResourceParams:
+		cp := *p
+		cp.InputResponses, cp.RequestState = answers, state
+		params = &cp
+	default:
+		return nil, fmt.Errorf("multi-round-trip: unsupported params type %T", p)
+	}
+	cs, ok := req.GetSession().(*mcp.ClientSession)
+	if !ok {
+		return nil, fmt.Errorf("multi-round-trip: unsupported session type %T", req.GetSession())
+	}
+	return &mcp.ClientRequest[mcp.Params]{Session: cs, Params: params}, nil
 }
 
 // inputRequired is the input requests and state of a result that asks for
@@ -118,9 +210,7 @@ func (s *session) fulfilOne(ctx context.Context, ir mcp.InputRequest) (mcp.Input
 	case *mcp.CreateMessageWithToolsParams:
 		return s.relaySampling(ctx, &mcp.CreateMessageWithToolsRequest{Params: p})
 	case *mcp.ListRootsParams:
-		// The SDK's client answers from its own list, which Plexus leaves
-		// empty: the host is not asked.
-		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+		return s.relayRoots(ctx, p)
 	}
 	return nil, fmt.Errorf("unknown input request type: %T", ir)
 }

@@ -193,7 +193,8 @@ func (c *Client) newSDKClient(s *session) *mcp.Client {
 		KeepAlive: keepAlive,
 	}))
 	client.AddReceivingMiddleware(s.relayRequests)
-	client.AddSendingMiddleware(declareCaller)
+	// answerInputs sits where the SDK puts its own: next to the wire.
+	client.AddSendingMiddleware(declareCaller, s.answerInputs)
 	if err := addSkillMethods(client); err != nil {
 		c.log.Error("mcp: skills/list cannot be sent; no skill will be listed", "err", err)
 	}

@@ -33,7 +33,8 @@ import (
 //
 // What the SDK's connection does is kept: messages are newline-delimited
 // JSON values (a value may span lines; anything but a newline after it is
-// an error), a frame is bounded by [maxCapture], a batch (an array) is
+// an error), a frame is bounded by [maxCapture] (one past it is skipped,
+// and fails its call alone: oversized.go), a batch (an array) is
 // accepted and its messages handed on one by one, and Close ends the server
 // as the spec's stdio shutdown says (stdin closed, then SIGTERM, then
 // SIGKILL, each after the grace). One difference: the answers to a batch of
@@ -130,9 +131,20 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // next reads the next JSON value off stdout and decodes its message(s).
+// A message over the limit is skipped (oversized.go).
 func (c *stdioConn) next() ([]jsonrpc.Message, error) {
 	var raw json.RawMessage
 	err := c.dec.Decode(&raw)
+	for errors.Is(err, errFrameTooLarge) {
+		msg, oerr := c.oversized()
+		if oerr != nil {
+			return nil, oerr
+		}
+		if msg != nil {
+			return []jsonrpc.Message{msg}, nil
+		}
+		err = c.dec.Decode(&raw)
+	}
 	if err == nil {
 		var tr [1]byte
 		if n, rerr := c.dec.Buffered().Read(tr[:]); n > 0 {
