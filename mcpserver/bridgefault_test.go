@@ -216,7 +216,7 @@ func TestBridgeAnswersBeforeStreamEnds(t *testing.T) {
 	f := newFixture(t, mcpserver.Options{})
 	release := make(chan struct{})
 	aborted := make(chan bool, 1)
-	ep := faultyDaemon(t, f.base, "portal__docs__read", func(w http.ResponseWriter, r *http.Request) {
+	ep := faultyDaemon(t, f.base, "portal__docs__read", func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		answerSSE(t, w, r, "answered")
 		w.(http.Flusher).Flush()
 		select {
