@@ -29,6 +29,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/scaffold"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // bulkServerEnv makes the test binary (TestMain) a stdio MCP server on the
@@ -232,7 +234,9 @@ func (o rssOwner) call(method, path string, hdr map[string]string, in, out any) 
 // checked through `plexus status`'s endpoint afterwards (it lists every
 // grant: done before the reading, its garbage would be in the figure), and
 // a short count fails the benchmark rather than print a figure for less.
-// Bar: < 150 MB.
+// Beside the figure it reports the daemon's own GC cycles, CPU time and
+// heap goal from its /metrics: what a GC setting in the daemon's
+// environment (GOGC, GOMEMLIMIT) trades against the RSS. Bar: < 150 MB.
 func BenchmarkLoadedRSS(b *testing.B) {
 	oneShot(b, func(b *testing.B, m map[string]float64) {
 		if runtime.GOOS != "linux" {
@@ -277,15 +281,55 @@ func BenchmarkLoadedRSS(b *testing.B) {
 				st.Entries, bulk, st.Agents, st.Grants, granted, rssEntries, rssAgents, rssAgents*rssGrantsPerAgent)
 		}
 		afterStatus, _ := procMB(b, cmd.Process.Pid)
+		rt := rssRuntime(b, o)
 
 		m["rss-MB"], m["peak-rss-MB"], m["rss-before-handshakes-MB"], m["rss-after-status-MB"] = rss, hwm, loaded, afterStatus
 		m["ingest-s"], m["connect-s"], m["total-s"] = ingest.Seconds(), connect.Seconds(), time.Since(begin).Seconds()
+		m["gc-cycles"], m["daemon-cpu-s"], m["heap-goal-MB"] = rt.gcCycles, rt.cpu, rt.heapGoalMB
 		setFigure(benchOrder[16], benchFigure{value: rss, unit: "MB", bar: "< 150 MB", ok: rss < 150,
 			note: fmt.Sprintf("peak %.1f MB, %.0f MB before 3 handshakes; %d entries, %d agents, %d grants loaded", hwm, loaded, st.Entries, st.Agents, st.Grants)})
 		b.Logf("loaded RSS of plexus serve: %.1f MB (peak %.1f MB; %.1f MB before the handshakes, %.1f MB after GET /admin/api/status) with %d entries, %d agents, %d grants (bar < 150 MB); "+
-			"ingest %.1f s, connect+enroll %.1f s, total %.1f s",
-			rss, hwm, loaded, afterStatus, st.Entries, st.Agents, st.Grants, ingest.Seconds(), connect.Seconds(), time.Since(begin).Seconds())
+			"ingest %.1f s, connect+enroll %.1f s, total %.1f s; the daemon ran %.0f GC cycles in %.1f s of CPU, heap goal %.0f MB (GOGC %.0f)",
+			rss, hwm, loaded, afterStatus, st.Entries, st.Agents, st.Grants, ingest.Seconds(), connect.Seconds(), time.Since(begin).Seconds(),
+			rt.gcCycles, rt.cpu, rt.heapGoalMB, rt.gogc)
 	})
+}
+
+// rssRuntimeFigures are the loaded daemon's garbage collector and CPU
+// figures, from its own /metrics: what a GC setting (GOGC, GOMEMLIMIT in
+// the daemon's environment) trades against the RSS figure.
+type rssRuntimeFigures struct {
+	gcCycles, cpu, heapGoalMB, gogc float64
+}
+
+// rssRuntime scrapes the daemon's /metrics with the connection-key.
+func rssRuntime(b *testing.B, o rssOwner) rssRuntimeFigures {
+	b.Helper()
+	st, raw, err := benchDo(o.c, "GET", o.base+"/metrics", map[string]string{"Authorization": "Bearer " + o.key}, nil)
+	if err != nil || st != http.StatusOK {
+		b.Fatalf("GET /metrics: status %d, %v: %.300s", st, err, raw)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatalf("parse /metrics: %v", err)
+	}
+	one := func(name string) float64 {
+		f := fams[name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			b.Fatalf("/metrics has no single series %s", name)
+		}
+		switch m := f.GetMetric()[0]; {
+		case m.Summary != nil:
+			return float64(m.GetSummary().GetSampleCount())
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		default:
+			return m.GetGauge().GetValue()
+		}
+	}
+	return rssRuntimeFigures{gcCycles: one("go_gc_duration_seconds"), cpu: one("process_cpu_seconds_total"),
+		heapGoalMB: one("go_memstats_next_gc_bytes") / 1e6, gogc: one("go_gc_gogc_percent")}
 }
 
 // rssAddBulkServer adds the bulk MCP server with `plexus mcp add` to the

@@ -642,26 +642,7 @@ func BenchmarkMCPToolCall(b *testing.B) {
 			}
 			return nil
 		}
-		ctx := b.Context()
-		cmd := exec.Command(self)
-		cmd.Env = append(os.Environ(), driftServerEnv+"=1")
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench-direct", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cs.Close()
-		direct := func() error {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "plexus"}})
-			if err != nil {
-				return err
-			}
-			if res.IsError || len(res.Content) != 1 {
-				return fmt.Errorf("direct call: %+v", res)
-			}
-			return nil
-		}
-
-		r := benchVersus(b, direct, viaPlexus, nil) // interleaved, so drift hits both
+		r := benchVersus(b, driftDirect(b, self), viaPlexus, nil) // interleaved, so drift hits both
 		pl, dl := r.viaLat, r.directLat
 		latRatio := float64(percentile(pl, 50)) / float64(percentile(dl, 50))
 		prps, drps := r.viaRPS, r.directRPS
@@ -683,6 +664,142 @@ func BenchmarkMCPToolCall(b *testing.B) {
 			us(percentile(pl, 50)), us(percentile(dl, 50)), latRatio, us(percentile(pl, 99)), us(percentile(dl, 99)),
 			benchClients, prps, drps, thrRatio)
 	})
+}
+
+// BenchmarkMCPToolCallBinary is BenchmarkMCPToolCall with the daemon as
+// shipped: the built binary in a process of its own (in BenchmarkMCPToolCall
+// the daemon shares this process, its scheduler and its garbage collector
+// with the bench's clients and the direct baseline). Context, not a figure of
+// the summary. PLEXUS_BENCH_DAEMON_ENV adds to the daemon's environment
+// (e.g. "GOGC=200 GOMEMLIMIT=96MiB", for an A/B of a GC setting that reaches
+// the daemon alone: the MCP server it starts is kept at the runtime's
+// defaults, as the direct baseline's is).
+func BenchmarkMCPToolCallBinary(b *testing.B) {
+	oneShot(b, func(b *testing.B, m map[string]float64) {
+		self, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		home := filepath.Join(b.TempDir(), "home")
+		if _, err := scaffold.Init(home, scaffold.InitOptions{NewConnectionKey: auth.NewConnectionKey}); err != nil {
+			b.Fatal(err)
+		}
+		limits := benchJSON(b, map[string]any{"rateLimit": map[string]any{"agents": map[string]any{"bench": map[string]any{"callsPerSecond": 0}}}})
+		if err := os.WriteFile(filepath.Join(home, scaffold.FileAuthConfig), limits, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		cfg := fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1","GOGC":"100","GOMEMLIMIT":"off"}}}}`, self, driftServerEnv)
+		if err := os.WriteFile(filepath.Join(home, "mcp.json"), []byte(cfg), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		cmd, o := startBinaryEnv(b, home, strings.Fields(os.Getenv("PLEXUS_BENCH_DAEMON_ENV")))
+		defer stopBinary(b, cmd)
+		via := binaryGreetInvoker(b, o)
+		pid := cmd.Process.Pid
+		r := benchVersus(b, driftDirect(b, self), via, func() time.Duration { return childCPU(pid) })
+		r.report(b, m, "MCP tool call via the plexus binary vs direct (context)", "stdio")
+		m["daemon-cpu-µs/call"] = r.viaOtherCPU
+	})
+}
+
+// startBinaryEnv starts `plexus serve` (the built binary) on home with env
+// added to this process's environment, and returns it with an owner's
+// client of its admin API.
+func startBinaryEnv(b *testing.B, home string, env []string) (*exec.Cmd, rssOwner) {
+	b.Helper()
+	addr := freeAddr(b)
+	cmd := exec.Command(plexusBin(b), "--home", home, "--addr", addr, "serve")
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	base := "http://" + addr
+	if _, err := pollReady(base+"/.well-known/plexus", 20*time.Second); err != nil {
+		stopBinary(b, cmd)
+		b.Fatal(err)
+	}
+	key, err := scaffold.ReadConnectionKey(home)
+	if err != nil {
+		stopBinary(b, cmd)
+		b.Fatal(err)
+	}
+	return cmd, rssOwner{base: base, key: key, c: benchHTTPClient(2)}
+}
+
+// binaryGreetInvoker waits for the daemon o talks to to serve
+// mcp.bench.greet, connects and enrolls an agent with a standing grant for
+// it (its rate limit off), takes a token, and returns the call of greet
+// through /invoke that greetInvoker makes in-process.
+func binaryGreetInvoker(b *testing.B, o rssOwner) func() error {
+	b.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.ContainsFunc(rssStatus(b, o).Sources, func(s plexus.SourceStatus) bool { return s.ID == "mcp:bench" && s.Entries > 0 }) {
+		if time.Now().After(deadline) {
+			b.Fatal("the bench server's tools are not served after 20 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	read := []plexus.Verb{plexus.VerbRead}
+	var conn plexus.ConnectResponse
+	if err := o.call(http.MethodPost, "/admin/api/agents/connect", bearer(o.key), plexus.ConnectRequest{AgentID: "bench", Label: "bench",
+		Grants: []plexus.ConnectGrant{{CapabilityID: benchGreetID, Verbs: read}}}, &conn); err != nil {
+		b.Fatal(err)
+	}
+	var enr plexus.EnrollResponse
+	if err := o.call(http.MethodPost, "/agents/enroll", nil, plexus.EnrollRequest{Code: conn.Code}, &enr); err != nil {
+		b.Fatal(err)
+	}
+	var hs plexus.HandshakeResponse
+	if err := o.call(http.MethodPost, "/link/handshake", bearer(enr.PAT), plexus.HandshakeRequest{Client: &plexus.ClientInfo{Name: "bench"}}, &hs); err != nil {
+		b.Fatal(err)
+	}
+	var tok plexus.ScopedToken
+	grant := plexus.GrantRequest{Grants: map[string]plexus.GrantDecision{benchGreetID: {Decision: plexus.DecisionAllow, Verbs: read}}}
+	if err := o.call(http.MethodPut, "/grants", session(hs.SessionID), grant, &tok); err != nil || tok.Token == "" {
+		b.Fatalf("token for %s: %v", benchGreetID, err)
+	}
+	hdr := bearer(tok.Token)
+	body := []byte(`{"id":"` + benchGreetID + `","input":{"name":"plexus"}}`)
+	c := benchHTTPClient(benchClients)
+	return func() error {
+		st, raw, err := benchDo(c, http.MethodPost, o.base+"/invoke", hdr, body)
+		if err != nil {
+			return err
+		}
+		if st != http.StatusOK || !bytes.Contains(raw, []byte(`hello plexus`)) {
+			return fmt.Errorf("invoke: status %d: %s", st, raw)
+		}
+		return nil
+	}
+}
+
+// driftDirect starts the drift test server (self, see TestMain) and returns
+// the SDK client's call of its greet tool, the direct baseline of
+// BenchmarkMCPToolCall; the session ends with the benchmark.
+func driftDirect(b *testing.B, self string) func() error {
+	b.Helper()
+	ctx := b.Context()
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), driftServerEnv+"=1")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench-direct", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := cs.Close(); err != nil {
+			b.Logf("close the direct session: %v", err)
+		}
+	})
+	return func() error {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "plexus"}})
+		if err != nil {
+			return err
+		}
+		if res.IsError || len(res.Content) != 1 {
+			return fmt.Errorf("direct call: %+v", res)
+		}
+		return nil
+	}
 }
 
 // --- 4. decision latency ----------------------------------------------------

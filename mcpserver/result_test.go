@@ -149,3 +149,80 @@ func TestToolResultVerbatim(t *testing.T) {
 		})
 	}
 }
+
+// rawPrompt is a prompt result the null-input server sends as raw.
+type rawPrompt struct {
+	*mcp.GetPromptResult
+	raw string
+}
+
+func (r *rawPrompt) MarshalJSON() ([]byte, error) { return []byte(r.raw), nil }
+
+// newNullInput serves, over Streamable HTTP, an MCP server whose tool
+// "null" and prompt "null" answer with an input request that is null
+// (which the MCP Go SDK v1.8.0 panics decoding: docs/mcp.md), and whose
+// tool "ok" answers; it returns its URL.
+func newNullInput(t *testing.T) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "nullinput", Version: "1"}, nil)
+	for _, name := range []string{"null", "ok"} {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}, nil
+			})
+	}
+	s.AddPrompt(&mcp.Prompt{Name: "null"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch r := req.(type) {
+			case *mcp.CallToolRequest:
+				if r.Params.Name == "null" {
+					return &rawResult{CallToolResult: &mcp.CallToolResult{}, raw: `{"content":[],"inputRequests":{"a":null}}`}, nil
+				}
+			case *mcp.GetPromptRequest:
+				return &rawPrompt{GetPromptResult: &mcp.GetPromptResult{}, raw: `{"messages":[],"inputRequests":{"a":null},"requestState":"s"}`}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// TestUpstreamNullInputRequest: an upstream whose result has an input
+// request that is null (which panics the MCP Go SDK's decoder) fails the
+// host's call through the front door with an error, on the pass-through
+// (tools/call) and on the SDK's path (prompts/get), and the daemon keeps
+// serving: the next call answers. The SDK is never handed the result, and
+// nothing of it reaches the log.
+func TestUpstreamNullInputRequest(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	f.ingest("nullinput", newNullInput(t))
+	pat := f.agent("desk", standing("mcp.nullinput.null", plexus.VerbRead), standing("mcp.nullinput.ok", plexus.VerbRead),
+		standing("mcp.nullinput.prompt.null", plexus.VerbRead))
+	cs := f.connect(pat, "desk", nil)
+	ctx := context.Background()
+	for range 2 { // twice: the first failure left everything serving
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__nullinput__null", Arguments: map[string]any{}})
+		if err == nil && !res.IsError {
+			t.Errorf("the tool whose result has a null input request answered %s, want an error", jsonOf(t, res))
+		}
+		gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: mcpserver.ToolName("mcp.nullinput.prompt.null")})
+		if err == nil {
+			t.Errorf("the prompt whose result has a null input request answered %s, want an error", jsonOf(t, gp))
+		}
+		if res := call(t, cs, "mcp__nullinput__ok", map[string]any{}); res.IsError || text(res) != "fine" {
+			t.Errorf("after the failed calls: ok answered %s, want fine", jsonOf(t, res))
+		}
+	}
+	logs := f.logs.String()
+	if strings.Contains(logs, `"a":null`) {
+		t.Errorf("the server's result reached the log:\n%s", logs)
+	}
+	// Refused before the SDK's decoder saw it, not recovered after.
+	if strings.Contains(logs, "panicked") {
+		t.Errorf("the SDK's decoder was handed the result:\n%s", logs)
+	}
+}

@@ -325,34 +325,72 @@ func deliver(c *capture, data []byte) {
 	}
 }
 
-// jsonTee passes an application/json body through, keeping a copy that is
-// delivered when the body ends (the SDK reads it to the end).
+// jsonTee holds an application/json body back until it ends (the SDK
+// reads it whole before it decodes it), delivers it, and passes it on, or
+// in place of a result the SDK must not be handed an error response
+// ([refusedAnswer]). A body over maxCapture is passed on as it comes,
+// delivered nowhere.
 type jsonTee struct {
 	io.ReadCloser
-	c    *capture
-	buf  bytes.Buffer
-	over bool // the body exceeded maxCapture: nothing is delivered
-	done bool
+	c   *capture
+	buf bytes.Buffer
+	out io.Reader // what the reader gets; nil until the body is held
 }
 
 func (t *jsonTee) Read(b []byte) (int, error) {
-	n, err := t.ReadCloser.Read(b)
-	if !t.over {
-		if t.buf.Len()+n > maxCapture {
-			t.over = true
-			t.buf = bytes.Buffer{}
-		} else {
-			t.buf.Write(b[:n])
-		}
+	if t.out == nil {
+		t.out = t.hold()
 	}
-	if err != nil && !t.done {
-		t.done = true
-		if err == io.EOF && !t.over {
-			deliver(t.c, t.buf.Bytes())
-		}
-		t.buf = bytes.Buffer{}
+	return t.out.Read(b)
+}
+
+// hold reads the body, up to maxCapture, and returns what the reader gets.
+func (t *jsonTee) hold() io.Reader {
+	_, err := io.Copy(&t.buf, io.LimitReader(t.ReadCloser, maxCapture+1))
+	switch {
+	case err != nil:
+		return io.MultiReader(&t.buf, failedReader{err}) // the SDK fails it, as it came
+	case t.buf.Len() > maxCapture:
+		return io.MultiReader(&t.buf, t.ReadCloser)
 	}
-	return n, err
+	deliver(t.c, t.buf.Bytes())
+	if refused := refusedAnswer(t.buf.Bytes()); refused != nil {
+		return bytes.NewReader(refused)
+	}
+	return &t.buf
+}
+
+// failedReader fails every read with err.
+type failedReader struct{ err error }
+
+func (f failedReader) Read([]byte) (int, error) { return 0, f.err }
+
+// refusedAnswer is, for a JSON-RPC payload that is a response whose
+// result the SDK must not be handed (sdkReadable: it would panic decoding
+// it, on the caller's goroutine), an error response to its id to hand it
+// instead; nil for any other payload (most are passed over unread, as
+// sdkReadable passes them).
+func refusedAnswer(data []byte) []byte {
+	if !bytes.Contains(data, []byte("inputRequests")) && !bytes.Contains(data, []byte(`\u`)) {
+		return nil
+	}
+	if !json.Valid(data) {
+		return nil // the SDK refuses it
+	}
+	msg, err := decodeMessage(data)
+	r, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok || r.Error != nil {
+		return nil
+	}
+	rerr := sdkReadable(r.Result)
+	if rerr == nil {
+		return nil
+	}
+	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: rerr.Error()}})
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // sseTee passes a text/event-stream body through, an event at a time: it
@@ -469,7 +507,11 @@ func (t *sseTee) end(blank []byte) {
 	event := t.event
 	if t.hasData && !t.over {
 		deliver(t.c, t.data)
-		if tagged := t.c.r.tagMessage(t.relay, t.data); !bytes.Equal(tagged, t.data) {
+		data := t.data
+		if refused := refusedAnswer(data); refused != nil {
+			data = refused // the SDK must not decode it (rounds.go)
+		}
+		if tagged := t.c.r.tagMessage(t.relay, data); !bytes.Equal(tagged, t.data) {
 			event = rewriteData(event, tagged)
 		}
 	}

@@ -72,6 +72,45 @@ func TestJSONTee(t *testing.T) {
 	}
 }
 
+// A response whose result the SDK's decoder would panic on reaches the
+// SDK as an error response to its id, from either tee; any other body
+// passes as it came.
+func TestTeesRefuseUnreadable(t *testing.T) {
+	const bad = `{"jsonrpc":"2.0","id":5,"result":{"messages":[],"inputRequests":{"a":null}}}`
+	for _, tc := range []struct {
+		name, body string
+		refused    bool
+	}{
+		{"null input request", bad, true},
+		{"escaped key", `{"jsonrpc":"2.0","id":5,"result":{"inputRequest\u0073":{"a":null}}}`, true},
+		{"input request", `{"jsonrpc":"2.0","id":5,"result":{"inputRequests":{"a":{"method":"roots/list","params":{}}},"requestState":"s"}}`, false},
+		{"plain", `{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`, false},
+		{"null elsewhere", `{"jsonrpc":"2.0","id":5,"result":{"x":{"inputRequests":{"a":null}}}}`, false},
+		{"a request", `{"jsonrpc":"2.0","id":5,"method":"m","params":{"inputRequests":{"a":null}}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reads := map[string]func() ([]byte, error){
+				"json": func() ([]byte, error) {
+					return io.ReadAll(&jsonTee{ReadCloser: io.NopCloser(strings.NewReader(tc.body)), c: newCapture(nil)})
+				},
+				"sse": func() ([]byte, error) {
+					return io.ReadAll(&sseTee{ReadCloser: io.NopCloser(strings.NewReader("event: message\ndata: " + tc.body + "\n\n")), c: newCapture(nil)})
+				},
+			}
+			for kind, read := range reads {
+				got, err := read()
+				if err != nil {
+					t.Fatalf("%s: %v", kind, err)
+				}
+				refused := !strings.Contains(string(got), tc.body)
+				if refused != tc.refused || refused && !strings.Contains(string(got), `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"the server's result has an input request that is null`) {
+					t.Errorf("%s: the reader got %s; refused %v, want %v", kind, got, refused, tc.refused)
+				}
+			}
+		})
+	}
+}
+
 func mustID(t *testing.T, v any) jsonrpc.ID {
 	t.Helper()
 	id, err := jsonrpc.MakeID(v)

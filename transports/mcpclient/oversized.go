@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,100 +30,149 @@ import (
 //   - anything else (a notification, an id that cannot be read) fails
 //     nothing and is logged.
 //
+// The id read from its start is acted on at once, before the rest of the
+// line is read: a server that never ends the line fails the call all the
+// same. A line ends at LF or at CR, as a message does for the SDK's reader
+// and for next (its trailing-data check takes either). The rest of a line is read
+// and thrown away up to [maxDiscard] bytes; a longer one ends the
+// connection, as a message over the limit did before it could be skipped.
+// Spaces between messages (blank lines) are no part of the next one: the
+// limit counts from a message's first byte, so that no message within it
+// is ever thrown away.
+//
 // A message that spans lines (JSON-RPC over stdio has none, but the reader
 // takes them, as the SDK's does) has no end the reader can find: it ends
 // the connection, as before.
 
-// Bounds of what is kept of a message over the limit.
+// Bounds of what is kept of a message over the limit, and of what is read
+// of it.
 const (
-	headBytes = 4 << 10 // of its start, to read its envelope
-	tailBytes = 256     // of its line's end, to read an id written last
+	headBytes  = 4 << 10        // of its start, to read its envelope
+	tailBytes  = 256            // of its line's end, to read an id written last
+	maxDiscard = 4 * maxCapture // of its line after what the decoder held (64 MiB), to find its end
 )
 
 // oversized handles a message over the limit, which the decoder began and
 // gave up on: it returns the answer to hand to the SDK (one of the SDK's
 // calls fails), nil when there is none, or the error that ends the
-// connection.
+// connection. The rest of the line is thrown away before it returns, or
+// on the next read when the message's id was read from its start
+// (c.skip).
 func (c *stdioConn) oversized() (jsonrpc.Message, error) {
-	head, multiline, err := bufferedHead(c.dec.Buffered())
+	buffered := bufio.NewReader(c.dec.Buffered())
+	if skipSpaces(buffered) {
+		c.restart(buffered) // what the decoder held, from the message's first byte
+		return nil, nil
+	}
+	head, tail, multiline, err := readHeld(buffered)
 	if err != nil || multiline {
 		return nil, errors.Join(errFrameTooLarge, err)
 	}
-	tail, err := c.skipLine()
-	if err != nil {
+	env := readHead(head)
+	if env.hasID {
+		c.skip = true
+		return c.refuseOversized(env), nil
+	}
+	if tail, err = c.skipLine(tail); err != nil {
 		return nil, err
 	}
-	env := readHead(head)
-	if !env.hasID {
-		env.id, env.hasID = tailID(tail)
-	}
+	env.id, env.hasID = tailID(tail)
+	return c.refuseOversized(env), nil
+}
+
+// refuseOversized fails what the message over the limit env describes
+// was: the call it answers, or the server's request; it returns the
+// answer to hand to the SDK, if any.
+func (c *stdioConn) refuseOversized(env envelope) jsonrpc.Message {
 	switch {
 	case env.hasID && env.response && !env.request:
 		r := &jsonrpc.Response{ID: env.id, Error: errFrameTooLarge}
 		c.logOversized("failing the call it answers")
 		if c.calls.answer(r) {
-			return nil, nil // one of Plexus's own calls
+			return nil // one of Plexus's own calls
 		}
-		return r, nil
+		return r
 	case env.hasID && env.request:
 		c.logOversized("answering the server's request with an error")
 		c.bg.run(func(life context.Context) { c.refuse(life, env.id) })
 	default:
 		c.logOversized("failing nothing: it is no response whose id can be read")
 	}
-	return nil, nil
+	return nil
 }
 
-// bufferedHead is the first headBytes of what the decoder buffered of a
-// message it gave up on, from its first byte that is not a space, and
-// whether the message spans lines.
-func bufferedHead(buffered io.Reader) ([]byte, bool, error) {
-	var head []byte
-	buf := make([]byte, 32<<10)
-	started := false
+// skipSpaces reads the spaces r starts with and reports whether there
+// were any.
+func skipSpaces(r *bufio.Reader) bool {
+	skipped := false
 	for {
-		n, err := buffered.Read(buf)
-		chunk := buf[:n]
-		if !started {
-			chunk = bytes.TrimLeft(chunk, " \t\r\n")
-			started = len(chunk) > 0
+		b, err := r.ReadByte()
+		if err != nil {
+			return skipped // what the decoder held is all spaces
 		}
-		if bytes.IndexByte(chunk, '\n') >= 0 {
-			return nil, true, nil
+		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+			// Cannot fail: the byte was just read.
+			if err := r.UnreadByte(); err != nil {
+				panic(err)
+			}
+			return skipped
+		}
+		skipped = true
+	}
+}
+
+// restart has the decoder start again, with the limit counted afresh, on
+// r and then what the server writes next.
+func (c *stdioConn) restart(r io.Reader) {
+	c.lim = &frameLimit{r: io.MultiReader(r, c.lim.r), limit: c.lim.limit}
+	c.dec = json.NewDecoder(c.lim)
+}
+
+// readHeld reads what the decoder held of a message it gave up on, from
+// its first byte: its first headBytes, its last tailBytes, and whether
+// the message spans lines.
+func readHeld(held io.Reader) (head, tail []byte, multiline bool, err error) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := held.Read(buf)
+		chunk := buf[:n]
+		if bytes.ContainsAny(chunk, "\r\n") {
+			return nil, nil, true, nil
 		}
 		if room := headBytes - len(head); room > 0 {
 			head = append(head, chunk[:min(room, len(chunk))]...)
 		}
+		tail = keepTail(tail, chunk)
 		if err == io.EOF {
-			return head, false, nil
+			return head, tail, false, nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
 }
 
-// skipLine reads the rest of the current line from the server and throws
-// it away, but for its last tailBytes, and has the decoder start again
-// after it, with what was read past the line's end.
-func (c *stdioConn) skipLine() ([]byte, error) {
+// skipLine reads the rest of the current line from the server (up to
+// maxDiscard bytes) and throws it away, but for the last tailBytes of
+// tail and it, and has the decoder start again after it, with what was
+// read past the line's end. A line ends at LF or CR.
+func (c *stdioConn) skipLine(tail []byte) ([]byte, error) {
 	src := c.lim.r
 	buf := make([]byte, 32<<10)
-	var tail []byte
-	for {
+	for read := 0; read <= maxDiscard; {
 		n, err := src.Read(buf)
-		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+		if i := bytes.IndexAny(buf[:n], "\r\n"); i >= 0 {
 			tail = keepTail(tail, buf[:i])
-			rest := bytes.Clone(buf[i+1 : n])
-			c.lim = &frameLimit{r: io.MultiReader(bytes.NewReader(rest), src), limit: c.lim.limit}
-			c.dec = json.NewDecoder(c.lim)
+			c.restart(bytes.NewReader(bytes.Clone(buf[i+1 : n])))
 			return tail, nil
 		}
 		tail = keepTail(tail, buf[:n])
+		read += n
 		if err != nil {
 			return nil, fmt.Errorf("the rest of a message over the maximum size: %w", err)
 		}
 	}
+	return nil, fmt.Errorf("a line over %d bytes: %w", maxDiscard, errFrameTooLarge)
 }
 
 // keepTail is the last tailBytes of tail followed by b.

@@ -40,7 +40,14 @@ func TestStdioConnOversized(t *testing.T) {
 		{name: "id in a string", out: `{"result":{"t":"` + big + `,\\"id\\":5}"}}\n` + next, ids: []string{"next"}},
 		{name: "nested id", out: `{"result":{"t":"` + big + `","id":5}}\n` + next, ids: []string{"next"}},
 		{name: "over lines", out: `{"jsonrpc":"2.0",\n"id":1,\n"result":"` + big + `"}\n` + next, err: "maximum message size"},
-		{name: "no end", out: `{"jsonrpc":"2.0","id":1,"result":"` + big, err: "EOF"},
+		// The id read from its start fails the call at once, before the
+		// rest of its line is looked for.
+		// A line is read to skip it up to maxDiscard (64 MiB), and no further.
+		{name: "endless, id unknown", script: `printf '{"result":"'; yes x | tr -d '\n'`, err: "maximum message size"},
+		// Spaces between messages do not count against the next: one
+		// within the limit, after more spaces than the limit, is read.
+		{name: "spaces before one within the limit", out: strings.Repeat(" \n\r\t", 40) + `{"jsonrpc":"2.0","id":3,"result":{"t":"` + strings.Repeat("x", 40) + `"}}\n` + next, ids: []string{"r3", "next"}},
+		{name: "no end", out: `{"jsonrpc":"2.0","id":1,"result":"` + big, ids: []string{"r1!"}, err: "EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := cmp.Or(tc.script, `printf '`+tc.out+`'`)

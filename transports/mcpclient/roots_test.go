@@ -174,8 +174,9 @@ func (h *rootsHost) Offers(method string) bool { return method == plexus.RelayRo
 // stdio at 2025-11-25 one after the other: there the first round is asked
 // in-band, which Plexus relays only when one relay has calls in flight):
 // each host's roots reach its own call, never the other's. A host that
-// refuses fails its call with its refusal, as it would an elicitation,
-// and so does a caller with no host (HTTP /invoke).
+// refuses fails its call with its refusal, as it would an elicitation; a
+// caller with no host (HTTP /invoke) has no roots to offer and answers
+// an empty list in rounds (refusing in band, as before).
 func TestRootsInRounds(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -219,9 +220,16 @@ func TestRootsInRounds(t *testing.T) {
 					if r := rootsCall(t, h, id, refuses); r.OK || r.Error == nil || !strings.Contains(r.Error.Message, "the host does not offer roots/list") {
 						t.Errorf("a host refusing roots: %s %v, want the call failed with its refusal", r.MCPResult, r.Error)
 					}
-					// An HTTP /invoke caller has no host to ask.
-					if r := rootsCall(t, h, id, nil); r.OK || r.Error == nil || !strings.Contains(r.Error.Message, "Plexus cannot relay roots/list") {
-						t.Errorf("a caller without a relay: %s %v, want the call failed: nobody to ask", r.MCPResult, r.Error)
+					// An HTTP /invoke caller has no host to ask, and no roots:
+					// asked in rounds, it answers an empty list; asked in
+					// band (the first round on a session), it refuses, and
+					// this server fails its call with the refusal.
+					r := rootsCall(t, h, id, nil)
+					if tc.sessionless && (!r.OK || !strings.Contains(string(r.MCPResult), "first=none second=none")) {
+						t.Errorf("a caller without a relay: %s %v, want no roots in either round", r.MCPResult, r.Error)
+					}
+					if !tc.sessionless && (r.OK || r.Error == nil || !strings.Contains(r.Error.Message, "Plexus cannot relay roots/list")) {
+						t.Errorf("a caller without a relay: %s %v, want the call failed with the in-band refusal", r.MCPResult, r.Error)
 					}
 				})
 			}

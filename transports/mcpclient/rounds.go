@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -30,7 +32,10 @@ import (
 //
 // Two differences are deliberate. A roots/list input request reaches the
 // host, as one sent in-band does (relayRequests): the SDK's client would
-// answer it from its own list, which Plexus leaves empty. And the SDK
+// answer it from its own list, which Plexus leaves empty. (A call with no
+// host, an /invoke caller's, is answered that empty list: it has no roots,
+// and a refusal, which in band lets the server decide, would here fail
+// the call. A host that refuses fails it.) And the SDK
 // checks an elicitation's schema against its own reading of the spec
 // before its handler is called; here the host judges it, as it does for
 // an elicitation sent in-band. The host's accepted content is checked
@@ -47,7 +52,14 @@ const (
 func (s *session) callRounds(ctx context.Context, params toolCallParams, send func(context.Context, toolCallParams) (json.RawMessage, error)) (json.RawMessage, error) {
 	return inRounds(ctx, s, func(ctx context.Context, answers mcp.InputResponseMap, state string) (json.RawMessage, error) {
 		params.InputResponses, params.RequestState = answers, state
-		return send(ctx, params)
+		raw, err := send(ctx, params)
+		if err == nil {
+			err = sdkReadable(raw) // before inputRequired and toolResult hand it to the SDK's decoder
+		}
+		if err != nil {
+			return nil, err
+		}
+		return raw, nil
 	}, inputRequired)
 }
 
@@ -162,19 +174,76 @@ func retryRequest(req mcp.Request, answers mcp.InputResponseMap, state string) (
 
 // inputRequired is the input requests and state of a result that asks for
 // input, read as the SDK reads them; nil for any other result (one the
-// SDK cannot read fails where the result is read: toolResult).
+// SDK cannot read fails where the result is read: toolResult) and for one
+// it must not be handed ([sdkReadable]).
 func inputRequired(raw json.RawMessage) (mcp.InputRequestMap, string) {
-	if !bytes.Contains(raw, []byte(`"inputRequests"`)) {
+	vals := inputRequestsValues(raw)
+	if len(vals) == 0 || nullInputRequest(vals) != nil {
 		return nil, "" // most results, read no further
-	}
-	if _, plain := readPlain(raw); plain {
-		return nil, ""
 	}
 	var res mcp.CallToolResult
 	if json.Unmarshal(raw, &res) != nil { // its UnmarshalJSON, the SDK's own decoder
 		return nil, ""
 	}
 	return res.InputRequests, res.RequestState
+}
+
+// errNullInputRequest is the error of a result with an input request that
+// is null, which the SDK's decoder panics on (v1.8.0: see docs/mcp.md).
+var errNullInputRequest = errors.New("the server's result has an input request that is null (a member of inputRequests), which Plexus cannot read")
+
+// sdkReadable is nil for a result the SDK's decoder can be handed without
+// panicking, errNullInputRequest for one it panics on: its
+// InputRequestMap.UnmarshalJSON (v1.8.0) dereferences the value of each
+// member of inputRequests, which is nil for a member that is null. Every
+// result a server sends is checked before the SDK decodes it: on the
+// pass-through (callRounds) and, for the SDK's path, as it comes off the
+// wire (stdioConn.Read; over Streamable HTTP, the response body's tee:
+// refusedAnswer). A panic the SDK's decoding raises all the same fails its
+// call alone ([Client.recoverDecoding]).
+func sdkReadable(raw []byte) error {
+	return nullInputRequest(inputRequestsValues(raw))
+}
+
+// inputRequestsValues is the raw value of each member of the result raw
+// whose key is inputRequests as the SDK's decoder reads keys (exactly,
+// escapes undone; it may be repeated). Most results are passed over with
+// no scan: an escape spells a letter only as \u.
+func inputRequestsValues(raw []byte) [][]byte {
+	if !bytes.Contains(raw, []byte("inputRequests")) && !bytes.Contains(raw, []byte(`\u`)) {
+		return nil
+	}
+	var vals [][]byte
+	if err := members(raw, func(key, val []byte) {
+		if string(key) == "inputRequests" {
+			vals = append(vals, val)
+		}
+	}); err != nil {
+		return nil // not an object: the SDK's decoder refuses it
+	}
+	return vals
+}
+
+// nullInputRequest is errNullInputRequest when one of the inputRequests
+// values vals (the SDK's decoder reads each, when the key is repeated) is
+// an object with a member that is null: the last of that name, as the
+// SDK's decoder fills its map.
+func nullInputRequest(vals [][]byte) error {
+	for _, v := range vals {
+		if i := skipSpace(v, 0); i >= len(v) || v[i] != '{' {
+			continue // null or no object: the SDK reads or refuses it
+		}
+		null := map[string]bool{}
+		if err := members(v, func(k, m []byte) { null[string(k)] = string(m) == "null" }); err != nil {
+			return errNullInputRequest
+		}
+		for _, n := range null {
+			if n {
+				return errNullInputRequest
+			}
+		}
+	}
+	return nil
 }
 
 // fulfil answers the input requests reqs at once, as the SDK's client
@@ -210,6 +279,13 @@ func (s *session) fulfilOne(ctx context.Context, ir mcp.InputRequest) (mcp.Input
 	case *mcp.CreateMessageWithToolsParams:
 		return s.relaySampling(ctx, &mcp.CreateMessageWithToolsRequest{Params: p})
 	case *mcp.ListRootsParams:
+		if plexus.RelayFrom(ctx) == nil {
+			// A caller with no host to ask (an /invoke agent) has no
+			// roots to offer, and says so, as the SDK's client does. In
+			// band it is refused (noCaller) and the server decides what
+			// its call answers; here a refusal could only fail the call.
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+		}
 		return s.relayRoots(ctx, p)
 	}
 	return nil, fmt.Errorf("unknown input request type: %T", ir)

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -193,8 +195,9 @@ func (c *Client) newSDKClient(s *session) *mcp.Client {
 		KeepAlive: keepAlive,
 	}))
 	client.AddReceivingMiddleware(s.relayRequests)
-	// answerInputs sits where the SDK puts its own: next to the wire.
-	client.AddSendingMiddleware(declareCaller, s.answerInputs)
+	// answerInputs sits where the SDK puts its own, next to the wire, with
+	// only recoverDecoding, around each round, between them.
+	client.AddSendingMiddleware(declareCaller, s.answerInputs, c.recoverDecoding)
 	if err := addSkillMethods(client); err != nil {
 		c.log.Error("mcp: skills/list cannot be sent; no skill will be listed", "err", err)
 	}
@@ -552,4 +555,32 @@ func (t *tail) lastLine() string {
 		s = s[len(s)-200:]
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// errSDKPanicked is the error of a call whose answer the SDK panicked on.
+var errSDKPanicked = errors.New("the MCP Go SDK could not read the server's answer (it panicked; see the daemon's log)")
+
+// recoverDecoding is a sending middleware, next to the wire: the SDK
+// decodes a call's result inside next, on the caller's goroutine (an
+// /mcp or /invoke request's), so a panic in its decoding of what a server
+// sent would end the daemon. It fails that call alone, and logs where
+// (never the result: a server's bytes stay out of the log). Results known
+// to panic it are refused before it sees them (sdkReadable); this is the
+// guard for the ones not known yet.
+func (c *Client) recoverDecoding(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			what := fmt.Sprintf("%T", p) // a value of the SDK's own could hold the server's bytes
+			if rerr, ok := p.(runtime.Error); ok {
+				what = rerr.Error()
+			}
+			c.log.Error("mcp: the MCP Go SDK panicked reading a server's answer; the call fails", "server", c.name, "method", method, "panic", what, "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("calling %q: %w", method, errSDKPanicked)
+		}()
+		return next(ctx, method, req)
+	}
 }

@@ -84,6 +84,7 @@ type stdioConn struct {
 	lim   *frameLimit
 	dec   *json.Decoder
 	queue []jsonrpc.Message // the rest of a batch
+	skip  bool              // the rest of a line over the limit is to be thrown away (oversized.go)
 
 	// turn lets one message be written at a time: a writer holds it (a
 	// send) while it writes, and waits for it under its context, so that a
@@ -122,8 +123,13 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		msg := c.queue[0]
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
-		if r, ok := msg.(*jsonrpc.Response); ok && c.calls.answer(r) {
-			continue // an answer to Plexus's own call, not the SDK's
+		if r, ok := msg.(*jsonrpc.Response); ok {
+			if c.calls.answer(r) {
+				continue // an answer to Plexus's own call, not the SDK's
+			}
+			if err := sdkReadable(r.Result); r.Error == nil && err != nil {
+				msg = &jsonrpc.Response{ID: r.ID, Error: err} // the SDK would panic decoding it (rounds.go)
+			}
 		}
 		c.c.inbound(msg)
 		return msg, nil
@@ -134,8 +140,17 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // A message over the limit is skipped (oversized.go).
 func (c *stdioConn) next() ([]jsonrpc.Message, error) {
 	var raw json.RawMessage
-	err := c.dec.Decode(&raw)
-	for errors.Is(err, errFrameTooLarge) {
+	var err error
+	for {
+		if c.skip {
+			c.skip = false
+			if _, err := c.skipLine(nil); err != nil {
+				return nil, err
+			}
+		}
+		if err = c.dec.Decode(&raw); !errors.Is(err, errFrameTooLarge) {
+			break
+		}
 		msg, oerr := c.oversized()
 		if oerr != nil {
 			return nil, oerr
@@ -143,7 +158,6 @@ func (c *stdioConn) next() ([]jsonrpc.Message, error) {
 		if msg != nil {
 			return []jsonrpc.Message{msg}, nil
 		}
-		err = c.dec.Decode(&raw)
 	}
 	if err == nil {
 		var tr [1]byte
