@@ -58,6 +58,7 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 			Completions: &mcp.CompletionCapabilities{}}),
 			CompletionHandler: b.complete, SubscribeHandler: b.subscribe, UnsubscribeHandler: b.unsubscribe})
 	srv.AddReceivingMiddleware(b.middleware)
+	srv.AddReceivingMiddleware(recovered(o.Logger))
 	b.srv = srv
 	err := srv.Run(ctx, hostTransport{Transport: t, b: b})
 	cancel()

@@ -173,6 +173,7 @@ func (s *Server) newSDKServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "plexus", Title: "Plexus", Version: plexus.Version}, &sopts)
 	srv.AddReceivingMiddleware(s.middleware(srv))
 	srv.AddReceivingMiddleware(s.opts.Middleware...)
+	srv.AddReceivingMiddleware(recovered(s.log)) // last added, outermost
 	return srv
 }
 
