@@ -406,3 +406,45 @@ func BenchmarkMCPFrontCalls(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMCPFrontStdioCalls is BenchmarkMCPFrontStdio's call through
+// `plexus mcp serve` alone, b.N times in sequence, as a plain benchmark (no
+// figure for the summary): ns/op and allocs/op of one tools/call of this
+// process (the client and the daemon; the bridge and the drift server run
+// in their own), and the bridge's CPU per call (bridge-cpu-µs/op). It is
+// what a profile of the daemon's side of `mcp serve`, or an strace of the
+// bridge's process, runs.
+func BenchmarkMCPFrontStdioCalls(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
+	benchMCPConfig(b, td, fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv))
+	pat := benchGrantedAgent(b, td, "bench-stdio")
+	store, err := client.HostStore(td.Home().Dir, "bench-stdio")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := store.SaveCredentials(client.Credentials{BaseURL: td.BaseURL(), AgentID: "bench-stdio", PAT: pat}, false); err != nil {
+		b.Fatal(err)
+	}
+	serve := exec.Command(plexusBin(b), "--home", td.Home().Dir, "mcp", "serve", "--agent", "bench-stdio")
+	via := benchMCPConnect(b, "bench-host", &mcp.CommandTransport{Command: serve})
+	call := greetCaller(b, via, frontToolName(b, via))
+	for range 200 { // the connections, caches and token warm
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bridge := serve.Process.Pid
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := childCPU(bridge)
+	for b.Loop() {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(us(childCPU(bridge)-c0)/float64(b.N), "bridge-cpu-µs/op")
+}

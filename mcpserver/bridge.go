@@ -62,8 +62,15 @@ func Bridge(ctx context.Context, t mcp.Transport, o BridgeOptions) error {
 	b.srv = srv
 	err := srv.Run(ctx, hostTransport{Transport: t, b: b})
 	cancel()
-	b.close()
+	ht := b.close()
 	b.wg.Wait()
+	if ht != nil {
+		// What the bridge's requests left idle is closed with it, a
+		// connection dialed for a call that then took another among
+		// them: the daemon would count that one new, not idle, and its
+		// graceful shutdown would wait on it.
+		ht.CloseIdleConnections()
+	}
 	return err
 }
 
@@ -365,10 +372,12 @@ func (b *bridge) redirected() error {
 		"Plexus at %s answered with a redirect, which mcp serve does not follow: the agent's credential is only sent to that address", b.o.Endpoint)}
 }
 
-func (b *bridge) close() {
+// close ends the daemon session; it returns the transport its requests
+// went on, nil when there was none.
+func (b *bridge) close() *http.Transport {
 	b.mu.Lock()
 	b.ended = true
-	up := b.up
+	up, ht := b.up, b.upTransport
 	b.up = nil
 	b.pc = nil
 	b.mu.Unlock()
@@ -377,6 +386,7 @@ func (b *bridge) close() {
 			b.o.Logger.Debug("close the daemon session", "err", err)
 		}
 	}
+	return ht
 }
 
 // bearerRoundTripper adds the agent's PAT to each request of the SDK's

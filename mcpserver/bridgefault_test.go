@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus/mcpserver"
@@ -204,5 +208,121 @@ func TestBridgeRefusesRedirect(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestBridgeAnswersBeforeStreamEnds: the host has a pumped call's answer
+// as soon as the daemon sent it, not once the daemon's stream after it
+// ended: a stream held open after the answer (here until the host has
+// it) is read to its end afterwards, and the connection it came on is not
+// aborted (which the bridge does when a stream outlasts its wait).
+func TestBridgeAnswersBeforeStreamEnds(t *testing.T) {
+	f := newFixture(t, mcpserver.Options{})
+	release := make(chan struct{})
+	aborted := make(chan bool, 1)
+	ep := faultyDaemon(t, f.base, "portal__docs__read", func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
+		answerSSE(t, w, r, "answered")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+			aborted <- false
+		case <-r.Context().Done():
+			aborted <- true
+		}
+	})
+	cs := bridgedVersion(t, mcpserver.BridgeOptions{Endpoint: ep, PAT: f.agent("desk")}, "desk", "2025-11-25", nil)
+	res := call(t, cs, "portal__docs__read", map[string]any{"path": "hello.txt"})
+	close(release)
+	if got := text(res); got != "answered" {
+		t.Errorf("the host read %q", got)
+	}
+	if <-aborted {
+		t.Error("the host's answer waited for the daemon's stream to end: the bridge gave up on it first")
+	}
+}
+
+// TestBridgeClosesItsConnections: once the bridge ended, no connection it
+// opened to the daemon is left open, idle ones included (a connection
+// dialed for a call that then took another one would hold the daemon's
+// graceful shutdown, which waits on a connection it counts new).
+func TestBridgeClosesItsConnections(t *testing.T) {
+	for _, v := range bridgeVersions {
+		t.Run(v.name, func(t *testing.T) {
+			f := newFixture(t, mcpserver.Options{})
+			u, err := url.Parse(f.base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			open := map[net.Conn]bool{}
+			closed := make(chan struct{}, 1) // a connection closed since the last look
+			proxy := httptest.NewUnstartedServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(&url.URL{Scheme: u.Scheme, Host: u.Host})
+				r.Out.Host = u.Host
+			}, FlushInterval: -1})
+			proxy.Config.ConnState = func(c net.Conn, s http.ConnState) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch s {
+				case http.StateNew:
+					open[c] = true
+				case http.StateClosed, http.StateHijacked:
+					delete(open, c)
+					select {
+					case closed <- struct{}{}:
+					default:
+					}
+				}
+			}
+			proxy.Start()
+			t.Cleanup(proxy.Close)
+			hostR, bridgeW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bridgeR, hostW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- mcpserver.Bridge(context.Background(), &mcp.IOTransport{Reader: bridgeR, Writer: bridgeW},
+					mcpserver.BridgeOptions{Endpoint: proxy.URL + "/mcp", PAT: f.agent("desk")})
+			}()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "desk", Version: "9.9"}, nil).Connect(context.Background(),
+				&mcp.IOTransport{Reader: hostR, Writer: hostW}, &mcp.ClientSessionOptions{ProtocolVersion: v.version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range 4 { // calls at once: the bridge opens several connections
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					call(t, cs, "portal__docs__read", map[string]any{"path": "hello.txt"})
+				}()
+			}
+			wg.Wait()
+			if err := cs.Close(); err != nil {
+				t.Logf("close host session: %v", err)
+			}
+			if err := <-done; err != nil && err != io.EOF {
+				t.Logf("bridge: %v", err)
+			}
+			gaveUp := time.After(10 * time.Second)
+			for {
+				mu.Lock()
+				n := len(open)
+				mu.Unlock()
+				if n == 0 {
+					return
+				}
+				select {
+				case <-closed:
+				case <-gaveUp:
+					t.Fatalf("%d connections of the bridge to the daemon still open after it ended", n)
+				}
+			}
+		})
 	}
 }

@@ -119,19 +119,24 @@ func (b *bridge) pump(msg jsonrpc.Message) bool {
 	go func() {
 		reserveStack(false) // a goroutine of its own, like the front door's calls (stack.go)
 		defer b.wg.Done()
-		defer func() {
-			b.mu.Lock()
-			delete(b.pumped, req.ID)
-			b.mu.Unlock()
-			cancel()
-		}()
-		if resp := b.pumpCall(ctx, ss, req); resp != nil {
+		defer cancel()
+		resp, rest := b.pumpCall(ctx, ss, req)
+		// The call is over before the host has its answer: from then on the
+		// host may use the id again, and a cancellation must not find this
+		// call under it.
+		b.mu.Lock()
+		delete(b.pumped, req.ID)
+		b.mu.Unlock()
+		if resp != nil {
 			// A copy: the SDK's connection still reads the one it delivered.
 			out := *resp
 			out.ID = req.ID
 			if err := b.hostWrite(&out); err != nil {
 				b.o.Logger.Debug("answer the host", "err", err)
 			}
+		}
+		if rest != nil {
+			rest()
 		}
 	}()
 	return true
@@ -169,45 +174,51 @@ func (b *bridge) cancelPumped(params json.RawMessage) bool {
 
 // pumpCall forwards the host's call req and answers the daemon's response
 // to it, or an error saying why there is none; nil when ctx ended first
-// (the host cancelled the call: the daemon is told).
-func (b *bridge) pumpCall(ctx context.Context, ss *mcp.ServerSession, req *jsonrpc.Request) *jsonrpc.Response {
+// (the host cancelled the call: the daemon is told). rest, when not nil,
+// reads what follows the answer on its response (finish): the caller runs
+// it once the host has the answer, which so does not wait for the end of
+// the daemon's stream.
+func (b *bridge) pumpCall(ctx context.Context, ss *mcp.ServerSession, req *jsonrpc.Request) (answer *jsonrpc.Response, rest func()) {
 	up, err := b.sessionFor(ctx, ss)
 	if err != nil {
-		return &jsonrpc.Response{Error: err}
+		return &jsonrpc.Response{Error: err}, nil
 	}
 	pc := b.pumpConn(up)
 	id, err := jsonrpc.MakeID(pumpIDPrefix + strconv.FormatUint(b.counter.Add(1), 10))
 	if err != nil {
-		return &jsonrpc.Response{Error: err}
+		return &jsonrpc.Response{Error: err}, nil
 	}
 	body, err := jsonrpc.EncodeMessage(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
 	if err != nil {
-		return &jsonrpc.Response{Error: fmt.Errorf("encode the call: %w", err)}
+		return &jsonrpc.Response{Error: fmt.Errorf("encode the call: %w", err)}, nil
 	}
-	// The POST ends with the call, or when finish gives up on it.
+	// The POST ends with the call, or when finish gives up on it; an
+	// answered call's POST ends in rest.
 	pctx, abort := context.WithCancel(ctx)
-	defer abort()
 	resp, err := pc.post(pctx, body)
 	if err == nil {
-		var answer *jsonrpc.Response
 		var bad *answerError
 		answer, err = b.readAnswer(pc, ss, id, resp)
 		if errors.As(err, &bad) {
 			b.drop(resp, abort)
 			return &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: "the answer to this call was refused (the call may have run): " + bad.Error()}}
+				Message: "the answer to this call was refused (the call may have run): " + bad.Error()}}, nil
+		}
+		if answer != nil {
+			return answer, func() {
+				b.finish(resp, abort)
+				abort()
+			}
 		}
 		b.finish(resp, abort)
-		if answer != nil {
-			return answer
-		}
 	}
+	abort()
 	if ctx.Err() != nil {
 		// The host cancelled: the call may run all the same.
 		b.tellCancelled(pc, id)
-		return nil
+		return nil, nil
 	}
-	return &jsonrpc.Response{Error: b.failed(up, pc.lost(err))}
+	return &jsonrpc.Response{Error: b.failed(up, pc.lost(err))}, nil
 }
 
 // drop closes resp unread, and its connection with it (abort cancels the
