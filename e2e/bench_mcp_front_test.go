@@ -81,18 +81,7 @@ func BenchmarkMCPFrontStdio(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
-		benchMCPConfig(b, td, fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv))
-		pat := benchGrantedAgent(b, td, "bench-stdio")
-		store, err := client.HostStore(td.Home().Dir, "bench-stdio")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := store.SaveCredentials(client.Credentials{BaseURL: td.BaseURL(), AgentID: "bench-stdio", PAT: pat}, false); err != nil {
-			b.Fatal(err)
-		}
-		serve := exec.Command(plexusBin(b), "--home", td.Home().Dir, "mcp", "serve", "--agent", "bench-stdio")
-		via := benchMCPConnect(b, "bench-host", &mcp.CommandTransport{Command: serve})
+		via, serve := bridgedDrift(b, self)
 		drift := exec.Command(self)
 		drift.Env = append(os.Environ(), driftServerEnv+"=1")
 		direct := benchMCPConnect(b, "bench-host", &mcp.CommandTransport{Command: drift})
@@ -419,18 +408,7 @@ func BenchmarkMCPFrontStdioCalls(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
-	benchMCPConfig(b, td, fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv))
-	pat := benchGrantedAgent(b, td, "bench-stdio")
-	store, err := client.HostStore(td.Home().Dir, "bench-stdio")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := store.SaveCredentials(client.Credentials{BaseURL: td.BaseURL(), AgentID: "bench-stdio", PAT: pat}, false); err != nil {
-		b.Fatal(err)
-	}
-	serve := exec.Command(plexusBin(b), "--home", td.Home().Dir, "mcp", "serve", "--agent", "bench-stdio")
-	via := benchMCPConnect(b, "bench-host", &mcp.CommandTransport{Command: serve})
+	via, serve := bridgedDrift(b, self)
 	call := greetCaller(b, via, frontToolName(b, via))
 	for range 200 { // the connections, caches and token warm
 		if err := call(); err != nil {
@@ -447,4 +425,23 @@ func BenchmarkMCPFrontStdioCalls(b *testing.B) {
 		}
 	}
 	b.ReportMetric(us(childCPU(bridge)-c0)/float64(b.N), "bridge-cpu-µs/op")
+}
+
+// bridgedDrift starts a daemon serving the drift server (this binary, over
+// stdio) to an agent pre-granted its tools, and connects a host to it
+// through `plexus mcp serve` (serve, the bridge's process).
+func bridgedDrift(b *testing.B, self string) (via *mcp.ClientSession, serve *exec.Cmd) {
+	b.Helper()
+	td := startTestDaemon(b, daemon.Options{RateLimit: 1e9})
+	benchMCPConfig(b, td, fmt.Sprintf(`{"mcpServers":{"bench":{"command":%q,"env":{%q:"1"}}}}`, self, driftServerEnv))
+	pat := benchGrantedAgent(b, td, "bench-stdio")
+	store, err := client.HostStore(td.Home().Dir, "bench-stdio")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := store.SaveCredentials(client.Credentials{BaseURL: td.BaseURL(), AgentID: "bench-stdio", PAT: pat}, false); err != nil {
+		b.Fatal(err)
+	}
+	serve = exec.Command(plexusBin(b), "--home", td.Home().Dir, "mcp", "serve", "--agent", "bench-stdio")
+	return benchMCPConnect(b, "bench-host", &mcp.CommandTransport{Command: serve}), serve
 }
