@@ -9,6 +9,7 @@ import (
 
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/internal/plexustest"
+	"github.com/plexus-gw/plexus/journal"
 	"github.com/plexus-gw/plexus/telemetry"
 )
 
@@ -137,6 +138,64 @@ func BenchmarkObserveUpdate(b *testing.B) {
 				if err := bc.store.Update(ctx, false, fn); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// TestObserveAppend: the decorator passes the journal's Append on (the
+// gateway commits a call's rows through it when its store has one), observed
+// as an Update is: the row is journaled and handed back with its id, counted
+// once committed, and a closed journal is a commit error. Over a store
+// without Append it records the row through Update instead.
+func TestObserveAppend(t *testing.T) {
+	type appender interface {
+		Append(ctx context.Context, a *plexus.Activity) error
+	}
+	for _, tc := range []struct {
+		name string
+		wrap func(plexus.Store) plexus.Store
+	}{
+		{"journal", func(s plexus.Store) plexus.Store { return s }},
+		{"store without Append", func(s plexus.Store) plexus.Store { return struct{ plexus.Store }{s} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := plexustest.MustOpenJournal(t)
+			m := telemetry.NewMetrics(telemetry.Probes{})
+			ap, ok := telemetry.Observe(tc.wrap(db), m, nil).(appender)
+			if !ok {
+				t.Fatal("the observed store has no Append")
+			}
+			ctx := context.Background()
+			minted := plexus.Activity{Actor: plexus.ActorSystem, ActionType: "token.minted", Target: "jti_1"}
+			if err := ap.Append(ctx, &minted); err != nil {
+				t.Fatal(err)
+			}
+			if minted.ID == 0 {
+				t.Error("the appended row was handed back without its id")
+			}
+			rows, err := db.Activity(ctx, journal.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 1 || rows[0].ActionType != "token.minted" || rows[0].ID != minted.ID {
+				t.Fatalf("journal rows = %+v, want the one appended", rows)
+			}
+			if got := gathered(t, m, "plexus_tokens_minted_total"); got != 1 {
+				t.Errorf("tokens minted = %v, want 1", got)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			again := plexus.Activity{Actor: plexus.ActorSystem, ActionType: "token.minted", Target: "jti_2"}
+			if err := ap.Append(ctx, &again); err == nil {
+				t.Fatal("append to a closed journal succeeded")
+			}
+			if got := gathered(t, m, "plexus_journal_commit_errors_total"); got != 1 {
+				t.Errorf("commit errors after a closed journal = %v, want 1", got)
+			}
+			if got := gathered(t, m, "plexus_tokens_minted_total"); got != 1 {
+				t.Errorf("tokens minted after a failed append = %v, want 1", got)
 			}
 		})
 	}
