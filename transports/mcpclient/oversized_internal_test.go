@@ -52,24 +52,7 @@ func TestStdioConnOversized(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			script := cmp.Or(tc.script, `printf '`+tc.out+`'`)
 			c := dial(t, script, 100)
-			var ids []string
-			var err error
-			for {
-				var msg jsonrpc.Message
-				if msg, err = c.Read(t.Context()); err != nil {
-					break
-				}
-				switch m := msg.(type) {
-				case *jsonrpc.Response:
-					id := "r" + fmt.Sprint(m.ID.Raw())
-					if errors.Is(m.Error, errFrameTooLarge) {
-						id += "!"
-					}
-					ids = append(ids, id)
-				case *jsonrpc.Request:
-					ids = append(ids, m.Method)
-				}
-			}
+			ids, err := readIDs(t, c)
 			if !reflect.DeepEqual(ids, tc.ids) {
 				t.Errorf("read %q, want %q", ids, tc.ids)
 			}
@@ -178,6 +161,30 @@ func TestReadHeadCutAnywhere(t *testing.T) {
 			if id, ok := tailID([]byte(tc.msg[n:])); ok && id.Raw() != tc.id {
 				t.Errorf("tailID(%s) read id %v, want %v or none", tc.msg[n:], id.Raw(), tc.id)
 			}
+		}
+	}
+}
+
+// readIDs reads messages until an error and returns them as
+// TestStdioConnOversized names them ("r<id>", "!" when failed as too large,
+// or the method), and the error.
+func readIDs(t *testing.T, c *stdioConn) ([]string, error) {
+	t.Helper()
+	var ids []string
+	for {
+		msg, err := c.Read(t.Context())
+		if err != nil {
+			return ids, err
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			id := "r" + fmt.Sprint(m.ID.Raw())
+			if errors.Is(m.Error, errFrameTooLarge) {
+				id += "!"
+			}
+			ids = append(ids, id)
+		case *jsonrpc.Request:
+			ids = append(ids, m.Method)
 		}
 	}
 }

@@ -11,30 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// readIDs reads messages until an error and returns them as
-// TestStdioConnOversized names them ("r<id>", "!" when failed as too large,
-// or the method), and the error.
-func readIDs(t *testing.T, c *stdioConn) ([]string, error) {
-	t.Helper()
-	var ids []string
-	for {
-		msg, err := c.Read(t.Context())
-		if err != nil {
-			return ids, err
-		}
-		switch m := msg.(type) {
-		case *jsonrpc.Response:
-			id := "r" + fmt.Sprint(m.ID.Raw())
-			if errors.Is(m.Error, errFrameTooLarge) {
-				id += "!"
-			}
-			ids = append(ids, id)
-		case *jsonrpc.Request:
-			ids = append(ids, m.Method)
-		}
-	}
-}
-
 // Review finding: the id written last (the TypeScript SDK's order) is
 // looked for only in what skipLine reads after the decoder gave up, not in
 // the line's last 256 bytes: a line only a few bytes over the limit has
