@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 	"github.com/plexus-gw/plexus/mcpserver"
 )
 
@@ -83,9 +83,9 @@ func TestBridgeSlowInitialize(t *testing.T) {
 				t.Fatalf("a ping while the daemon's initialize is slow: %v", err)
 			}
 			// Every call waits for the one connection before it is answered.
-			for deadline := time.Now().Add(30 * time.Second); goroutinesIn("(*bridge).sessionFor") != calls; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(30 * time.Second); plexustest.GoroutinesIn("(*bridge).sessionFor") != calls; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d calls wait for the daemon's connection, want %d", goroutinesIn("(*bridge).sessionFor"), calls)
+					t.Fatalf("%d calls wait for the daemon's connection, want %d", plexustest.GoroutinesIn("(*bridge).sessionFor"), calls)
 				}
 			}
 			free()
@@ -167,20 +167,7 @@ func TestBridgeEndsWithCancelStuck(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("the bridge ended with its notification's POST still open")
 	}
-	if n := goroutinesIn("(*bridge)"); n != 0 {
+	if n := plexustest.GoroutinesIn("(*bridge)"); n != 0 {
 		t.Errorf("%d goroutines of the bridge's left after it ended", n)
 	}
-}
-
-// goroutinesIn counts the goroutines whose stack holds fn.
-func goroutinesIn(fn string) int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, fn) {
-			n++
-		}
-	}
-	return n
 }

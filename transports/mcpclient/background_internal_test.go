@@ -5,26 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/plexus-gw/plexus/internal/plexustest"
 )
-
-// goroutinesIn counts the goroutines whose stack holds fn.
-func goroutinesIn(fn string) int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, fn) {
-			n++
-		}
-	}
-	return n
-}
 
 // until polls cond, failing the test when it stays false past a generous
 // bound (a hang, not a speed check).
@@ -79,12 +66,12 @@ func TestCancelOwnedByTheConnection(t *testing.T) {
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Fatalf("the cancelled call = %v, want %v", err, context.Canceled)
 		}
-		until(t, "the cancellation waits for its turn", func() bool { return goroutinesIn(cancelling) == 1 })
+		until(t, "the cancellation waits for its turn", func() bool { return plexustest.GoroutinesIn(cancelling) == 1 })
 		var ee *exec.ExitError
 		if err := c.Close(); !errors.As(err, &ee) {
 			t.Fatalf("close = %v, want the server's exit (SIGTERM)", err)
 		}
-		if n := goroutinesIn(cancelling); n != 0 {
+		if n := plexustest.GoroutinesIn(cancelling); n != 0 {
 			t.Errorf("%d cancellations still run after Close, want none", n)
 		}
 		if err := <-werr; err == nil {
@@ -100,7 +87,7 @@ func TestCancelOwnedByTheConnection(t *testing.T) {
 			_, err := c.callTool(ctx, toolParams(ctx, "greet", nil, "tok-2"))
 			errc <- err
 		}()
-		until(t, "the call waits for its turn", func() bool { return goroutinesIn("(*stdioConn).take") == 1 })
+		until(t, "the call waits for its turn", func() bool { return plexustest.GoroutinesIn("(*stdioConn).take") == 1 })
 		cancel()
 		select {
 		case err := <-errc:
@@ -110,7 +97,7 @@ func TestCancelOwnedByTheConnection(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("a call waiting to be written did not leave with its caller")
 		}
-		if n := goroutinesIn(cancelling); n != 0 {
+		if n := plexustest.GoroutinesIn(cancelling); n != 0 {
 			t.Errorf("%d cancellations of a call never sent, want none", n)
 		}
 		if err := c.Close(); err == nil {
