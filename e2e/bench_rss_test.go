@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/plexus-gw/plexus"
 	"github.com/plexus-gw/plexus/scaffold"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -305,15 +306,7 @@ type rssRuntimeFigures struct {
 // rssRuntime scrapes the daemon's /metrics with the connection-key.
 func rssRuntime(b *testing.B, o rssOwner) rssRuntimeFigures {
 	b.Helper()
-	st, raw, err := benchDo(o.c, "GET", o.base+"/metrics", map[string]string{"Authorization": "Bearer " + o.key}, nil)
-	if err != nil || st != http.StatusOK {
-		b.Fatalf("GET /metrics: status %d, %v: %.300s", st, err, raw)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
-	if err != nil {
-		b.Fatalf("parse /metrics: %v", err)
-	}
+	fams := scrapeMetrics(b, o.c, o.base, o.key)
 	one := func(name string) float64 {
 		f := fams[name]
 		if f == nil || len(f.GetMetric()) != 1 {
@@ -330,6 +323,22 @@ func rssRuntime(b *testing.B, o rssOwner) rssRuntimeFigures {
 	}
 	return rssRuntimeFigures{gcCycles: one("go_gc_duration_seconds"), cpu: one("process_cpu_seconds_total"),
 		heapGoalMB: one("go_memstats_next_gc_bytes") / 1e6, gogc: one("go_gc_gogc_percent")}
+}
+
+// scrapeMetrics reads the /metrics of the daemon at base with the
+// connection-key.
+func scrapeMetrics(b *testing.B, c *http.Client, base, key string) map[string]*dto.MetricFamily {
+	b.Helper()
+	st, raw, err := benchDo(c, "GET", base+"/metrics", map[string]string{"Authorization": "Bearer " + key}, nil)
+	if err != nil || st != http.StatusOK {
+		b.Fatalf("GET /metrics: status %d, %v: %.300s", st, err, raw)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatalf("parse /metrics: %v", err)
+	}
+	return fams
 }
 
 // rssAddBulkServer adds the bulk MCP server with `plexus mcp add` to the
